@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Where RDMA devices are: devices that moved into another netns vanish from
+ * the host's sysfs and netlink, so each netns is asked in turn.
+ */
+#ifndef RDMANS_DISCOVER_H
+#define RDMANS_DISCOVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "rdmans/error.h"
+#include "rdmans/netns.h"
+#include "rdmans/rdma.h"
+
+struct rn_located_dev {
+	struct rn_rdma_dev dev; /* owns dev.ports */
+	struct rn_netns_entry netns;
+};
+
+struct rn_located_devs {
+	size_t n;
+	struct rn_located_dev *v;
+	bool exclusive; /* netns mode when listed; in shared mode every device is listed once, in the host */
+};
+
+void rn_located_devs_free(struct rn_located_devs *devs);
+static inline void rn_located_devs_freep(struct rn_located_devs *devs)
+{
+	rn_located_devs_free(devs);
+}
+#define _cleanup_located_devs_ _cleanup_(rn_located_devs_freep)
+
+/* Dumps the devices of the netns of nsfd (a thread joins it for the dump). */
+int rn_rdma_dump_in(int nsfd, struct rn_rdma_devs *out, struct rn_error *err);
+
+/* Every device in every netns reachable through rn_netns_list(). */
+int rn_discover_all(struct rn_located_devs *out, struct rn_error *err);
+
+/*
+ * Finds device `name`: in the caller's netns first, then in every other.
+ * out->netns.path opens the netns holding it. -ENODEV when it is nowhere.
+ * *ret_exclusive (optional) gets the netns mode. Free out->dev with rn_rdma_dev_free().
+ */
+int rn_discover_find(const char *name, struct rn_located_dev *out, bool *ret_exclusive,
+		     struct rn_error *err);
+
+/*
+ * PID of the lowest process whose cgroup path names container `id` (a full
+ * ID or a unique prefix of at least 6 characters). -ESRCH when none runs,
+ * -ENOTUNIQ when processes of different network namespaces match.
+ */
+int rn_container_pid(const char *id, pid_t *ret_pid, struct rn_error *err);
+
+struct rn_move_request {
+	const char *dev; /* RDMA device name */
+	int target_nsfd;
+	const char *target_desc; /* for messages: "netns 'pod1'", "the netns of PID 42" */
+	bool with_netdev; /* take the netdev bound to port 1 along */
+	const char *netdev_name; /* new name of that netdev in the target, NULL keeps it */
+};
+
+struct rn_move_result {
+	char dev[RN_RDMA_NAME_MAX];
+	char from_desc[PATH_MAX]; /* where it was: "host" or the netns path */
+	char netdev[IF_NAMESIZE]; /* netdev taken along (name before the move), or "" */
+	char netdev_now[IF_NAMESIZE]; /* its name in the target */
+};
+
+/*
+ * Moves an RDMA device (and optionally its netdev) from whichever netns
+ * holds it into the target. Checks first, changes after: nothing moves when
+ * the device is unknown, already there, or the mode is shared; when the
+ * RDMA move fails after the netdev moved, the netdev is moved back.
+ */
+int rn_move(const struct rn_move_request *req, struct rn_move_result *res, struct rn_error *err);
+
+#endif

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Netdev operations (rtnetlink through libnl-route-3, which stays inside
+ * link.c). Every call acts in the netns of the calling thread: wrap it in
+ * rn_netns_run() to act elsewhere.
+ */
+#ifndef RDMANS_LINK_H
+#define RDMANS_LINK_H
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rdmans/error.h"
+
+struct rn_link {
+	int ifindex;
+	char name[IF_NAMESIZE];
+	char alias[256];
+	char mac[18]; /* "aa:bb:cc:dd:ee:ff" or "" */
+	char kind[32]; /* "veth", "macvlan", "" for a physical netdev */
+	unsigned int mtu;
+	unsigned int flags; /* IFF_* */
+	bool up; /* IFF_UP set */
+	bool carrier; /* IFF_LOWER_UP set */
+};
+
+int rn_link_by_name(const char *name, struct rn_link *out, struct rn_error *err);
+int rn_link_by_index(int ifindex, struct rn_link *out, struct rn_error *err);
+/* Case-insensitive MAC match; -ENODEV when none, -ENOTUNIQ when several. */
+int rn_link_by_mac(const char *mac, struct rn_link *out, struct rn_error *err);
+/* The netdev of a PCI function or auxiliary device (sysfs); -ENOTUNIQ when it has several. */
+int rn_link_by_bus_id(const char *bus_id, struct rn_link *out, struct rn_error *err);
+
+/*
+ * Moves netdev `ifindex` into the netns of nsfd and, when new_name is not
+ * NULL, renames it in the same RTM_NEWLINK so it never shows up under a
+ * clashing name there.
+ */
+int rn_link_move(int ifindex, const char *name, int nsfd, const char *new_name,
+		 struct rn_error *err);
+int rn_link_rename(int ifindex, const char *name, const char *new_name, struct rn_error *err);
+int rn_link_set_alias(int ifindex, const char *name, const char *alias, struct rn_error *err);
+int rn_link_set_up(int ifindex, const char *name, bool up, struct rn_error *err);
+
+/* Addresses as "a.b.c.d/nn" or "x::y/nn". */
+int rn_link_addr_add(int ifindex, const char *name, const char *cidr, struct rn_error *err);
+int rn_link_addr_del(int ifindex, const char *name, const char *cidr, struct rn_error *err);
+/* family: AF_INET, AF_INET6 or AF_UNSPEC. Writes up to max CIDR strings, *ret_n gets the total. */
+int rn_link_addr_list(int ifindex, int family, char (*cidrs)[64], size_t max, size_t *ret_n,
+		      struct rn_error *err);
+
+/* dst "default" or a CIDR; gw may be NULL for an on-link route. */
+int rn_link_route_add(int ifindex, const char *name, const char *dst, const char *gw,
+		      struct rn_error *err);
+/* ifindex of the IPv4 default route's device, 0 when there is none. */
+int rn_link_default_route_ifindex(int *ret_ifindex, struct rn_error *err);
+
+#endif

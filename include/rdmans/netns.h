@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Network namespaces: open one by PID, name (/var/run/netns) or path, tell
+ * two apart, and run work inside another one on a dedicated thread so the
+ * calling thread never changes namespace.
+ */
+#ifndef RDMANS_NETNS_H
+#define RDMANS_NETNS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "rdmans/error.h"
+
+#define RN_NETNS_RUN_DIR "/var/run/netns"
+
+/* Each returns an O_CLOEXEC fd of the netns, or a negative errno with err set. */
+int rn_netns_open_pid(pid_t pid, struct rn_error *err);
+int rn_netns_open_name(const char *name, struct rn_error *err);
+int rn_netns_open_path(const char *path, struct rn_error *err);
+int rn_netns_open_self(struct rn_error *err);
+/* The initial netns, as PID 1 holds it. */
+int rn_netns_open_host(struct rn_error *err);
+
+/*
+ * A target as users write it: "host" (PID 1's netns), a PID ("1234"), a path
+ * ("/proc/1234/ns/net", "/var/run/netns/pod1": anything with a '/'), or a
+ * name under /var/run/netns. *ret_desc (optional) gets a description for messages.
+ */
+int rn_netns_open_target(const char *target, char *ret_desc, size_t desc_len,
+			 struct rn_error *err);
+
+struct rn_netns_id {
+	dev_t dev;
+	ino_t ino;
+};
+
+int rn_netns_id(int nsfd, struct rn_netns_id *ret, struct rn_error *err);
+bool rn_netns_id_equal(const struct rn_netns_id *a, const struct rn_netns_id *b);
+/* 1 when both fds refer to the same netns, 0 when not, negative errno on error. */
+int rn_netns_same(int a, int b, struct rn_error *err);
+
+typedef int (*rn_netns_fn)(void *arg, struct rn_error *err);
+
+/*
+ * Runs fn(arg, err) on a new thread that has joined the netns of nsfd; the
+ * thread ends with fn, so the caller's thread never leaves its namespace.
+ * Sockets fn opens belong to that netns. Returns what fn returned.
+ */
+int rn_netns_run(int nsfd, rn_netns_fn fn, void *arg, struct rn_error *err);
+
+/*
+ * Like rn_netns_run(), and the thread also gets a private mount namespace
+ * with a fresh sysfs on /sys: net-tagged sysfs classes (net, infiniband in
+ * exclusive mode) show the devices of the netns that mounted them.
+ */
+int rn_netns_run_sysfs(int nsfd, rn_netns_fn fn, void *arg, struct rn_error *err);
+
+struct rn_netns_entry {
+	struct rn_netns_id id;
+	pid_t pid; /* a process in it (lowest PID), 0 if only a name holds it */
+	char name[NAME_MAX + 1]; /* name under /var/run/netns, or "" */
+	char path[PATH_MAX]; /* a path that opens it */
+	bool is_host; /* PID 1's netns */
+};
+
+/*
+ * Every netns this host can reach: PID 1's first, then each one found
+ * through /var/run/netns and /proc/PID/ns/net, once each.
+ * Free *ret with free().
+ */
+int rn_netns_list(struct rn_netns_entry **ret, size_t *ret_n, struct rn_error *err);
+
+#endif

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sysfs discovery: RDMA device <-> netdev <-> PCI function or auxiliary
+ * device, and the GID tables. Every path is taken under rn_sysfs_root(),
+ * "/sys" unless overridden, so unit tests run on fake trees.
+ *
+ * Note: once an RDMA device has moved into another netns it vanishes from
+ * the host's sysfs; sysfs only tells about devices in the caller's netns.
+ */
+#ifndef RDMANS_SYSFS_H
+#define RDMANS_SYSFS_H
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdmans/error.h"
+
+#define RN_RDMA_NAME_MAX 64 /* IB_DEVICE_NAME_MAX */
+#define RN_BUS_ID_MAX 64
+#define RN_SYSFS_MAX_NETDEVS 8
+
+/* "/sys", or $RDMANS_SYSFS_ROOT, or what rn_sysfs_set_root() set (NULL restores the default). */
+const char *rn_sysfs_root(void);
+void rn_sysfs_set_root(const char *root);
+
+enum rn_gid_type {
+	RN_GID_UNKNOWN = 0,
+	RN_GID_IB,
+	RN_GID_ROCE_V1,
+	RN_GID_ROCE_V2,
+};
+
+struct rn_gid_entry {
+	char dev[RN_RDMA_NAME_MAX];
+	uint32_t port;
+	uint32_t index;
+	uint8_t raw[16];
+	char gid[40]; /* as sysfs prints it: "fe80:0000:...:a458" */
+	enum rn_gid_type type;
+	char netdev[IF_NAMESIZE]; /* "" when the entry has none */
+	char ipv4[16]; /* "a.b.c.d" for an IPv4-mapped GID, else "" */
+};
+
+struct rn_gid_table {
+	size_t n;
+	struct rn_gid_entry *entries;
+};
+
+/* Parses "fe80:0000:0000:0000:b696:91ff:feec:a458" (the sysfs form) or any inet_pton() IPv6 form. */
+int rn_gid_parse(const char *text, uint8_t raw[16], struct rn_error *err);
+/* Writes the IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d); returns false otherwise. */
+bool rn_gid_ipv4(const uint8_t raw[16], char *buf, size_t len);
+/* A GID that is all zeroes is an empty slot in the table. */
+bool rn_gid_is_zero(const uint8_t raw[16]);
+/* From gid_attrs/types/N ("IB/RoCE v1", "RoCE v2") and the port's link_layer ("InfiniBand", "Ethernet"). */
+enum rn_gid_type rn_gid_type_from_sysfs(const char *type, const char *link_layer);
+/* "IB", "RoCE v1", "RoCE v2", "?" (for tables like show_gids' VER column use rn_gid_type_version()). */
+const char *rn_gid_type_name(enum rn_gid_type type);
+/* "v1", "v2", "IB", "?" as show_gids prints it. */
+const char *rn_gid_type_version(enum rn_gid_type type);
+
+/*
+ * Reads the non-empty GID entries of every port of `dev` (or of every device
+ * when dev is NULL), sorted by device, port, index. Free with rn_gid_table_free().
+ */
+int rn_sysfs_gids(const char *dev, struct rn_gid_table *out, struct rn_error *err);
+void rn_gid_table_free(struct rn_gid_table *t);
+
+struct rn_sysfs_rdma_dev {
+	char name[RN_RDMA_NAME_MAX];
+	char parent_bus[16]; /* "pci", "auxiliary", or "" for a virtual device (rxe) */
+	char parent_id[RN_BUS_ID_MAX]; /* "0000:3b:00.0", "ice.roce.0", or "" */
+	char pci_bdf[RN_BUS_ID_MAX]; /* the PCI function behind it (an auxiliary device's PCI parent), or "" */
+	char node_guid[20]; /* "b696:91ff:feec:a458", as sysfs prints it */
+	char link_layer[16]; /* link_layer of port 1: "Ethernet", "InfiniBand" */
+	uint32_t nports;
+	size_t n_netdevs;
+	char netdevs[RN_SYSFS_MAX_NETDEVS][IF_NAMESIZE]; /* netdevs bound to its ports */
+	/*
+	 * More than RN_SYSFS_MAX_NETDEVS were found (a switchdev PF lists its
+	 * representors): the ones bound through the GID table are kept first.
+	 * rn_sysfs_rdma_by_netdev() always sees the full set.
+	 */
+	bool netdevs_truncated;
+};
+
+/* Every device under class/infiniband, sorted by name. Free *ret with free(). */
+int rn_sysfs_rdma_list(struct rn_sysfs_rdma_dev **ret, size_t *ret_n, struct rn_error *err);
+/* One device; -ENODEV with a message naming it when absent. */
+int rn_sysfs_rdma_get(const char *name, struct rn_sysfs_rdma_dev *out, struct rn_error *err);
+
+/*
+ * RDMA devices that belong to a bus device: a PCI BDF ("0000:3b:00.0", also
+ * its auxiliary children such as ice.roce.0) or an auxiliary id. Names are
+ * written to names[0..max), *ret_n gets the count found (may exceed max).
+ */
+int rn_sysfs_rdma_by_bus_id(const char *bus_id, char (*names)[RN_RDMA_NAME_MAX], size_t max,
+			    size_t *ret_n, struct rn_error *err);
+/* RDMA devices whose ports are bound to netdev `ifname`. Same conventions. */
+int rn_sysfs_rdma_by_netdev(const char *ifname, char (*names)[RN_RDMA_NAME_MAX], size_t max,
+			    size_t *ret_n, struct rn_error *err);
+/* Netdevs of a bus device (class net entries under it, and under its auxiliary children). */
+int rn_sysfs_netdevs_by_bus_id(const char *bus_id, char (*names)[IF_NAMESIZE], size_t max,
+			       size_t *ret_n, struct rn_error *err);
+/* The PCI BDF behind netdev `ifname`; -ENOENT when it has none (veth, bridge). */
+int rn_sysfs_netdev_pci(const char *ifname, char *bdf, size_t len, struct rn_error *err);
+
+#endif

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdmans.h"
+#include "rdmans/rdma.h"
+#include "rdmans/system.h"
+
+/* Tests point this at a scratch tree; on a real system it is unset ("" = /). */
+static const char *config_root(void)
+{
+	const char *root = getenv("RDMANS_CONFIG_ROOT");
+
+	return root ? root : "";
+}
+
+static int system_show(struct rn_cli *cli)
+{
+	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
+	struct rn_boot_config boot;
+	struct rn_error err = { 0 }, now_err = { 0 };
+	bool exclusive = false;
+	int r;
+
+	if (rn_cli_peek(cli))
+		return rn_cli_usage("'system show' takes no arguments");
+	r = rn_system_boot_config(config_root(), &boot, &err);
+	if (r < 0)
+		return rn_cli_fail(&err);
+	r = rn_rdma_open(&rdma, &now_err);
+	if (r == 0)
+		r = rn_rdma_netns_mode_get(rdma, &exclusive, &now_err);
+
+	if (cli->json) {
+		json_t *doc = json_pack("{s:o,s:{s:s,s:o}}", "netns_mode",
+					r < 0 ? json_null()
+					      : json_string(exclusive ? "exclusive" : "shared"),
+					"boot", "netns_mode", rn_boot_mode_name(boot.mode), "source",
+					boot.source[0] ? json_string(boot.source) : json_null());
+		rn_cli_print_json(cli, doc);
+	} else {
+		printf("netns mode now:      %s\n",
+		       r < 0 ? "unknown" : exclusive ? "exclusive" : "shared");
+		printf("netns mode at boot:  %s%s%s%s\n", rn_boot_mode_name(boot.mode),
+		       boot.source[0] ? " (" : "", boot.source, boot.source[0] ? ")" : "");
+	}
+	if (r < 0)
+		return rn_cli_fail(&now_err);
+	return 0;
+}
+
+static int system_set(struct rn_cli *cli)
+{
+	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
+	struct rn_error err = { 0 };
+	char written[4096] = "";
+	const char *what, *mode;
+	bool exclusive, persist = false;
+	int r;
+
+	what = rn_cli_next(cli);
+	mode = rn_cli_next(cli);
+	if (!what || strcmp(what, "netns") != 0 || !mode)
+		return rn_cli_usage("usage: rdmans system set netns exclusive|shared [--persist]");
+	if (strcmp(mode, "exclusive") == 0)
+		exclusive = true;
+	else if (strcmp(mode, "shared") == 0)
+		exclusive = false;
+	else
+		return rn_cli_usage("netns mode must be 'exclusive' or 'shared', not '%s'", mode);
+	persist = rn_cli_flag(cli, "--persist");
+	if (rn_cli_peek(cli))
+		return rn_cli_usage("unexpected argument '%s'", rn_cli_peek(cli));
+
+	if (persist) {
+		r = rn_system_persist_netns_mode(config_root(), exclusive, written, sizeof(written),
+						 &err);
+		if (r < 0)
+			return rn_cli_fail(&err);
+	}
+	r = rn_rdma_open(&rdma, &err);
+	if (r == 0)
+		r = rn_rdma_netns_mode_set(rdma, exclusive, &err);
+
+	if (r < 0 && persist && (err.code == EBUSY || err.code == EPROTONOSUPPORT)) {
+		/* The boot default is written: that is what --persist promises. */
+		if (cli->json)
+			return rn_cli_print_json(cli, json_pack("{s:s,s:b,s:s,s:s}", "netns_mode",
+								mode, "applied_now", 0,
+								"persisted", written, "reason",
+								err.msg));
+		printf("wrote %s: ib_core starts in %s mode from now on.\n", written, mode);
+		printf("not applied now: %s\n", err.msg);
+		printf("next step: reboot the node, or reload ib_core while no RDMA device is in "
+		       "use; if ib_core loads from the initramfs, run 'update-initramfs -u' "
+		       "first.\n");
+		return 0;
+	}
+	if (r < 0)
+		return rn_cli_fail(&err);
+	if (cli->json)
+		return rn_cli_print_json(cli, json_pack("{s:s,s:b,s:o}", "netns_mode", mode,
+							"applied_now", 1, "persisted",
+							persist ? json_string(written)
+								: json_null()));
+	printf("netns mode is now %s%s%s\n", mode, persist ? "; persisted in " : "",
+	       persist ? written : "");
+	return 0;
+}
+
+int rn_cmd_system(struct rn_cli *cli)
+{
+	static const struct rn_cmd cmds[] = {
+		{ "show", system_show },
+		{ "set", system_set },
+		{ NULL, NULL },
+	};
+
+	return rn_cli_dispatch(cli, cmds, "system");
+}

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+/* rdmans: the command line front end. Thin: parse, call the library, render. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rdmans.h"
+
+#ifndef RDMANS_VERSION
+#define RDMANS_VERSION "unknown"
+#endif
+
+const char *rn_cli_next(struct rn_cli *cli)
+{
+	if (cli->argc <= 0)
+		return NULL;
+	cli->argc--;
+	return *cli->argv++;
+}
+
+const char *rn_cli_peek(const struct rn_cli *cli)
+{
+	return cli->argc > 0 ? cli->argv[0] : NULL;
+}
+
+bool rn_cli_flag(struct rn_cli *cli, const char *flag)
+{
+	const char *next = rn_cli_peek(cli);
+
+	if (!next || strcmp(next, flag) != 0)
+		return false;
+	rn_cli_next(cli);
+	return true;
+}
+
+int rn_cli_dispatch(struct rn_cli *cli, const struct rn_cmd *cmds, const char *object)
+{
+	const char *verb = rn_cli_peek(cli);
+
+	if (!verb || verb[0] == '-')
+		return cmds[0].fn(cli);
+	for (const struct rn_cmd *c = cmds; c->name; c++) {
+		if (strcmp(c->name, verb) == 0) {
+			rn_cli_next(cli);
+			return c->fn(cli);
+		}
+	}
+	return rn_cli_usage("unknown command '%s %s' (try 'rdmans help')", object, verb);
+}
+
+static int exit_code_for(int code)
+{
+	switch (code) {
+	case ENODEV:
+		return RN_EXIT_NO_DEVICE;
+	case ESRCH:
+		return RN_EXIT_NO_PROCESS;
+	case ENOENT:
+		return RN_EXIT_NO_NETNS;
+	case EMEDIUMTYPE:
+		return RN_EXIT_NOT_NETNS;
+	case EINVAL:
+	case ENAMETOOLONG:
+	case ENOTUNIQ:
+		return RN_EXIT_BAD_NAME;
+	case EALREADY:
+		return RN_EXIT_ALREADY;
+	case EPROTONOSUPPORT:
+		return RN_EXIT_NO_RDMA;
+	case EPERM:
+	case EACCES:
+		return RN_EXIT_PERMISSION;
+	case EBUSY:
+		return RN_EXIT_BUSY;
+	case EOPNOTSUPP:
+		return RN_EXIT_UNSUPPORTED;
+	case EEXIST:
+		return RN_EXIT_EXISTS;
+	default:
+		return RN_EXIT_FAILURE;
+	}
+}
+
+int rn_cli_fail(const struct rn_error *err)
+{
+	fprintf(stderr, "rdmans: %s\n", err->msg[0] ? err->msg : strerror(err->code));
+	return exit_code_for(err->code);
+}
+
+int rn_cli_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("rdmans: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return RN_EXIT_USAGE;
+}
+
+int rn_cli_print_json(const struct rn_cli *cli, json_t *doc)
+{
+	_cleanup_json_ json_t *owned = doc;
+	size_t flags = JSON_PRESERVE_ORDER | (cli->pretty ? JSON_INDENT(2) : JSON_COMPACT);
+
+	json_dumpf(owned, stdout, flags);
+	fputc('\n', stdout);
+	return 0;
+}
+
+static void usage(FILE *out)
+{
+	fputs("Usage: rdmans [-j] [-p] OBJECT [COMMAND] [ARGS]\n"
+	      "\n"
+	      "  system [show]                       netns mode now and at next boot\n"
+	      "  system set netns exclusive|shared [--persist]\n"
+	      "  dev [show [DEV]] [--all-netns]       RDMA devices, ports, bound netdevs\n"
+	      "  dev set DEV name NEWNAME             rename an RDMA device\n"
+	      "  gids [DEV] [--netns TARGET]          GID table (DEV PORT INDEX GID IPv4 VER NETDEV)\n"
+	      "  move DEV TARGET [--with-netdev [--netdev-name NAME]]\n"
+	      "  move DEV --container ID [--with-netdev [--netdev-name NAME]]\n"
+	      "        TARGET: host | PID | netns name | netns path\n"
+	      "  link add NAME type rxe|siw netdev NETDEV   create a soft RDMA device\n"
+	      "  link del NAME                        delete a soft RDMA device\n"
+	      "\n"
+	      "Options: -j/--json JSON output, -p/--pretty indented JSON, -V/--version, -h/--help\n"
+	      "See rdmans(8).\n",
+	      out);
+}
+
+static int cmd_help(struct rn_cli *cli)
+{
+	usage(stdout);
+	return 0;
+}
+
+static int cmd_version(struct rn_cli *cli)
+{
+	printf("rdmans %s\n", RDMANS_VERSION);
+	return 0;
+}
+
+static const struct rn_cmd objects[] = {
+	{ "help", cmd_help },	  { "system", rn_cmd_system }, { "dev", rn_cmd_dev },
+	{ "gids", rn_cmd_gids }, { "move", rn_cmd_move },     { "link", rn_cmd_link },
+	{ "version", cmd_version }, { NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "pretty", no_argument, NULL, 'p' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct rn_cli cli = { 0 };
+	const char *object;
+	int c;
+
+	/* '+': stop at the first non-option, so subcommands own the rest */
+	while ((c = getopt_long(argc, argv, "+jpVh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			cli.json = true;
+			break;
+		case 'p':
+			cli.json = cli.pretty = true;
+			break;
+		case 'V':
+			return cmd_version(&cli);
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return RN_EXIT_USAGE;
+		}
+	}
+	cli.argc = argc - optind;
+	cli.argv = argv + optind;
+	object = rn_cli_next(&cli);
+	if (!object) {
+		usage(stderr);
+		return RN_EXIT_USAGE;
+	}
+	for (const struct rn_cmd *o = objects; o->name; o++)
+		if (strcmp(o->name, object) == 0)
+			return o->fn(&cli);
+	return rn_cli_usage("unknown object '%s' (try 'rdmans help')", object);
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef RDMANS_CLI_H
+#define RDMANS_CLI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "rdmans/error.h"
+
+/* Exit codes: one per kind of failure, documented in rdmans(8). */
+enum rn_exit {
+	RN_EXIT_OK = 0,
+	RN_EXIT_FAILURE = 1,
+	RN_EXIT_USAGE = 2,
+	RN_EXIT_NO_DEVICE = 3,
+	RN_EXIT_NO_PROCESS = 4,
+	RN_EXIT_NO_NETNS = 5,
+	RN_EXIT_NOT_NETNS = 6,
+	RN_EXIT_BAD_NAME = 7,
+	RN_EXIT_ALREADY = 8,
+	RN_EXIT_NO_RDMA = 9,
+	RN_EXIT_PERMISSION = 10,
+	RN_EXIT_BUSY = 11,
+	RN_EXIT_UNSUPPORTED = 12,
+	RN_EXIT_EXISTS = 13,
+};
+
+struct rn_cli {
+	bool json;
+	bool pretty;
+	int argc;
+	char **argv;
+};
+
+struct rn_cmd {
+	const char *name;
+	int (*fn)(struct rn_cli *cli);
+};
+
+/* Runs the entry of `cmds` named by the next argument (the first entry when there is none). */
+int rn_cli_dispatch(struct rn_cli *cli, const struct rn_cmd *cmds, const char *object);
+
+/* Next argument, shifting it off; NULL when none is left. */
+const char *rn_cli_next(struct rn_cli *cli);
+const char *rn_cli_peek(const struct rn_cli *cli);
+/* True (and shifts) when the next argument is `flag`. */
+bool rn_cli_flag(struct rn_cli *cli, const char *flag);
+
+/* Prints "rdmans: MSG" to stderr and returns the exit code for err. */
+int rn_cli_fail(const struct rn_error *err);
+int rn_cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Prints a JSON document (and takes it); returns 0. */
+int rn_cli_print_json(const struct rn_cli *cli, json_t *doc);
+
+static inline void rn_json_decrefp(json_t **j)
+{
+	if (*j)
+		json_decref(*j);
+}
+#define _cleanup_json_ __attribute__((cleanup(rn_json_decrefp)))
+
+int rn_cmd_system(struct rn_cli *cli);
+int rn_cmd_dev(struct rn_cli *cli);
+int rn_cmd_gids(struct rn_cli *cli);
+int rn_cmd_move(struct rn_cli *cli);
+int rn_cmd_link(struct rn_cli *cli);
+
+#endif

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rdmans/error.h"
+
+/* An error must always carry a code; 0 would read as success. */
+static int positive_errno(int errnum)
+{
+	if (errnum < 0)
+		errnum = -errnum;
+	return errnum ? errnum : EIO;
+}
+
+/* Copies what fits of src (NUL-terminated) and returns the bytes copied. */
+static size_t strlcpy_like(char *dst, const char *src, size_t size)
+{
+	size_t n;
+
+	if (size == 0)
+		return 0;
+	n = strnlen(src, size - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+	return n;
+}
+
+int rn_error_set(struct rn_error *err, int errnum, const char *fmt, ...)
+{
+	va_list ap;
+
+	errnum = positive_errno(errnum);
+	if (!err)
+		return -errnum;
+	err->code = errnum;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return -errnum;
+}
+
+int rn_error_errno(struct rn_error *err, int errnum, const char *fmt, ...)
+{
+	va_list ap;
+	size_t len;
+
+	errnum = positive_errno(errnum);
+	if (!err)
+		return -errnum;
+	err->code = errnum;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	len = strlen(err->msg);
+	snprintf(err->msg + len, sizeof(err->msg) - len, ": %s", strerror(errnum));
+	return -errnum;
+}
+
+int rn_error_wrap(struct rn_error *err, const char *fmt, ...)
+{
+	char prefix[RN_ERROR_MSG_MAX];
+	char previous[RN_ERROR_MSG_MAX];
+	size_t len;
+	va_list ap;
+
+	if (!err)
+		return -EIO;
+	if (!err->code)
+		err->code = EIO;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	memcpy(previous, err->msg, sizeof(previous));
+	len = strnlen(prefix, sizeof(err->msg) - 1);
+	memcpy(err->msg, prefix, len);
+	if (len + 2 < sizeof(err->msg)) {
+		memcpy(err->msg + len, ": ", 2);
+		len += 2;
+	}
+	len += strlcpy_like(err->msg + len, previous, sizeof(err->msg) - len);
+	err->msg[len < sizeof(err->msg) ? len : sizeof(err->msg) - 1] = '\0';
+	return -err->code;
+}
+
+void rn_error_clear(struct rn_error *err)
+{
+	if (!err)
+		return;
+	err->code = 0;
+	err->msg[0] = '\0';
+}

@@ -1,0 +1,549 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The only module that uses libnl. Each call opens its own route socket, so
+ * the socket belongs to the netns of the calling thread.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netlink/netlink.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/route.h>
+#include <netlink/route/nexthop.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <string.h>
+#include <strings.h>
+
+#include "rdmans/cleanup.h"
+#include "rdmans/link.h"
+#include "rdmans/netns.h"
+#include "rdmans/sysfs.h"
+#include "rdmans/util.h"
+
+#ifndef IFF_LOWER_UP
+#define IFF_LOWER_UP 0x10000 /* linux/if.h; clashes with net/if.h when both are included */
+#endif
+
+static void sock_freep(struct nl_sock **s)
+{
+	if (*s)
+		nl_socket_free(*s);
+}
+static void link_putp(struct rtnl_link **l)
+{
+	if (*l)
+		rtnl_link_put(*l);
+}
+static void cache_freep(struct nl_cache **c)
+{
+	if (*c)
+		nl_cache_free(*c);
+}
+static void addr_putp(struct rtnl_addr **a)
+{
+	if (*a)
+		rtnl_addr_put(*a);
+}
+static void nladdr_putp(struct nl_addr **a)
+{
+	if (*a)
+		nl_addr_put(*a);
+}
+static void route_putp(struct rtnl_route **r)
+{
+	if (*r)
+		rtnl_route_put(*r);
+}
+#define _cleanup_sock_ _cleanup_(sock_freep)
+#define _cleanup_link_ _cleanup_(link_putp)
+#define _cleanup_cache_ _cleanup_(cache_freep)
+#define _cleanup_addr_ _cleanup_(addr_putp)
+#define _cleanup_nladdr_ _cleanup_(nladdr_putp)
+#define _cleanup_route_ _cleanup_(route_putp)
+
+/* libnl speaks NLE_*; the rest of rdmans speaks errno. */
+static int nle_to_errno(int nle)
+{
+	switch (nle < 0 ? -nle : nle) {
+	case NLE_EXIST:
+		return EEXIST;
+	case NLE_NODEV:
+		return ENODEV;
+	case NLE_OBJ_NOTFOUND:
+		return ENOENT;
+	case NLE_PERM:
+		return EPERM;
+	case NLE_BUSY:
+		return EBUSY;
+	case NLE_NOMEM:
+		return ENOMEM;
+	case NLE_AGAIN:
+		return EAGAIN;
+	case NLE_RANGE:
+		return ERANGE;
+	case NLE_OPNOTSUPP:
+		return EOPNOTSUPP;
+	case NLE_NOADDR:
+		return EADDRNOTAVAIL;
+	case NLE_INVAL:
+	case NLE_MSG_TOOSHORT:
+		return EINVAL;
+	default:
+		return EIO;
+	}
+}
+
+static int nl_fail(struct rn_error *err, int nle, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int nl_fail(struct rn_error *err, int nle, const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return rn_error_set(err, nle_to_errno(nle), "%s: %s", what, nl_geterror(nle));
+}
+
+static int route_sock(struct nl_sock **ret, struct rn_error *err)
+{
+	_cleanup_sock_ struct nl_sock *sk = nl_socket_alloc();
+	int r;
+
+	if (!sk)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	r = nl_connect(sk, NETLINK_ROUTE);
+	if (r < 0)
+		return rn_error_set(err, nle_to_errno(r), "cannot open a route netlink socket: %s",
+				    nl_geterror(r));
+	*ret = TAKE_PTR(sk);
+	return 0;
+}
+
+static void fill_link(struct rtnl_link *l, struct rn_link *out)
+{
+	struct nl_addr *mac = rtnl_link_get_addr(l);
+	const char *s;
+
+	memset(out, 0, sizeof(*out));
+	out->ifindex = rtnl_link_get_ifindex(l);
+	snprintf(out->name, sizeof(out->name), "%s", rtnl_link_get_name(l) ?: "");
+	s = rtnl_link_get_ifalias(l);
+	snprintf(out->alias, sizeof(out->alias), "%s", s ?: "");
+	s = rtnl_link_get_type(l);
+	snprintf(out->kind, sizeof(out->kind), "%s", s ?: "");
+	if (mac && nl_addr_get_len(mac) == 6) {
+		const unsigned char *m = nl_addr_get_binary_addr(mac);
+
+		snprintf(out->mac, sizeof(out->mac), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1],
+			 m[2], m[3], m[4], m[5]);
+	}
+	out->mtu = rtnl_link_get_mtu(l);
+	out->flags = rtnl_link_get_flags(l);
+	out->up = out->flags & IFF_UP;
+	out->carrier = out->flags & IFF_LOWER_UP;
+}
+
+int rn_link_by_name(const char *name, struct rn_link *out, struct rn_error *err)
+{
+	_cleanup_sock_ struct nl_sock *sk = NULL;
+	_cleanup_link_ struct rtnl_link *l = NULL;
+	int r;
+
+	r = rn_name_check("netdev", name, IF_NAMESIZE - 1, err);
+	if (r < 0)
+		return r;
+	r = route_sock(&sk, err);
+	if (r < 0)
+		return r;
+	r = rtnl_link_get_kernel(sk, 0, name, &l);
+	if (r < 0) {
+		if (r == -NLE_NODEV || r == -NLE_OBJ_NOTFOUND)
+			return rn_error_set(err, ENODEV,
+					    "netdev %s not found in this network namespace", name);
+		return nl_fail(err, r, "cannot look up netdev %s", name);
+	}
+	fill_link(l, out);
+	return 0;
+}
+
+int rn_link_by_index(int ifindex, struct rn_link *out, struct rn_error *err)
+{
+	_cleanup_sock_ struct nl_sock *sk = NULL;
+	_cleanup_link_ struct rtnl_link *l = NULL;
+	int r;
+
+	if (ifindex <= 0)
+		return rn_error_set(err, ENODEV, "invalid interface index %d", ifindex);
+	r = route_sock(&sk, err);
+	if (r < 0)
+		return r;
+	r = rtnl_link_get_kernel(sk, ifindex, NULL, &l);
+	if (r < 0) {
+		if (r == -NLE_NODEV || r == -NLE_OBJ_NOTFOUND)
+			return rn_error_set(err, ENODEV,
+					    "no netdev with index %d in this network namespace",
+					    ifindex);
+		return nl_fail(err, r, "cannot look up netdev with index %d", ifindex);
+	}
+	fill_link(l, out);
+	return 0;
+}
+
+int rn_link_by_mac(const char *mac, struct rn_link *out, struct rn_error *err)
+{
+	_cleanup_sock_ struct nl_sock *sk = NULL;
+	_cleanup_cache_ struct nl_cache *cache = NULL;
+	struct nl_object *obj;
+	size_t found = 0;
+	int r;
+
+	if (!mac || strlen(mac) != 17)
+		return rn_error_set(err, EINVAL, "'%s' is not a MAC address (aa:bb:cc:dd:ee:ff)",
+				    mac ? mac : "");
+	r = route_sock(&sk, err);
+	if (r < 0)
+		return r;
+	r = rtnl_link_alloc_cache(sk, AF_UNSPEC, &cache);
+	if (r < 0)
+		return nl_fail(err, r, "cannot list netdevs");
+	for (obj = nl_cache_get_first(cache); obj; obj = nl_cache_get_next(obj)) {
+		struct rn_link l;
+
+		fill_link((struct rtnl_link *)obj, &l);
+		if (strcasecmp(l.mac, mac) != 0)
+			continue;
+		/* VLANs and macvlans may share the MAC: prefer the first, report the clash. */
+		if (found++ == 0)
+			*out = l;
+	}
+	if (found == 0)
+		return rn_error_set(err, ENODEV, "no netdev with MAC %s in this network namespace",
+				    mac);
+	if (found > 1)
+		return rn_error_set(err, ENOTUNIQ,
+				    "%zu netdevs have MAC %s; select the netdev by name instead",
+				    found, mac);
+	return 0;
+}
+
+int rn_link_by_bus_id(const char *bus_id, struct rn_link *out, struct rn_error *err)
+{
+	char names[4][IF_NAMESIZE];
+	size_t n = 0;
+	int r;
+
+	r = rn_sysfs_netdevs_by_bus_id(bus_id, names, RN_ARRAY_SIZE(names), &n, err);
+	if (r < 0)
+		return r;
+	if (n == 0)
+		return rn_error_set(err, ENODEV,
+				    "device %s has no netdev in this network namespace (moved "
+				    "already, or bound to a driver without one?)",
+				    bus_id);
+	if (n > 1)
+		return rn_error_set(err, ENOTUNIQ,
+				    "device %s has %zu netdevs (%s, %s, ...); select one by name",
+				    bus_id, n, names[0], names[1]);
+	return rn_link_by_name(names[0], out, err);
+}
+
+static int link_change(int ifindex, const char *name, struct rtnl_link *changes, const char *what,
+		       struct rn_error *err)
+{
+	_cleanup_sock_ struct nl_sock *sk = NULL;
+	_cleanup_link_ struct rtnl_link *orig = NULL;
+	int r;
+
+	r = route_sock(&sk, err);
+	if (r < 0)
+		return r;
+	orig = rtnl_link_alloc();
+	if (!orig)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	rtnl_link_set_ifindex(orig, ifindex);
+	r = rtnl_link_change(sk, orig, changes, 0);
+	if (r < 0)
+		return nl_fail(err, r, "cannot %s netdev %s", what, name);
+	return 0;
+}
+
+struct name_probe {
+	const char *name;
+	bool found;
+	int ifindex;
+};
+
+static int probe_name_here(void *arg, struct rn_error *err)
+{
+	struct name_probe *p = arg;
+	struct rn_link l;
+	struct rn_error ignored = { 0 };
+
+	p->found = rn_link_by_name(p->name, &l, &ignored) == 0;
+	p->ifindex = p->found ? l.ifindex : 0;
+	return 0;
+}
+
+struct move_back {
+	const char *name_there;
+	const char *name_home;
+	int home_fd;
+};
+
+static int move_back_here(void *arg, struct rn_error *err)
+{
+	struct move_back *mb = arg;
+	struct rn_link l;
+	int r;
+
+	r = rn_link_by_name(mb->name_there, &l, err);
+	if (r < 0)
+		return r;
+	return rn_link_move(l.ifindex, l.name, mb->home_fd, mb->name_home, err);
+}
+
+int rn_link_move(int ifindex, const char *name, int nsfd, const char *new_name,
+		 struct rn_error *err)
+{
+	_cleanup_link_ struct rtnl_link *changes = rtnl_link_alloc();
+	struct name_probe probe = { .name = new_name ? new_name : name };
+	struct rn_link still_here;
+	struct rn_error ignored = { 0 };
+	int r;
+
+	if (!changes)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	if (new_name) {
+		r = rn_name_check("netdev", new_name, IF_NAMESIZE - 1, err);
+		if (r < 0)
+			return r;
+		rtnl_link_set_name(changes, new_name);
+	}
+	/*
+	 * The kernel moves first and renames after: a clash on the new name
+	 * fails the rename with the netdev already moved. Check first.
+	 */
+	r = rn_netns_run(nsfd, probe_name_here, &probe, err);
+	if (r < 0)
+		return r;
+	if (probe.found)
+		return rn_error_set(err, EEXIST,
+				    "cannot move netdev %s: the target network namespace already "
+				    "has a netdev named %s",
+				    name, probe.name);
+	rtnl_link_set_ns_fd(changes, nsfd);
+	r = link_change(ifindex, name, changes, "move", err);
+	if (r < 0 && rn_link_by_index(ifindex, &still_here, &ignored) < 0) {
+		/* Half done (moved, not renamed): bring it back under its old name. */
+		_cleanup_close_ int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+		struct move_back mb = { .name_there = name, .name_home = name, .home_fd = home };
+
+		if (home < 0 || rn_netns_run(nsfd, move_back_here, &mb, &ignored) < 0)
+			rn_error_wrap(err, "netdev %s was left in the target namespace under its "
+					   "old name; move it back with 'ip link set'",
+				      name);
+	}
+	return r;
+}
+
+int rn_link_rename(int ifindex, const char *name, const char *new_name, struct rn_error *err)
+{
+	_cleanup_link_ struct rtnl_link *changes = rtnl_link_alloc();
+	int r;
+
+	if (!changes)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	r = rn_name_check("netdev", new_name, IF_NAMESIZE - 1, err);
+	if (r < 0)
+		return r;
+	rtnl_link_set_name(changes, new_name);
+	return link_change(ifindex, name, changes, "rename", err);
+}
+
+int rn_link_set_alias(int ifindex, const char *name, const char *alias, struct rn_error *err)
+{
+	_cleanup_link_ struct rtnl_link *changes = rtnl_link_alloc();
+
+	if (!changes)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	rtnl_link_set_ifalias(changes, alias);
+	return link_change(ifindex, name, changes, "set the alias of", err);
+}
+
+int rn_link_set_up(int ifindex, const char *name, bool up, struct rn_error *err)
+{
+	_cleanup_link_ struct rtnl_link *changes = rtnl_link_alloc();
+
+	if (!changes)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	if (up)
+		rtnl_link_set_flags(changes, IFF_UP);
+	else
+		rtnl_link_unset_flags(changes, IFF_UP);
+	return link_change(ifindex, name, changes, up ? "bring up" : "bring down", err);
+}
+
+static int parse_cidr(const char *cidr, struct nl_addr **ret, struct rn_error *err)
+{
+	int r;
+
+	if (!cidr || !strchr(cidr, '/'))
+		return rn_error_set(err, EINVAL, "'%s' is not an address with a prefix length "
+						 "(a.b.c.d/nn or x::y/nn)",
+				    cidr ? cidr : "");
+	r = nl_addr_parse(cidr, AF_UNSPEC, ret);
+	if (r < 0)
+		return rn_error_set(err, EINVAL, "'%s' is not a valid address: %s", cidr,
+				    nl_geterror(r));
+	return 0;
+}
+
+static int addr_change(int ifindex, const char *name, const char *cidr, bool add,
+		       struct rn_error *err)
+{
+	_cleanup_sock_ struct nl_sock *sk = NULL;
+	_cleanup_addr_ struct rtnl_addr *a = NULL;
+	_cleanup_nladdr_ struct nl_addr *local = NULL;
+	int r;
+
+	r = parse_cidr(cidr, &local, err);
+	if (r < 0)
+		return r;
+	r = route_sock(&sk, err);
+	if (r < 0)
+		return r;
+	a = rtnl_addr_alloc();
+	if (!a)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	rtnl_addr_set_ifindex(a, ifindex);
+	r = rtnl_addr_set_local(a, local);
+	if (r < 0)
+		return nl_fail(err, r, "invalid address %s", cidr);
+	r = add ? rtnl_addr_add(sk, a, 0) : rtnl_addr_delete(sk, a, 0);
+	if (r < 0)
+		return nl_fail(err, r, "cannot %s address %s %s %s", add ? "add" : "remove", cidr,
+			       add ? "to" : "from", name);
+	return 0;
+}
+
+int rn_link_addr_add(int ifindex, const char *name, const char *cidr, struct rn_error *err)
+{
+	return addr_change(ifindex, name, cidr, true, err);
+}
+
+int rn_link_addr_del(int ifindex, const char *name, const char *cidr, struct rn_error *err)
+{
+	return addr_change(ifindex, name, cidr, false, err);
+}
+
+int rn_link_addr_list(int ifindex, int family, char (*cidrs)[64], size_t max, size_t *ret_n,
+		      struct rn_error *err)
+{
+	_cleanup_sock_ struct nl_sock *sk = NULL;
+	_cleanup_cache_ struct nl_cache *cache = NULL;
+	struct nl_object *obj;
+	size_t n = 0;
+	int r;
+
+	r = route_sock(&sk, err);
+	if (r < 0)
+		return r;
+	r = rtnl_addr_alloc_cache(sk, &cache);
+	if (r < 0)
+		return nl_fail(err, r, "cannot list addresses");
+	for (obj = nl_cache_get_first(cache); obj; obj = nl_cache_get_next(obj)) {
+		struct rtnl_addr *a = (struct rtnl_addr *)obj;
+
+		if (rtnl_addr_get_ifindex(a) != ifindex)
+			continue;
+		if (family != AF_UNSPEC && rtnl_addr_get_family(a) != family)
+			continue;
+		if (n < max)
+			nl_addr2str(rtnl_addr_get_local(a), cidrs[n], sizeof(cidrs[n]));
+		n++;
+	}
+	*ret_n = n;
+	return 0;
+}
+
+int rn_link_route_add(int ifindex, const char *name, const char *dst, const char *gw,
+		      struct rn_error *err)
+{
+	_cleanup_sock_ struct nl_sock *sk = NULL;
+	_cleanup_route_ struct rtnl_route *route = NULL;
+	_cleanup_nladdr_ struct nl_addr *dst_addr = NULL;
+	_cleanup_nladdr_ struct nl_addr *gw_addr = NULL;
+	struct rtnl_nexthop *nh;
+	int family;
+	int r;
+
+	if (gw && nl_addr_parse(gw, AF_UNSPEC, &gw_addr) < 0)
+		return rn_error_set(err, EINVAL, "'%s' is not a valid gateway address", gw);
+	family = gw_addr ? nl_addr_get_family(gw_addr) : AF_INET;
+	if (!dst || strcmp(dst, "default") == 0) {
+		r = nl_addr_parse(family == AF_INET6 ? "::/0" : "0.0.0.0/0", family, &dst_addr);
+	} else {
+		r = parse_cidr(dst, &dst_addr, err);
+		if (r < 0)
+			return r;
+	}
+	if (r < 0)
+		return rn_error_set(err, EINVAL, "invalid route destination");
+	r = route_sock(&sk, err);
+	if (r < 0)
+		return r;
+	route = rtnl_route_alloc();
+	nh = rtnl_route_nh_alloc();
+	if (!route || !nh) {
+		if (nh)
+			rtnl_route_nh_free(nh);
+		return rn_error_set(err, ENOMEM, "out of memory");
+	}
+	rtnl_route_set_family(route, nl_addr_get_family(dst_addr));
+	rtnl_route_set_dst(route, dst_addr);
+	rtnl_route_nh_set_ifindex(nh, ifindex);
+	if (gw_addr)
+		rtnl_route_nh_set_gateway(nh, gw_addr);
+	else
+		rtnl_route_set_scope(route, RT_SCOPE_LINK);
+	rtnl_route_add_nexthop(route, nh); /* route owns nh now */
+	r = rtnl_route_add(sk, route, NLM_F_CREATE | NLM_F_EXCL);
+	if (r < 0)
+		return nl_fail(err, r, "cannot add route to %s via %s",
+			       dst ? dst : "default", gw ? gw : name);
+	return 0;
+}
+
+int rn_link_default_route_ifindex(int *ret_ifindex, struct rn_error *err)
+{
+	_cleanup_sock_ struct nl_sock *sk = NULL;
+	_cleanup_cache_ struct nl_cache *cache = NULL;
+	struct nl_object *obj;
+	int r;
+
+	*ret_ifindex = 0;
+	r = route_sock(&sk, err);
+	if (r < 0)
+		return r;
+	r = rtnl_route_alloc_cache(sk, AF_INET, 0, &cache);
+	if (r < 0)
+		return nl_fail(err, r, "cannot list routes");
+	for (obj = nl_cache_get_first(cache); obj; obj = nl_cache_get_next(obj)) {
+		struct rtnl_route *route = (struct rtnl_route *)obj;
+		struct nl_addr *dst = rtnl_route_get_dst(route);
+
+		if (rtnl_route_get_table(route) != RT_TABLE_MAIN)
+			continue;
+		if (dst && nl_addr_get_prefixlen(dst) != 0)
+			continue;
+		if (rtnl_route_get_nnexthops(route) > 0) {
+			*ret_ifindex = rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(route, 0));
+			return 0;
+		}
+	}
+	return 0;
+}

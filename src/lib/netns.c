@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/nsfs.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "rdmans/cleanup.h"
+#include "rdmans/netns.h"
+#include "rdmans/util.h"
+
+#ifndef NSFS_MAGIC
+#define NSFS_MAGIC 0x6e736673
+#endif
+
+/* A netns file is on nsfs and says CLONE_NEWNET when asked its type. */
+static int check_is_netns(int fd, const char *what, struct rn_error *err)
+{
+	struct statfs sfs;
+	int type;
+
+	if (fstatfs(fd, &sfs) < 0)
+		return rn_error_errno(err, errno, "cannot inspect %s", what);
+	if (sfs.f_type != NSFS_MAGIC)
+		return rn_error_set(err, EMEDIUMTYPE,
+				    "%s is not a network namespace (expected /proc/PID/ns/net, "
+				    "/var/run/netns/NAME or a bind mount of one)",
+				    what);
+	type = ioctl(fd, NS_GET_NSTYPE);
+	if (type >= 0 && type != CLONE_NEWNET)
+		return rn_error_set(err, EMEDIUMTYPE,
+				    "%s is a namespace but not a network namespace", what);
+	return 0;
+}
+
+int rn_netns_open_path(const char *path, struct rn_error *err)
+{
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	if (!path || !*path)
+		return rn_error_set(err, EINVAL, "network namespace path is empty");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return rn_error_set(err, ENOENT, "network namespace path %s does not exist",
+					    path);
+		return rn_error_errno(err, errno, "cannot open network namespace %s", path);
+	}
+	r = check_is_netns(fd, path, err);
+	if (r < 0)
+		return r;
+	return TAKE_FD(fd);
+}
+
+int rn_netns_open_pid(pid_t pid, struct rn_error *err)
+{
+	char path[64];
+	_cleanup_close_ int fd = -1;
+
+	if (pid <= 0)
+		return rn_error_set(err, ESRCH, "invalid PID %d", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return rn_error_set(err, ESRCH,
+					    "no process with PID %d (has the container exited?)",
+					    (int)pid);
+		if (errno == EACCES || errno == EPERM)
+			return rn_error_errno(err, errno,
+					      "cannot open the network namespace of PID %d "
+					      "(run as root)",
+					      (int)pid);
+		return rn_error_errno(err, errno, "cannot open %s", path);
+	}
+	return TAKE_FD(fd);
+}
+
+int rn_netns_open_name(const char *name, struct rn_error *err)
+{
+	char path[PATH_MAX];
+	int r;
+
+	r = rn_name_check("network namespace", name, NAME_MAX, err);
+	if (r < 0)
+		return r;
+	r = rn_path(path, sizeof(path), "%s/%s", RN_NETNS_RUN_DIR, name);
+	if (r < 0)
+		return rn_error_set(err, r, "network namespace name %s is too long", name);
+	if (access(path, F_OK) < 0 && errno == ENOENT)
+		return rn_error_set(err, ENOENT,
+				    "no network namespace named '%s' in %s ('ip netns list' shows "
+				    "the names; use a PID or a path for others)",
+				    name, RN_NETNS_RUN_DIR);
+	return rn_netns_open_path(path, err);
+}
+
+int rn_netns_open_self(struct rn_error *err)
+{
+	return rn_netns_open_path("/proc/thread-self/ns/net", err);
+}
+
+/*
+ * PID 1's netns is the host's. Where PID 1 cannot be inspected (a sandbox
+ * whose init is outside our reach), the caller's netns stands in for it.
+ */
+static const char *host_netns_path(void)
+{
+	return access("/proc/1/ns/net", F_OK) == 0 || (errno != EACCES && errno != EPERM)
+		       ? "/proc/1/ns/net"
+		       : "/proc/self/ns/net";
+}
+
+int rn_netns_open_host(struct rn_error *err)
+{
+	return rn_netns_open_path(host_netns_path(), err);
+}
+
+int rn_netns_open_target(const char *target, char *ret_desc, size_t desc_len,
+			 struct rn_error *err)
+{
+	char desc[PATH_MAX + 32];
+	pid_t pid;
+	int fd;
+
+	if (!target || !*target)
+		return rn_error_set(err, EINVAL, "no target network namespace given");
+	if (strcmp(target, "host") == 0) {
+		snprintf(desc, sizeof(desc), "the host netns");
+		fd = rn_netns_open_host(err);
+	} else if (rn_parse_pid(target, &pid) == 0) {
+		snprintf(desc, sizeof(desc), "the netns of PID %d", (int)pid);
+		fd = rn_netns_open_pid(pid, err);
+	} else if (strchr(target, '/')) {
+		snprintf(desc, sizeof(desc), "netns %s", target);
+		fd = rn_netns_open_path(target, err);
+	} else {
+		snprintf(desc, sizeof(desc), "netns '%s'", target);
+		fd = rn_netns_open_name(target, err);
+	}
+	if (fd >= 0 && ret_desc && desc_len)
+		snprintf(ret_desc, desc_len, "%s", desc);
+	return fd;
+}
+
+int rn_netns_id(int nsfd, struct rn_netns_id *ret, struct rn_error *err)
+{
+	struct stat st;
+
+	if (fstat(nsfd, &st) < 0)
+		return rn_error_errno(err, errno, "cannot stat network namespace fd");
+	ret->dev = st.st_dev;
+	ret->ino = st.st_ino;
+	return 0;
+}
+
+bool rn_netns_id_equal(const struct rn_netns_id *a, const struct rn_netns_id *b)
+{
+	return a->dev == b->dev && a->ino == b->ino;
+}
+
+int rn_netns_same(int a, int b, struct rn_error *err)
+{
+	struct rn_netns_id ia, ib;
+	int r;
+
+	r = rn_netns_id(a, &ia, err);
+	if (r < 0)
+		return r;
+	r = rn_netns_id(b, &ib, err);
+	if (r < 0)
+		return r;
+	return rn_netns_id_equal(&ia, &ib);
+}
+
+struct netns_job {
+	int nsfd;
+	bool own_sysfs;
+	rn_netns_fn fn;
+	void *arg;
+	struct rn_error *err;
+	int ret;
+};
+
+static void *netns_thread(void *data)
+{
+	struct netns_job *job = data;
+
+	/* This thread alone joins the netns (and mount ns) and ends with the work. */
+	if (job->own_sysfs &&
+	    (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)) {
+		job->ret = rn_error_errno(job->err, errno,
+					  "cannot create a private mount namespace (run as root)");
+		return NULL;
+	}
+	if (setns(job->nsfd, CLONE_NEWNET) < 0) {
+		job->ret = rn_error_errno(job->err, errno,
+					  "cannot enter network namespace (needs CAP_SYS_ADMIN; "
+					  "run as root)");
+		return NULL;
+	}
+	if (job->own_sysfs) {
+		(void)umount2("/sys", MNT_DETACH);
+		if (mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+			job->ret = rn_error_errno(job->err, errno,
+						  "cannot mount sysfs for the target netns");
+			return NULL;
+		}
+	}
+	job->ret = job->fn(job->arg, job->err);
+	return NULL;
+}
+
+static int run_job(struct netns_job *job)
+{
+	pthread_t thread;
+	int r;
+
+	r = pthread_create(&thread, NULL, netns_thread, job);
+	if (r != 0)
+		return rn_error_errno(job->err, r,
+				      "cannot start a thread to enter a network namespace");
+	r = pthread_join(thread, NULL);
+	if (r != 0)
+		return rn_error_errno(job->err, r, "cannot join the network namespace thread");
+	return job->ret;
+}
+
+int rn_netns_run(int nsfd, rn_netns_fn fn, void *arg, struct rn_error *err)
+{
+	struct netns_job job = { .nsfd = nsfd, .fn = fn, .arg = arg, .err = err };
+
+	return run_job(&job);
+}
+
+int rn_netns_run_sysfs(int nsfd, rn_netns_fn fn, void *arg, struct rn_error *err)
+{
+	struct netns_job job = { .nsfd = nsfd, .own_sysfs = true, .fn = fn, .arg = arg, .err = err };
+
+	return run_job(&job);
+}
+
+struct netns_set {
+	struct rn_netns_entry *v;
+	size_t n, cap;
+};
+
+static struct rn_netns_entry *netns_set_find(struct netns_set *set, const struct rn_netns_id *id)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (rn_netns_id_equal(&set->v[i].id, id))
+			return &set->v[i];
+	return NULL;
+}
+
+static struct rn_netns_entry *netns_set_add(struct netns_set *set, const struct rn_netns_id *id)
+{
+	struct rn_netns_entry *e = netns_set_find(set, id);
+
+	if (e)
+		return e;
+	if (set->n == set->cap) {
+		size_t cap = set->cap ? set->cap * 2 : 16;
+		struct rn_netns_entry *v = realloc(set->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		set->v = v;
+		set->cap = cap;
+	}
+	e = &set->v[set->n++];
+	memset(e, 0, sizeof(*e));
+	e->id = *id;
+	return e;
+}
+
+static int stat_netns(const char *path, struct rn_netns_id *id)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	id->dev = st.st_dev;
+	id->ino = st.st_ino;
+	return 0;
+}
+
+int rn_netns_list(struct rn_netns_entry **ret, size_t *ret_n, struct rn_error *err)
+{
+	struct netns_set set = { 0 };
+	_cleanup_closedir_ DIR *dir = NULL;
+	struct rn_netns_id id;
+	struct rn_netns_entry *e;
+	struct dirent *de;
+	char path[PATH_MAX];
+	int r;
+
+	r = stat_netns(host_netns_path(), &id);
+	if (r < 0)
+		return rn_error_errno(err, r, "cannot read the host netns (%s)", host_netns_path());
+	e = netns_set_add(&set, &id);
+	if (!e)
+		goto oom;
+	e->is_host = true;
+	e->pid = strcmp(host_netns_path(), "/proc/1/ns/net") == 0 ? 1 : getpid();
+	snprintf(e->path, sizeof(e->path), "%s", host_netns_path());
+
+	dir = opendir(RN_NETNS_RUN_DIR);
+	while (dir && (de = readdir(dir))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (rn_path(path, sizeof(path), "%s/%s", RN_NETNS_RUN_DIR, de->d_name) < 0 ||
+		    stat_netns(path, &id) < 0)
+			continue;
+		e = netns_set_add(&set, &id);
+		if (!e)
+			goto oom;
+		if (!e->name[0]) {
+			snprintf(e->name, sizeof(e->name), "%s", de->d_name);
+			if (!e->is_host)
+				snprintf(e->path, sizeof(e->path), "%s", path);
+		}
+	}
+	if (dir) {
+		closedir(dir);
+		dir = NULL;
+	}
+
+	dir = opendir("/proc");
+	if (!dir) {
+		r = rn_error_errno(err, errno, "cannot list /proc");
+		goto fail;
+	}
+	while ((de = readdir(dir))) {
+		pid_t pid;
+
+		if (rn_parse_pid(de->d_name, &pid) < 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+		if (stat_netns(path, &id) < 0)
+			continue; /* exited, or a kernel thread */
+		e = netns_set_add(&set, &id);
+		if (!e)
+			goto oom;
+		if (e->pid == 0 || pid < e->pid) {
+			e->pid = pid;
+			if (!e->name[0])
+				snprintf(e->path, sizeof(e->path), "%s", path);
+		}
+	}
+	*ret = set.v;
+	*ret_n = set.n;
+	return 0;
+oom:
+	r = rn_error_set(err, ENOMEM, "out of memory listing network namespaces");
+fail:
+	free(set.v);
+	return r;
+}

@@ -1,0 +1,594 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The only module that speaks RDMA netlink, and the only user of libmnl.
+ * nldev messages carry no family header: attributes follow the nlmsghdr.
+ */
+#include <errno.h>
+#include <libmnl/libmnl.h>
+#include <linux/netlink.h>
+#include <rdma/rdma_netlink.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "rdmans/rdma.h"
+#include "rdmans/util.h"
+
+#ifndef NETLINK_EXT_ACK
+#define NETLINK_EXT_ACK 11
+#endif
+#ifndef SOL_NETLINK
+#define SOL_NETLINK 270
+#endif
+
+#define RDMA_BUF_SIZE (64 * 1024)
+
+struct rn_rdma {
+	struct mnl_socket *nl;
+	unsigned int portid;
+	unsigned int seq;
+	char buf[RDMA_BUF_SIZE];
+};
+
+int rn_rdma_open(struct rn_rdma **ret, struct rn_error *err)
+{
+	struct rn_rdma *rdma;
+	int one = 1;
+
+	rdma = calloc(1, sizeof(*rdma));
+	if (!rdma)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	rdma->nl = mnl_socket_open2(NETLINK_RDMA, SOCK_CLOEXEC);
+	if (!rdma->nl) {
+		int e = errno;
+
+		free(rdma);
+		if (e == EPROTONOSUPPORT || e == EAFNOSUPPORT)
+			return rn_error_set(err, EPROTONOSUPPORT,
+					    "this kernel has no RDMA netlink: load ib_core "
+					    "('modprobe ib_core') or boot a kernel built with "
+					    "CONFIG_INFINIBAND");
+		return rn_error_errno(err, e, "cannot open an RDMA netlink socket");
+	}
+	if (mnl_socket_bind(rdma->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		int e = errno;
+
+		mnl_socket_close(rdma->nl);
+		free(rdma);
+		return rn_error_errno(err, e, "cannot bind the RDMA netlink socket");
+	}
+	/* Older kernels lack extended acks; messages then carry only errno. */
+	(void)mnl_socket_setsockopt(rdma->nl, NETLINK_EXT_ACK, &one, sizeof(one));
+	rdma->portid = mnl_socket_get_portid(rdma->nl);
+	rdma->seq = 1;
+	*ret = rdma;
+	return 0;
+}
+
+void rn_rdma_close(struct rn_rdma *rdma)
+{
+	if (!rdma)
+		return;
+	mnl_socket_close(rdma->nl);
+	free(rdma);
+}
+
+static struct nlmsghdr *msg_prepare(struct rn_rdma *rdma, uint32_t cmd, uint16_t flags)
+{
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(rdma->buf);
+
+	nlh->nlmsg_type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd);
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+	nlh->nlmsg_seq = ++rdma->seq;
+	return nlh;
+}
+
+/* The kernel's extended-ack text (NLMSGERR_ATTR_MSG), when it sent one. */
+static const char *ext_ack_msg(const struct nlmsghdr *nlh)
+{
+	const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
+	const struct nlattr *attr;
+	size_t off = sizeof(*e);
+
+	if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
+		return NULL;
+	if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+		off += e->msg.nlmsg_len - sizeof(struct nlmsghdr);
+	if (mnl_nlmsg_get_payload_len(nlh) < off)
+		return NULL;
+	mnl_attr_for_each_payload((void *)((const char *)e + off),
+				  mnl_nlmsg_get_payload_len(nlh) - off)
+	{
+		if (mnl_attr_get_type(attr) == NLMSGERR_ATTR_MSG &&
+		    mnl_attr_validate(attr, MNL_TYPE_NUL_STRING) == 0)
+			return mnl_attr_get_str(attr);
+	}
+	return NULL;
+}
+
+typedef int (*msg_cb)(const struct nlmsghdr *nlh, void *data);
+
+/*
+ * Sends the message in rdma->buf and reads replies until the ack (or
+ * NLMSG_DONE of a dump), handing data messages to cb. On a kernel error,
+ * returns -errno and leaves the kernel's text in ack_text.
+ */
+static int msg_exchange(struct rn_rdma *rdma, struct nlmsghdr *nlh, msg_cb cb, void *data,
+			char *ack_text, size_t ack_len, struct rn_error *err)
+{
+	unsigned int seq = nlh->nlmsg_seq;
+	bool dump = nlh->nlmsg_flags & NLM_F_DUMP;
+
+	if (ack_text && ack_len)
+		ack_text[0] = '\0';
+	if (mnl_socket_sendto(rdma->nl, nlh, nlh->nlmsg_len) < 0)
+		return rn_error_errno(err, errno, "cannot send RDMA netlink request");
+	for (;;) {
+		ssize_t n = mnl_socket_recvfrom(rdma->nl, rdma->buf, sizeof(rdma->buf));
+		const struct nlmsghdr *m;
+		int len;
+
+		if (n < 0)
+			return rn_error_errno(err, errno, "cannot read RDMA netlink reply");
+		len = (int)n;
+		for (m = (const struct nlmsghdr *)rdma->buf; mnl_nlmsg_ok(m, len);
+		     m = mnl_nlmsg_next(m, &len)) {
+			if (m->nlmsg_seq != seq || m->nlmsg_pid != rdma->portid)
+				continue;
+			if (m->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = mnl_nlmsg_get_payload(m);
+				const char *text;
+
+				if (e->error == 0)
+					return 0;
+				text = ext_ack_msg(m);
+				if (text && ack_text)
+					snprintf(ack_text, ack_len, "%s", text);
+				return e->error;
+			}
+			if (m->nlmsg_type == NLMSG_DONE) {
+				if (dump)
+					return 0;
+				continue;
+			}
+			if (cb) {
+				int r = cb(m, data);
+
+				if (r < 0)
+					return r;
+			}
+		}
+	}
+}
+
+/* "; the kernel says: ..." suffix for messages, or "". */
+static const char *kernel_says(const char *ack, char *buf, size_t len)
+{
+	if (!ack || !*ack)
+		return "";
+	snprintf(buf, len, " (kernel: %s)", ack);
+	return buf;
+}
+
+struct attr_table {
+	const struct nlattr *tb[RDMA_NLDEV_ATTR_MAX];
+};
+
+/* Validates the attributes we use; unknown ones are skipped so newer kernels do not break us. */
+static int attr_cb(const struct nlattr *attr, void *data)
+{
+	struct attr_table *t = data;
+	int type = mnl_attr_get_type(attr);
+	enum mnl_attr_data_type kind;
+
+	if (type < 0 || type >= RDMA_NLDEV_ATTR_MAX)
+		return MNL_CB_OK;
+	switch (type) {
+	case RDMA_NLDEV_ATTR_DEV_INDEX:
+	case RDMA_NLDEV_ATTR_PORT_INDEX:
+	case RDMA_NLDEV_ATTR_NDEV_INDEX:
+		kind = MNL_TYPE_U32;
+		break;
+	case RDMA_NLDEV_ATTR_NODE_GUID:
+	case RDMA_NLDEV_ATTR_SYS_IMAGE_GUID:
+		kind = MNL_TYPE_U64;
+		break;
+	case RDMA_NLDEV_ATTR_PORT_STATE:
+	case RDMA_NLDEV_ATTR_PORT_PHYS_STATE:
+	case RDMA_NLDEV_ATTR_DEV_NODE_TYPE:
+	case RDMA_NLDEV_SYS_ATTR_NETNS_MODE:
+		kind = MNL_TYPE_U8;
+		break;
+	case RDMA_NLDEV_ATTR_DEV_NAME:
+	case RDMA_NLDEV_ATTR_FW_VERSION:
+	case RDMA_NLDEV_ATTR_NDEV_NAME:
+	case RDMA_NLDEV_ATTR_DEV_PROTOCOL:
+		kind = MNL_TYPE_NUL_STRING;
+		break;
+	default:
+		return MNL_CB_OK;
+	}
+	if (mnl_attr_validate(attr, kind) < 0)
+		return MNL_CB_OK;
+	t->tb[type] = attr;
+	return MNL_CB_OK;
+}
+
+static void parse_attrs(const struct nlmsghdr *nlh, struct attr_table *t)
+{
+	memset(t, 0, sizeof(*t));
+	mnl_attr_parse(nlh, 0, attr_cb, t);
+}
+
+static void copy_str(char *dst, size_t len, const struct nlattr *attr)
+{
+	snprintf(dst, len, "%s", attr ? mnl_attr_get_str(attr) : "");
+}
+
+struct dev_collect {
+	struct rn_rdma_devs *out;
+	size_t cap;
+};
+
+static int dev_dump_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct dev_collect *c = data;
+	struct attr_table t;
+	struct rn_rdma_dev *d;
+
+	parse_attrs(nlh, &t);
+	if (!t.tb[RDMA_NLDEV_ATTR_DEV_INDEX] || !t.tb[RDMA_NLDEV_ATTR_DEV_NAME])
+		return 0;
+	if (c->out->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 8;
+		struct rn_rdma_dev *v = realloc(c->out->devs, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->out->devs = v;
+		c->cap = cap;
+	}
+	d = &c->out->devs[c->out->n++];
+	memset(d, 0, sizeof(*d));
+	d->index = mnl_attr_get_u32(t.tb[RDMA_NLDEV_ATTR_DEV_INDEX]);
+	copy_str(d->name, sizeof(d->name), t.tb[RDMA_NLDEV_ATTR_DEV_NAME]);
+	copy_str(d->fw, sizeof(d->fw), t.tb[RDMA_NLDEV_ATTR_FW_VERSION]);
+	copy_str(d->protocol, sizeof(d->protocol), t.tb[RDMA_NLDEV_ATTR_DEV_PROTOCOL]);
+	if (t.tb[RDMA_NLDEV_ATTR_NODE_GUID])
+		d->node_guid = mnl_attr_get_u64(t.tb[RDMA_NLDEV_ATTR_NODE_GUID]);
+	if (t.tb[RDMA_NLDEV_ATTR_SYS_IMAGE_GUID])
+		d->sys_image_guid = mnl_attr_get_u64(t.tb[RDMA_NLDEV_ATTR_SYS_IMAGE_GUID]);
+	if (t.tb[RDMA_NLDEV_ATTR_DEV_NODE_TYPE])
+		d->node_type = mnl_attr_get_u8(t.tb[RDMA_NLDEV_ATTR_DEV_NODE_TYPE]);
+	return 0;
+}
+
+static struct rn_rdma_dev *devs_by_index(struct rn_rdma_devs *devs, uint32_t index)
+{
+	for (size_t i = 0; i < devs->n; i++)
+		if (devs->devs[i].index == index)
+			return &devs->devs[i];
+	return NULL;
+}
+
+static int port_dump_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct rn_rdma_devs *devs = data;
+	struct rn_rdma_port *p, *v;
+	struct rn_rdma_dev *d;
+	struct attr_table t;
+
+	parse_attrs(nlh, &t);
+	if (!t.tb[RDMA_NLDEV_ATTR_DEV_INDEX] || !t.tb[RDMA_NLDEV_ATTR_PORT_INDEX])
+		return 0;
+	d = devs_by_index(devs, mnl_attr_get_u32(t.tb[RDMA_NLDEV_ATTR_DEV_INDEX]));
+	if (!d)
+		return 0; /* registered between the two dumps */
+	v = realloc(d->ports, (d->nports + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	d->ports = v;
+	p = &d->ports[d->nports++];
+	memset(p, 0, sizeof(*p));
+	p->index = mnl_attr_get_u32(t.tb[RDMA_NLDEV_ATTR_PORT_INDEX]);
+	if (t.tb[RDMA_NLDEV_ATTR_PORT_STATE])
+		p->state = mnl_attr_get_u8(t.tb[RDMA_NLDEV_ATTR_PORT_STATE]);
+	if (t.tb[RDMA_NLDEV_ATTR_PORT_PHYS_STATE])
+		p->phys_state = mnl_attr_get_u8(t.tb[RDMA_NLDEV_ATTR_PORT_PHYS_STATE]);
+	if (t.tb[RDMA_NLDEV_ATTR_NDEV_INDEX])
+		p->ndev_index = mnl_attr_get_u32(t.tb[RDMA_NLDEV_ATTR_NDEV_INDEX]);
+	copy_str(p->ndev_name, sizeof(p->ndev_name), t.tb[RDMA_NLDEV_ATTR_NDEV_NAME]);
+	return 0;
+}
+
+static int cmp_dev_index(const void *a, const void *b)
+{
+	const struct rn_rdma_dev *x = a, *y = b;
+
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int cmp_port_index(const void *a, const void *b)
+{
+	const struct rn_rdma_port *x = a, *y = b;
+
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+int rn_rdma_dev_dump(struct rn_rdma *rdma, struct rn_rdma_devs *out, struct rn_error *err)
+{
+	struct dev_collect c = { .out = out, .cap = 0 };
+	char ack[256], says[300];
+	struct nlmsghdr *nlh;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	nlh = msg_prepare(rdma, RDMA_NLDEV_CMD_GET, NLM_F_DUMP);
+	r = msg_exchange(rdma, nlh, dev_dump_cb, &c, ack, sizeof(ack), err);
+	if (r < 0)
+		goto fail;
+	nlh = msg_prepare(rdma, RDMA_NLDEV_CMD_PORT_GET, NLM_F_DUMP);
+	r = msg_exchange(rdma, nlh, port_dump_cb, out, ack, sizeof(ack), err);
+	if (r < 0)
+		goto fail;
+	qsort(out->devs, out->n, sizeof(*out->devs), cmp_dev_index);
+	for (size_t i = 0; i < out->n; i++)
+		qsort(out->devs[i].ports, out->devs[i].nports, sizeof(struct rn_rdma_port),
+		      cmp_port_index);
+	return 0;
+fail:
+	rn_rdma_devs_free(out);
+	if (rn_error_isset(err))
+		return r;
+	return rn_error_errno(err, r, "cannot list RDMA devices%s",
+			      kernel_says(ack, says, sizeof(says)));
+}
+
+void rn_rdma_dev_free(struct rn_rdma_dev *dev)
+{
+	if (!dev)
+		return;
+	free(dev->ports);
+	dev->ports = NULL;
+	dev->nports = 0;
+}
+
+void rn_rdma_devs_free(struct rn_rdma_devs *devs)
+{
+	if (!devs)
+		return;
+	for (size_t i = 0; i < devs->n; i++)
+		rn_rdma_dev_free(&devs->devs[i]);
+	free(devs->devs);
+	devs->devs = NULL;
+	devs->n = 0;
+}
+
+int rn_rdma_dev_find(struct rn_rdma *rdma, const char *name, struct rn_rdma_dev *out,
+		     struct rn_error *err)
+{
+	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
+	int r;
+
+	r = rn_name_check("RDMA device", name, RN_RDMA_NAME_MAX - 1, err);
+	if (r < 0)
+		return r;
+	r = rn_rdma_dev_dump(rdma, &devs, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < devs.n; i++) {
+		if (strcmp(devs.devs[i].name, name) == 0) {
+			*out = devs.devs[i];
+			/* ownership of the ports array moves to out */
+			devs.devs[i].ports = NULL;
+			devs.devs[i].nports = 0;
+			return 0;
+		}
+	}
+	return rn_error_set(err, ENODEV,
+			    "RDMA device %s not found in this network namespace ('rdmans dev "
+			    "--all-netns' finds devices that moved into other namespaces)",
+			    name);
+}
+
+const char *rn_rdma_port_state_name(uint8_t state)
+{
+	static const char *const names[] = { "NOP", "DOWN", "INIT", "ARMED", "ACTIVE",
+					     "ACTIVE_DEFER" };
+
+	return state < RN_ARRAY_SIZE(names) ? names[state] : "UNKNOWN";
+}
+
+const char *rn_rdma_port_phys_state_name(uint8_t phys_state)
+{
+	static const char *const names[] = { "NOP",	 "SLEEP",   "POLLING",
+					     "DISABLED", "TRAINING", "LINK_UP",
+					     "LINK_ERROR_RECOVERY", "PHY_TEST" };
+
+	return phys_state < RN_ARRAY_SIZE(names) ? names[phys_state] : "UNKNOWN";
+}
+
+static int sys_get_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct attr_table t;
+	int *mode = data;
+
+	parse_attrs(nlh, &t);
+	if (t.tb[RDMA_NLDEV_SYS_ATTR_NETNS_MODE])
+		*mode = mnl_attr_get_u8(t.tb[RDMA_NLDEV_SYS_ATTR_NETNS_MODE]);
+	return 0;
+}
+
+int rn_rdma_netns_mode_get(struct rn_rdma *rdma, bool *exclusive, struct rn_error *err)
+{
+	char ack[256], says[300];
+	struct nlmsghdr *nlh;
+	int mode = -1;
+	int r;
+
+	nlh = msg_prepare(rdma, RDMA_NLDEV_CMD_SYS_GET, 0);
+	r = msg_exchange(rdma, nlh, sys_get_cb, &mode, ack, sizeof(ack), err);
+	if (r < 0)
+		return rn_error_isset(err) ? r
+					   : rn_error_errno(err, r, "cannot read the RDMA netns mode%s",
+							    kernel_says(ack, says, sizeof(says)));
+	if (mode < 0)
+		return rn_error_set(err, EPROTO, "the kernel did not report the RDMA netns mode");
+	*exclusive = mode == 0;
+	return 0;
+}
+
+int rn_rdma_netns_mode_set(struct rn_rdma *rdma, bool exclusive, struct rn_error *err)
+{
+	const char *want = exclusive ? "exclusive" : "shared";
+	char ack[256], says[300];
+	struct nlmsghdr *nlh;
+	int r;
+
+	nlh = msg_prepare(rdma, RDMA_NLDEV_CMD_SYS_SET, 0);
+	mnl_attr_put_u8(nlh, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, exclusive ? 0 : 1);
+	r = msg_exchange(rdma, nlh, NULL, NULL, ack, sizeof(ack), err);
+	if (r == -EBUSY)
+		return rn_error_set(err, EBUSY,
+				    "cannot switch the RDMA netns mode to %s now: the kernel allows "
+				    "it only while no network namespace besides the host's exists, "
+				    "and some do (containers, 'ip netns'). Make it the boot default "
+				    "with 'rdmans system set netns %s --persist', then reboot or "
+				    "reload ib_core",
+				    want, want);
+	if (r == -EPERM || r == -EACCES)
+		return rn_error_set(err, -r, "cannot switch the RDMA netns mode to %s: "
+					     "permission denied (needs CAP_NET_ADMIN; run as root)",
+				    want);
+	if (r < 0)
+		return rn_error_isset(err) ? r
+					   : rn_error_errno(err, r,
+							    "cannot switch the RDMA netns mode to %s%s",
+							    want, kernel_says(ack, says, sizeof(says)));
+	return 0;
+}
+
+int rn_rdma_dev_set_netns(struct rn_rdma *rdma, uint32_t index, const char *name, int nsfd,
+			  struct rn_error *err)
+{
+	char ack[256], says[300];
+	struct nlmsghdr *nlh;
+	int r;
+
+	/* DEV_NAME must stay out of this message: with it the kernel takes the rename path. */
+	nlh = msg_prepare(rdma, RDMA_NLDEV_CMD_SET, 0);
+	mnl_attr_put_u32(nlh, RDMA_NLDEV_ATTR_DEV_INDEX, index);
+	mnl_attr_put_u32(nlh, RDMA_NLDEV_NET_NS_FD, (uint32_t)nsfd);
+	r = msg_exchange(rdma, nlh, NULL, NULL, ack, sizeof(ack), err);
+	if (r >= 0)
+		return 0;
+	if (rn_error_isset(err))
+		return r;
+	kernel_says(ack, says, sizeof(says));
+	switch (-r) {
+	case EOPNOTSUPP:
+		return rn_error_set(err, EOPNOTSUPP,
+				    "cannot move RDMA device %s: either the RDMA subsystem is in "
+				    "shared netns mode ('rdmans system' tells; 'rdmans system set "
+				    "netns exclusive') or this driver cannot change network "
+				    "namespace (soft devices such as rxe and siw cannot)%s",
+				    name, ack[0] ? says : "");
+	case EPERM:
+	case EACCES:
+		return rn_error_set(err, EPERM,
+				    "cannot move RDMA device %s: permission denied (needs "
+				    "CAP_NET_ADMIN over the target namespace; run as root)%s",
+				    name, ack[0] ? says : "");
+	case ENODEV:
+	case EINVAL:
+		return rn_error_set(err, -r,
+				    "cannot move RDMA device %s: the kernel does not see it from "
+				    "this network namespace or the target is invalid%s",
+				    name, ack[0] ? says : "");
+	default:
+		return rn_error_errno(err, r, "cannot move RDMA device %s%s", name,
+				      ack[0] ? says : "");
+	}
+}
+
+int rn_rdma_dev_rename(struct rn_rdma *rdma, uint32_t index, const char *old_name,
+		       const char *new_name, struct rn_error *err)
+{
+	char ack[256], says[300];
+	struct nlmsghdr *nlh;
+	int r;
+
+	r = rn_name_check("RDMA device", new_name, RN_RDMA_NAME_MAX - 1, err);
+	if (r < 0)
+		return r;
+	nlh = msg_prepare(rdma, RDMA_NLDEV_CMD_SET, 0);
+	mnl_attr_put_u32(nlh, RDMA_NLDEV_ATTR_DEV_INDEX, index);
+	mnl_attr_put_strz(nlh, RDMA_NLDEV_ATTR_DEV_NAME, new_name);
+	r = msg_exchange(rdma, nlh, NULL, NULL, ack, sizeof(ack), err);
+	if (r == -EEXIST)
+		return rn_error_set(err, EEXIST,
+				    "cannot rename RDMA device %s to %s: that name is taken (RDMA "
+				    "device names are unique across all namespaces)",
+				    old_name, new_name);
+	if (r < 0)
+		return rn_error_isset(err) ? r
+					   : rn_error_errno(err, r, "cannot rename RDMA device %s to %s%s",
+							    old_name, new_name,
+							    kernel_says(ack, says, sizeof(says)));
+	return 0;
+}
+
+int rn_rdma_link_add(struct rn_rdma *rdma, const char *name, const char *type, const char *netdev,
+		     struct rn_error *err)
+{
+	char ack[256], says[300];
+	struct nlmsghdr *nlh;
+	int r;
+
+	r = rn_name_check("RDMA device", name, RN_RDMA_NAME_MAX - 1, err);
+	if (r < 0)
+		return r;
+	r = rn_name_check("link type", type, 31, err);
+	if (r < 0)
+		return r;
+	r = rn_name_check("netdev", netdev, IF_NAMESIZE - 1, err);
+	if (r < 0)
+		return r;
+	nlh = msg_prepare(rdma, RDMA_NLDEV_CMD_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
+	mnl_attr_put_strz(nlh, RDMA_NLDEV_ATTR_DEV_NAME, name);
+	mnl_attr_put_strz(nlh, RDMA_NLDEV_ATTR_LINK_TYPE, type);
+	mnl_attr_put_strz(nlh, RDMA_NLDEV_ATTR_NDEV_NAME, netdev);
+	r = msg_exchange(rdma, nlh, NULL, NULL, ack, sizeof(ack), err);
+	if (r == -EINVAL && !ack[0])
+		return rn_error_set(err, EINVAL,
+				    "cannot add %s device %s on netdev %s: unknown link type or "
+				    "netdev (is the %s driver loaded? 'modprobe rdma_%s')",
+				    type, name, netdev, type, type);
+	if (r < 0)
+		return rn_error_isset(err) ? r
+					   : rn_error_errno(err, r, "cannot add %s device %s on netdev %s%s",
+							    type, name, netdev,
+							    kernel_says(ack, says, sizeof(says)));
+	return 0;
+}
+
+int rn_rdma_link_del(struct rn_rdma *rdma, uint32_t index, const char *name, struct rn_error *err)
+{
+	char ack[256], says[300];
+	struct nlmsghdr *nlh;
+	int r;
+
+	nlh = msg_prepare(rdma, RDMA_NLDEV_CMD_DELLINK, 0);
+	mnl_attr_put_u32(nlh, RDMA_NLDEV_ATTR_DEV_INDEX, index);
+	r = msg_exchange(rdma, nlh, NULL, NULL, ack, sizeof(ack), err);
+	if (r == -EINVAL && !ack[0])
+		return rn_error_set(err, EINVAL,
+				    "cannot delete RDMA device %s: only soft devices (rxe, siw) "
+				    "can be deleted",
+				    name);
+	if (r < 0)
+		return rn_error_isset(err) ? r
+					   : rn_error_errno(err, r, "cannot delete RDMA device %s%s", name,
+							    kernel_says(ack, says, sizeof(says)));
+	return 0;
+}

@@ -1,0 +1,941 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * sysfs discovery of RDMA devices, their parent bus devices, their netdevs
+ * and their GID tables. Every path is taken under rn_sysfs_root().
+ *
+ * Layout relied on (see the kernel's drivers/infiniband/core/sysfs.c):
+ *   class/infiniband/DEV -> ../../devices/.../PARENT/infiniband/DEV
+ *   DEV/device           -> the parent bus device (absent for rxe/siw)
+ *   PARENT/subsystem     -> .../bus/pci or .../bus/auxiliary
+ *   DEV/ports/P/{link_layer,gids/I,gid_attrs/types/I,gid_attrs/ndevs/I}
+ *   class/net/IF/device  -> the netdev's parent bus device
+ * Reading gid_attrs/types/I or ndevs/I of an empty GID slot fails (EINVAL)
+ * on real kernels: such read errors mean "empty", never a failure.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rdmans/cleanup.h"
+#include "rdmans/sysfs.h"
+#include "rdmans/util.h"
+
+static char root_override[PATH_MAX];
+static bool root_overridden;
+
+const char *rn_sysfs_root(void)
+{
+	const char *env;
+
+	if (root_overridden)
+		return root_override;
+	env = secure_getenv("RDMANS_SYSFS_ROOT");
+	if (env && *env)
+		return env;
+	return "/sys";
+}
+
+void rn_sysfs_set_root(const char *root)
+{
+	size_t len;
+
+	if (!root) {
+		root_overridden = false;
+		root_override[0] = '\0';
+		return;
+	}
+	len = strnlen(root, sizeof(root_override) - 1);
+	memcpy(root_override, root, len);
+	root_override[len] = '\0';
+	root_overridden = true;
+}
+
+/* ---- small helpers ---- */
+
+/* A growable, deduplicated list of strings. */
+struct strv {
+	char **v;
+	size_t n;
+	size_t cap;
+};
+
+static void strv_free(struct strv *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	s->v = NULL;
+	s->n = s->cap = 0;
+}
+
+static bool strv_contains(const struct strv *s, const char *str)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->v[i], str) == 0)
+			return true;
+	return false;
+}
+
+static int strv_add(struct strv *s, const char *str)
+{
+	_cleanup_free_ char *copy = NULL;
+
+	if (strv_contains(s, str))
+		return 0;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8;
+		char **v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+		s->cap = cap;
+	}
+	copy = strdup(str);
+	if (!copy)
+		return -ENOMEM;
+	s->v[s->n++] = TAKE_PTR(copy);
+	return 0;
+}
+
+/* Natural order, so that mlx5_2 sorts before mlx5_10 and 9 before 10. */
+static int cmp_natural(const void *a, const void *b)
+{
+	return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void strv_sort(struct strv *s)
+{
+	if (s->n > 1)
+		qsort(s->v, s->n, sizeof(*s->v), cmp_natural);
+}
+
+static bool is_uint(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+static int parse_u32(const char *s, uint32_t *ret)
+{
+	unsigned long v;
+	char *end;
+
+	if (!is_uint(s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v > UINT32_MAX)
+		return -EINVAL;
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+/* Copies src into dst; false (and dst truncated) when it does not fit. */
+static bool copy_str(char *dst, size_t len, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (len == 0)
+		return false;
+	if (n >= len) {
+		memcpy(dst, src, len - 1);
+		dst[len - 1] = '\0';
+		return false;
+	}
+	memcpy(dst, src, n + 1);
+	return true;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* ROOT/<fmt...> into buf. */
+static int sys_path(char *buf, size_t len, struct rn_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int sys_path(char *buf, size_t len, struct rn_error *err, const char *fmt, ...)
+{
+	const char *root = rn_sysfs_root();
+	va_list ap;
+	int n, m;
+
+	n = snprintf(buf, len, "%s/", root);
+	if (n < 0 || (size_t)n >= len)
+		return rn_error_set(err, ENAMETOOLONG, "sysfs root %s is too long", root);
+	va_start(ap, fmt);
+	m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (m < 0 || (size_t)m >= len - (size_t)n)
+		return rn_error_set(err, ENAMETOOLONG, "path under %s is too long", root);
+	return 0;
+}
+
+static int check_root(struct rn_error *err)
+{
+	const char *root = rn_sysfs_root();
+	struct stat st;
+
+	if (stat(root, &st) < 0)
+		return rn_error_errno(err, errno,
+				      "sysfs root %s is not accessible (check RDMANS_SYSFS_ROOT)",
+				      root);
+	if (!S_ISDIR(st.st_mode))
+		return rn_error_set(err, ENOTDIR, "sysfs root %s is not a directory", root);
+	return 0;
+}
+
+static bool path_exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/*
+ * Entries of a directory (not "." and ".."), only decimal names when
+ * numeric, in natural order. Returns -errno of the open, so callers can
+ * tell "absent" (-ENOENT) from failures.
+ */
+static int list_dir(const char *path, bool numeric, struct strv *out)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	int r;
+
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d)
+		return -errno;
+	TAKE_FD(fd); /* owned by d now */
+	for (;;) {
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			if (errno)
+				return -errno;
+			break;
+		}
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (numeric && !is_uint(de->d_name))
+			continue;
+		r = strv_add(out, de->d_name);
+		if (r < 0)
+			return r;
+	}
+	strv_sort(out);
+	return 0;
+}
+
+/* Basename of DIR/subsystem's target ("pci", "auxiliary", "net", ...). */
+static int subsystem_of(const char *dir, char *buf, size_t len)
+{
+	char path[PATH_MAX], target[PATH_MAX];
+	ssize_t n;
+	int r;
+
+	r = rn_path(path, sizeof(path), "%s/subsystem", dir);
+	if (r < 0)
+		return r;
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return -errno;
+	target[n] = '\0';
+	return copy_str(buf, len, base_name(target)) ? 0 : -ENAMETOOLONG;
+}
+
+static bool subsystem_is(const char *dir, const char *bus)
+{
+	char sub[64];
+
+	return subsystem_of(dir, sub, sizeof(sub)) == 0 && strcmp(sub, bus) == 0;
+}
+
+/* Cuts the last component off a resolved path ("/a/b/c" -> "/a/b"). */
+static void dir_name(char *path)
+{
+	char *slash = strrchr(path, '/');
+
+	if (slash && slash != path)
+		*slash = '\0';
+}
+
+/* ---- RDMA devices ---- */
+
+struct rdma_info {
+	struct rn_sysfs_rdma_dev pub;
+	char dir[PATH_MAX]; /* ROOT/class/infiniband/DEV */
+	char netdir[PATH_MAX]; /* the PCI (or other parent) device whose net/ to read, or "" */
+};
+
+/* ROOT/class/infiniband/NAME, or -ENODEV naming the device. */
+static int rdma_dir(const char *name, char *buf, size_t len, struct rn_error *err)
+{
+	int r;
+
+	r = rn_name_check("RDMA device", name, RN_RDMA_NAME_MAX - 1, err);
+	if (r < 0)
+		return r;
+	r = sys_path(buf, len, err, "class/infiniband/%s", name);
+	if (r < 0)
+		return r;
+	if (access(buf, F_OK) < 0) {
+		if (errno == ENOENT)
+			return rn_error_set(err, ENODEV,
+					    "RDMA device %s not found in %s/class/infiniband "
+					    "(driver not loaded, or device in another network namespace?)",
+					    name, rn_sysfs_root());
+		return rn_error_errno(err, errno, "cannot access %s", buf);
+	}
+	return 0;
+}
+
+/* Fills parent_bus, parent_id, pci_bdf and netdir from DEV/device. */
+static int rdma_parent(struct rdma_info *info, struct rn_error *err)
+{
+	struct rn_sysfs_rdma_dev *d = &info->pub;
+	_cleanup_free_ char *real = NULL;
+	char path[PATH_MAX];
+	char pci[PATH_MAX];
+	int r;
+
+	r = rn_path(path, sizeof(path), "%s/device", info->dir);
+	if (r < 0)
+		return rn_error_set(err, -r, "path %s/device is too long", info->dir);
+	real = realpath(path, NULL);
+	if (!real) {
+		if (errno == ENOENT)
+			return 0; /* a virtual device (rxe, siw) has no parent */
+		return rn_error_errno(err, errno, "cannot resolve %s", path);
+	}
+	(void)copy_str(d->parent_id, sizeof(d->parent_id), base_name(real));
+	if (subsystem_of(real, d->parent_bus, sizeof(d->parent_bus)) < 0)
+		d->parent_bus[0] = '\0';
+	(void)copy_str(info->netdir, sizeof(info->netdir), real);
+
+	if (strcmp(d->parent_bus, "pci") == 0) {
+		(void)copy_str(d->pci_bdf, sizeof(d->pci_bdf), d->parent_id);
+	} else if (strcmp(d->parent_bus, "auxiliary") == 0) {
+		/* ice.roce.0 and mlx5_core.rdma.0 live in their PCI function's directory. */
+		(void)copy_str(pci, sizeof(pci), real);
+		dir_name(pci);
+		if (subsystem_is(pci, "pci")) {
+			(void)copy_str(d->pci_bdf, sizeof(d->pci_bdf), base_name(pci));
+			(void)copy_str(info->netdir, sizeof(info->netdir), pci);
+		}
+	}
+	return 0;
+}
+
+/*
+ * Every netdev tied to the device: the ndevs of its GID entries, rxe's
+ * "parent" attribute, and the class net entries of its parent device (for an
+ * auxiliary parent, of the PCI function it belongs to). Ones bound through
+ * the GID table come first in *out; the caller sorts.
+ */
+static int rdma_collect_netdevs(const struct rdma_info *info, struct strv *out, size_t *ret_bound,
+				struct rn_error *err)
+{
+	_cleanup_(strv_free) struct strv ports = { 0 };
+	char path[PATH_MAX];
+	char value[IF_NAMESIZE + 16];
+	int r;
+
+	r = rn_path(path, sizeof(path), "%s/ports", info->dir);
+	if (r < 0)
+		return rn_error_set(err, -r, "path %s/ports is too long", info->dir);
+	r = list_dir(path, true, &ports);
+	if (r < 0 && r != -ENOENT)
+		return rn_error_errno(err, -r, "cannot list %s", path);
+
+	for (size_t p = 0; p < ports.n; p++) {
+		_cleanup_(strv_free) struct strv idx = { 0 };
+
+		r = rn_path(path, sizeof(path), "%s/ports/%s/gid_attrs/ndevs", info->dir,
+			    ports.v[p]);
+		if (r < 0)
+			return rn_error_set(err, -r, "path under %s is too long", info->dir);
+		r = list_dir(path, true, &idx);
+		if (r < 0 && r != -ENOENT)
+			return rn_error_errno(err, -r, "cannot list %s", path);
+		for (size_t i = 0; i < idx.n; i++) {
+			char file[PATH_MAX];
+
+			if (rn_path(file, sizeof(file), "%s/%s", path, idx.v[i]) < 0)
+				continue;
+			/* Empty slots fail to read (EINVAL): nothing bound there. */
+			if (rn_read_line(file, value, sizeof(value)) < 0 ||
+			    rn_name_check("netdev", value, IF_NAMESIZE - 1, NULL) < 0)
+				continue;
+			r = strv_add(out, value);
+			if (r < 0)
+				return rn_error_errno(err, -r, "reading %s", path);
+		}
+	}
+
+	/* rdma_rxe names the netdev it runs on in DEV/parent. */
+	r = rn_path(path, sizeof(path), "%s/parent", info->dir);
+	if (r == 0 && rn_read_line(path, value, sizeof(value)) == 0 &&
+	    rn_name_check("netdev", value, IF_NAMESIZE - 1, NULL) == 0) {
+		char netpath[PATH_MAX];
+
+		if (sys_path(netpath, sizeof(netpath), NULL, "class/net/%s", value) == 0 &&
+		    path_exists(netpath)) {
+			r = strv_add(out, value);
+			if (r < 0)
+				return rn_error_errno(err, -r, "reading %s", path);
+		}
+	}
+	*ret_bound = out->n;
+
+	if (info->netdir[0]) {
+		r = rn_path(path, sizeof(path), "%s/net", info->netdir);
+		if (r < 0)
+			return rn_error_set(err, -r, "path %s/net is too long", info->netdir);
+		r = list_dir(path, false, out);
+		if (r < 0 && r != -ENOENT)
+			return rn_error_errno(err, -r, "cannot list %s", path);
+	}
+	return 0;
+}
+
+static int rdma_fill_netdevs(struct rdma_info *info, struct rn_error *err)
+{
+	struct rn_sysfs_rdma_dev *d = &info->pub;
+	_cleanup_(strv_free) struct strv all = { 0 };
+	struct strv keep = { 0 };
+	size_t bound = 0;
+	int r;
+
+	r = rdma_collect_netdevs(info, &all, &bound, err);
+	if (r < 0)
+		return r;
+	/* When there are more than fit, keep the ones bound through the GID table first. */
+	keep.v = all.v;
+	keep.n = all.n < RN_SYSFS_MAX_NETDEVS ? all.n : RN_SYSFS_MAX_NETDEVS;
+	d->netdevs_truncated = all.n > RN_SYSFS_MAX_NETDEVS;
+	if (d->netdevs_truncated && bound < keep.n)
+		strv_sort(&(struct strv){ .v = all.v + bound, .n = all.n - bound });
+	strv_sort(&keep);
+	for (size_t i = 0; i < keep.n; i++)
+		(void)copy_str(d->netdevs[i], sizeof(d->netdevs[i]), keep.v[i]);
+	d->n_netdevs = keep.n;
+	return 0;
+}
+
+static int rdma_fill(const char *name, struct rdma_info *info, bool with_netdevs,
+		     struct rn_error *err)
+{
+	struct rn_sysfs_rdma_dev *d = &info->pub;
+	_cleanup_(strv_free) struct strv ports = { 0 };
+	char path[PATH_MAX];
+	int r;
+
+	memset(info, 0, sizeof(*info));
+	r = rdma_dir(name, info->dir, sizeof(info->dir), err);
+	if (r < 0)
+		return r;
+	(void)copy_str(d->name, sizeof(d->name), name);
+
+	r = rdma_parent(info, err);
+	if (r < 0)
+		return r;
+
+	if (rn_path(path, sizeof(path), "%s/node_guid", info->dir) == 0 &&
+	    rn_read_line(path, d->node_guid, sizeof(d->node_guid)) < 0)
+		d->node_guid[0] = '\0';
+
+	r = rn_path(path, sizeof(path), "%s/ports", info->dir);
+	if (r < 0)
+		return rn_error_set(err, -r, "path %s/ports is too long", info->dir);
+	r = list_dir(path, true, &ports);
+	if (r < 0 && r != -ENOENT)
+		return rn_error_errno(err, -r, "cannot list %s", path);
+	d->nports = (uint32_t)ports.n;
+	/* The first port (ports sort numerically): port 1 on every HCA. */
+	if (ports.n > 0 &&
+	    (rn_path(path, sizeof(path), "%s/ports/%s/link_layer", info->dir, ports.v[0]) < 0 ||
+	     rn_read_line(path, d->link_layer, sizeof(d->link_layer)) < 0))
+		d->link_layer[0] = '\0';
+
+	if (with_netdevs)
+		return rdma_fill_netdevs(info, err);
+	return 0;
+}
+
+/* Names under class/infiniband; an absent directory is an empty list. */
+static int rdma_names(struct strv *out, struct rn_error *err)
+{
+	char path[PATH_MAX];
+	int r;
+
+	r = check_root(err);
+	if (r < 0)
+		return r;
+	r = sys_path(path, sizeof(path), err, "class/infiniband");
+	if (r < 0)
+		return r;
+	r = list_dir(path, false, out);
+	if (r == -ENOENT)
+		return 0; /* no RDMA driver loaded */
+	if (r < 0)
+		return rn_error_errno(err, -r, "cannot list %s", path);
+	return 0;
+}
+
+int rn_sysfs_rdma_list(struct rn_sysfs_rdma_dev **ret, size_t *ret_n, struct rn_error *err)
+{
+	_cleanup_(strv_free) struct strv names = { 0 };
+	_cleanup_free_ struct rn_sysfs_rdma_dev *devs = NULL;
+	_cleanup_free_ struct rdma_info *info = NULL;
+	size_t n = 0;
+	int r;
+
+	*ret = NULL;
+	*ret_n = 0;
+	r = rdma_names(&names, err);
+	if (r < 0)
+		return r;
+	if (names.n == 0)
+		return 0;
+	devs = calloc(names.n, sizeof(*devs));
+	info = malloc(sizeof(*info));
+	if (!devs || !info)
+		return rn_error_set(err, ENOMEM, "out of memory listing RDMA devices");
+	for (size_t i = 0; i < names.n; i++) {
+		r = rdma_fill(names.v[i], info, true, err);
+		if (r == -ENODEV)
+			continue; /* gone (moved to another netns) since the listing */
+		if (r < 0)
+			return r;
+		devs[n++] = info->pub;
+	}
+	rn_error_clear(err);
+	*ret = TAKE_PTR(devs);
+	*ret_n = n;
+	return 0;
+}
+
+int rn_sysfs_rdma_get(const char *name, struct rn_sysfs_rdma_dev *out, struct rn_error *err)
+{
+	_cleanup_free_ struct rdma_info *info = NULL;
+	int r;
+
+	r = check_root(err);
+	if (r < 0)
+		return r;
+	info = malloc(sizeof(*info));
+	if (!info)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	r = rdma_fill(name, info, true, err);
+	if (r < 0)
+		return r;
+	*out = info->pub;
+	return 0;
+}
+
+/* Writes name as the next of up to max results; the count goes on. */
+static void put_rdma_name(char (*names)[RN_RDMA_NAME_MAX], size_t max, size_t *n, const char *name)
+{
+	if (names && *n < max)
+		(void)copy_str(names[*n], RN_RDMA_NAME_MAX, name);
+	(*n)++;
+}
+
+/* ROOT/bus/pci/devices/ID or ROOT/bus/auxiliary/devices/ID; -ENODEV when neither exists. */
+static int bus_device_dir(const char *bus_id, char *buf, size_t len, struct rn_error *err)
+{
+	static const char *const buses[] = { "pci", "auxiliary" };
+	int r;
+
+	for (size_t i = 0; i < RN_ARRAY_SIZE(buses); i++) {
+		r = sys_path(buf, len, err, "bus/%s/devices/%s", buses[i], bus_id);
+		if (r < 0)
+			return r;
+		if (path_exists(buf))
+			return 0;
+	}
+	return rn_error_set(err, ENODEV,
+			    "no PCI or auxiliary device %s under %s/bus (expected a PCI address "
+			    "such as 0000:3b:00.0 or an auxiliary id such as mlx5_core.sf.2)",
+			    bus_id, rn_sysfs_root());
+}
+
+int rn_sysfs_rdma_by_bus_id(const char *bus_id, char (*names)[RN_RDMA_NAME_MAX], size_t max,
+			    size_t *ret_n, struct rn_error *err)
+{
+	_cleanup_(strv_free) struct strv all = { 0 };
+	_cleanup_free_ struct rdma_info *info = NULL;
+	char path[PATH_MAX];
+	size_t n = 0;
+	int r;
+
+	*ret_n = 0;
+	r = rn_name_check("bus device", bus_id, RN_BUS_ID_MAX - 1, err);
+	if (r < 0)
+		return r;
+	r = rdma_names(&all, err);
+	if (r < 0)
+		return r;
+	info = malloc(sizeof(*info));
+	if (!info)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < all.n; i++) {
+		r = rdma_fill(all.v[i], info, false, err);
+		if (r == -ENODEV)
+			continue;
+		if (r < 0)
+			return r;
+		if (strcmp(info->pub.parent_id, bus_id) == 0 ||
+		    strcmp(info->pub.pci_bdf, bus_id) == 0)
+			put_rdma_name(names, max, &n, info->pub.name);
+	}
+	rn_error_clear(err);
+	if (n == 0) {
+		r = bus_device_dir(bus_id, path, sizeof(path), err);
+		if (r < 0)
+			return r;
+	}
+	*ret_n = n;
+	return 0;
+}
+
+int rn_sysfs_rdma_by_netdev(const char *ifname, char (*names)[RN_RDMA_NAME_MAX], size_t max,
+			    size_t *ret_n, struct rn_error *err)
+{
+	_cleanup_(strv_free) struct strv all = { 0 };
+	_cleanup_free_ struct rdma_info *info = NULL;
+	char path[PATH_MAX];
+	size_t n = 0;
+	int r;
+
+	*ret_n = 0;
+	r = rn_name_check("netdev", ifname, IF_NAMESIZE - 1, err);
+	if (r < 0)
+		return r;
+	r = rdma_names(&all, err);
+	if (r < 0)
+		return r;
+	info = malloc(sizeof(*info));
+	if (!info)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < all.n; i++) {
+		_cleanup_(strv_free) struct strv nets = { 0 };
+		size_t bound;
+
+		r = rdma_fill(all.v[i], info, false, err);
+		if (r == -ENODEV)
+			continue;
+		if (r < 0)
+			return r;
+		r = rdma_collect_netdevs(info, &nets, &bound, err);
+		if (r < 0)
+			return r;
+		if (strv_contains(&nets, ifname))
+			put_rdma_name(names, max, &n, info->pub.name);
+	}
+	rn_error_clear(err);
+	if (n == 0) {
+		r = sys_path(path, sizeof(path), err, "class/net/%s", ifname);
+		if (r < 0)
+			return r;
+		if (!path_exists(path))
+			return rn_error_set(err, ENODEV,
+					    "netdev %s not found in %s/class/net (wrong name, or "
+					    "in another network namespace?)",
+					    ifname, rn_sysfs_root());
+	}
+	*ret_n = n;
+	return 0;
+}
+
+int rn_sysfs_netdevs_by_bus_id(const char *bus_id, char (*names)[IF_NAMESIZE], size_t max,
+			       size_t *ret_n, struct rn_error *err)
+{
+	_cleanup_(strv_free) struct strv nets = { 0 };
+	_cleanup_(strv_free) struct strv children = { 0 };
+	char dir[PATH_MAX], path[PATH_MAX];
+	int r;
+
+	*ret_n = 0;
+	r = rn_name_check("bus device", bus_id, RN_BUS_ID_MAX - 1, err);
+	if (r < 0)
+		return r;
+	r = check_root(err);
+	if (r < 0)
+		return r;
+	r = bus_device_dir(bus_id, dir, sizeof(dir), err);
+	if (r < 0)
+		return r;
+
+	r = rn_path(path, sizeof(path), "%s/net", dir);
+	if (r < 0)
+		return rn_error_set(err, -r, "path %s/net is too long", dir);
+	r = list_dir(path, false, &nets);
+	if (r < 0 && r != -ENOENT)
+		return rn_error_errno(err, -r, "cannot list %s", path);
+
+	/* Auxiliary children (mlx5_core.eth.0, ice.roce.0) may own netdevs too. */
+	r = list_dir(dir, false, &children);
+	if (r < 0)
+		return rn_error_errno(err, -r, "cannot list %s", dir);
+	for (size_t i = 0; i < children.n; i++) {
+		char child[PATH_MAX];
+
+		if (rn_path(child, sizeof(child), "%s/%s", dir, children.v[i]) < 0)
+			continue;
+		if (!subsystem_is(child, "auxiliary"))
+			continue;
+		if (rn_path(path, sizeof(path), "%s/net", child) < 0)
+			continue;
+		r = list_dir(path, false, &nets);
+		if (r < 0 && r != -ENOENT)
+			return rn_error_errno(err, -r, "cannot list %s", path);
+	}
+
+	strv_sort(&nets);
+	for (size_t i = 0; i < nets.n && names && i < max; i++)
+		(void)copy_str(names[i], IF_NAMESIZE, nets.v[i]);
+	*ret_n = nets.n;
+	return 0;
+}
+
+int rn_sysfs_netdev_pci(const char *ifname, char *bdf, size_t len, struct rn_error *err)
+{
+	_cleanup_free_ char *real = NULL;
+	char path[PATH_MAX], bus[64];
+	const char *found = NULL;
+	int r;
+
+	if (bdf && len)
+		bdf[0] = '\0';
+	r = rn_name_check("netdev", ifname, IF_NAMESIZE - 1, err);
+	if (r < 0)
+		return r;
+	r = check_root(err);
+	if (r < 0)
+		return r;
+	r = sys_path(path, sizeof(path), err, "class/net/%s", ifname);
+	if (r < 0)
+		return r;
+	if (!path_exists(path))
+		return rn_error_set(err, ENODEV,
+				    "netdev %s not found in %s/class/net (wrong name, or in another "
+				    "network namespace?)",
+				    ifname, rn_sysfs_root());
+	r = sys_path(path, sizeof(path), err, "class/net/%s/device", ifname);
+	if (r < 0)
+		return r;
+	real = realpath(path, NULL);
+	if (!real) {
+		if (errno == ENOENT)
+			return rn_error_set(err, ENOENT,
+					    "netdev %s has no parent device (a virtual interface "
+					    "such as veth, bridge or bond?)",
+					    ifname);
+		return rn_error_errno(err, errno, "cannot resolve %s", path);
+	}
+	if (subsystem_of(real, bus, sizeof(bus)) < 0)
+		bus[0] = '\0';
+	if (strcmp(bus, "pci") == 0) {
+		found = base_name(real);
+	} else if (strcmp(bus, "auxiliary") == 0) {
+		/* A sub-function netdev (mlx5_core.sf.N) belongs to its PCI function. */
+		dir_name(real);
+		if (subsystem_is(real, "pci"))
+			found = base_name(real);
+	}
+	if (!found)
+		return rn_error_set(err, ENOENT, "netdev %s is not on a PCI device (its parent %s is on bus '%s')",
+				    ifname, base_name(real), bus[0] ? bus : "?");
+	if (!bdf || strlen(found) >= len)
+		return rn_error_set(err, ERANGE, "buffer too small for PCI address %s of netdev %s",
+				    found, ifname);
+	(void)copy_str(bdf, len, found);
+	return 0;
+}
+
+/* ---- GID tables ---- */
+
+void rn_gid_table_free(struct rn_gid_table *t)
+{
+	if (!t)
+		return;
+	free(t->entries);
+	t->entries = NULL;
+	t->n = 0;
+}
+
+static int gid_append(struct rn_gid_table *t, size_t *cap, struct rn_gid_entry **ret)
+{
+	if (t->n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		struct rn_gid_entry *e = realloc(t->entries, ncap * sizeof(*e));
+
+		if (!e)
+			return -ENOMEM;
+		t->entries = e;
+		*cap = ncap;
+	}
+	*ret = &t->entries[t->n++];
+	memset(*ret, 0, sizeof(**ret));
+	return 0;
+}
+
+static int cmp_gid_entry(const void *a, const void *b)
+{
+	const struct rn_gid_entry *x = a, *y = b;
+	int c = strverscmp(x->dev, y->dev);
+
+	if (c)
+		return c;
+	if (x->port != y->port)
+		return x->port < y->port ? -1 : 1;
+	if (x->index != y->index)
+		return x->index < y->index ? -1 : 1;
+	return 0;
+}
+
+static void gid_format(const uint8_t raw[16], char buf[40])
+{
+	int n = 0;
+
+	for (int i = 0; i < 16; i += 2)
+		n += snprintf(buf + n, (size_t)(40 - n), "%s%02x%02x", i ? ":" : "", raw[i],
+			      raw[i + 1]);
+}
+
+static int gids_of_port(const char *dev, const char *dir, const char *port, struct rn_gid_table *t,
+			size_t *cap, struct rn_error *err)
+{
+	_cleanup_(strv_free) struct strv idx = { 0 };
+	char path[PATH_MAX], link_layer[32], text[128], type[32];
+	uint32_t port_num;
+	int r;
+
+	if (parse_u32(port, &port_num) < 0)
+		return 0;
+	if (rn_path(path, sizeof(path), "%s/ports/%s/link_layer", dir, port) < 0 ||
+	    rn_read_line(path, link_layer, sizeof(link_layer)) < 0)
+		link_layer[0] = '\0';
+
+	r = rn_path(path, sizeof(path), "%s/ports/%s/gids", dir, port);
+	if (r < 0)
+		return rn_error_set(err, -r, "path under %s is too long", dir);
+	r = list_dir(path, true, &idx);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return rn_error_errno(err, -r, "cannot list %s", path);
+
+	for (size_t i = 0; i < idx.n; i++) {
+		struct rn_gid_entry *e;
+		uint8_t raw[16];
+		uint32_t index;
+
+		if (parse_u32(idx.v[i], &index) < 0)
+			continue;
+		r = rn_path(path, sizeof(path), "%s/ports/%s/gids/%s", dir, port, idx.v[i]);
+		if (r < 0)
+			return rn_error_set(err, -r, "path under %s is too long", dir);
+		if (rn_read_line(path, text, sizeof(text)) < 0)
+			continue; /* unreadable slot: empty */
+		r = rn_gid_parse(text, raw, err);
+		if (r < 0)
+			return rn_error_wrap(err, "%s", path);
+		if (rn_gid_is_zero(raw))
+			continue;
+
+		r = gid_append(t, cap, &e);
+		if (r < 0)
+			return rn_error_set(err, ENOMEM, "out of memory reading GIDs of %s", dev);
+		(void)copy_str(e->dev, sizeof(e->dev), dev);
+		e->port = port_num;
+		e->index = index;
+		memcpy(e->raw, raw, sizeof(raw));
+		gid_format(raw, e->gid);
+		(void)rn_gid_ipv4(raw, e->ipv4, sizeof(e->ipv4));
+
+		if (rn_path(path, sizeof(path), "%s/ports/%s/gid_attrs/types/%s", dir, port,
+			    idx.v[i]) < 0 ||
+		    rn_read_line(path, type, sizeof(type)) < 0)
+			type[0] = '\0';
+		e->type = rn_gid_type_from_sysfs(type, link_layer);
+
+		if (rn_path(path, sizeof(path), "%s/ports/%s/gid_attrs/ndevs/%s", dir, port,
+			    idx.v[i]) < 0 ||
+		    rn_read_line(path, text, sizeof(text)) < 0 ||
+		    !copy_str(e->netdev, sizeof(e->netdev), text))
+			e->netdev[0] = '\0';
+	}
+	return 0;
+}
+
+int rn_sysfs_gids(const char *dev, struct rn_gid_table *out, struct rn_error *err)
+{
+	_cleanup_(rn_gid_table_free) struct rn_gid_table t = { 0 };
+	_cleanup_(strv_free) struct strv names = { 0 };
+	char dir[PATH_MAX], path[PATH_MAX];
+	size_t cap = 0;
+	int r;
+
+	out->n = 0;
+	out->entries = NULL;
+	if (dev) {
+		r = check_root(err);
+		if (r < 0)
+			return r;
+		r = rdma_dir(dev, dir, sizeof(dir), err);
+		if (r < 0)
+			return r;
+		r = strv_add(&names, dev);
+		if (r < 0)
+			return rn_error_set(err, ENOMEM, "out of memory");
+	} else {
+		r = rdma_names(&names, err);
+		if (r < 0)
+			return r;
+	}
+
+	for (size_t i = 0; i < names.n; i++) {
+		_cleanup_(strv_free) struct strv ports = { 0 };
+
+		r = sys_path(dir, sizeof(dir), err, "class/infiniband/%s", names.v[i]);
+		if (r < 0)
+			return r;
+		r = rn_path(path, sizeof(path), "%s/ports", dir);
+		if (r < 0)
+			return rn_error_set(err, -r, "path %s/ports is too long", dir);
+		r = list_dir(path, true, &ports);
+		if (r == -ENOENT)
+			continue;
+		if (r < 0)
+			return rn_error_errno(err, -r, "cannot list %s", path);
+		for (size_t p = 0; p < ports.n; p++) {
+			r = gids_of_port(names.v[i], dir, ports.v[p], &t, &cap, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	if (t.n > 1)
+		qsort(t.entries, t.n, sizeof(*t.entries), cmp_gid_entry);
+	*out = t;
+	t = (struct rn_gid_table){ 0 };
+	return 0;
+}

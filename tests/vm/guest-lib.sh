@@ -1,0 +1,92 @@
+# Helpers for guest scripts run by vm-run.sh. Source it:
+#   . "${RDMANS_VM_LIB:-$(dirname "$0")/guest-lib.sh}"
+#
+# TAP output: vm_check NAME CMD... runs CMD and prints "ok N - NAME" or
+# "not ok N - NAME" followed by CMD's output as "# " lines; vm_ok/vm_not_ok
+# print a result directly; vm_done prints the plan "1..N" and exits non-zero
+# if any check failed. Diagnostics go to stdout as "# " lines so the output
+# stays valid TAP.
+
+VM_TAP_N=0
+VM_TAP_FAILED=0
+
+# vm_diag TEXT...: print TEXT as TAP comment lines.
+vm_diag() {
+	printf '%s\n' "$*" | sed 's/^/# /'
+}
+
+# vm_fail MSG: give up (TAP "Bail out!"), exit 1.
+vm_fail() {
+	echo "Bail out! $*"
+	exit 1
+}
+
+vm_ok() {
+	VM_TAP_N=$((VM_TAP_N + 1))
+	echo "ok $VM_TAP_N - $*"
+}
+
+vm_not_ok() {
+	VM_TAP_N=$((VM_TAP_N + 1))
+	VM_TAP_FAILED=$((VM_TAP_FAILED + 1))
+	echo "not ok $VM_TAP_N - $*"
+}
+
+# vm_check NAME CMD [ARGS...]: one TAP result for CMD's exit status.
+# CMD's output is kept in $VM_OUT (stdout+stderr) and shown on failure.
+vm_check() {
+	local name=$1 rc=0
+	shift
+	VM_OUT=$("$@" 2>&1) || rc=$?
+	if [ "$rc" = 0 ]; then
+		vm_ok "$name"
+	else
+		vm_not_ok "$name"
+		vm_diag "command: $* (exit $rc)"
+		[ -z "$VM_OUT" ] || vm_diag "$VM_OUT"
+	fi
+	return "$rc"
+}
+
+# vm_expect_eq WANT GOT [WHAT]: succeed if WANT = GOT, else say why.
+vm_expect_eq() {
+	[ "$1" = "$2" ] && return 0
+	vm_diag "${3:-value}: expected '$1', got '$2'"
+	return 1
+}
+
+# vm_expect_contains HAYSTACK NEEDLE [WHAT]: succeed if NEEDLE is in HAYSTACK.
+vm_expect_contains() {
+	case "$1" in *"$2"*) return 0 ;; esac
+	vm_diag "${3:-output} does not contain '$2':"
+	vm_diag "$1"
+	return 1
+}
+
+# vm_done: print the TAP plan; exit 0 if every check passed, else 1.
+vm_done() {
+	echo "1..$VM_TAP_N"
+	[ "$VM_TAP_FAILED" = 0 ] || { vm_diag "$VM_TAP_FAILED of $VM_TAP_N checks failed"; exit 1; }
+	exit 0
+}
+
+# vm_load_rdma [exclusive]: load the RDMA core, user-space access modules and
+# the soft-RoCE driver. "exclusive" loads ib_core with netns_mode=0 (the boot
+# time way to get exclusive netns mode).
+vm_load_rdma() {
+	local opt=
+	[ "${1:-}" != exclusive ] || opt=netns_mode=0
+	if [ -n "$opt" ] && [ -d /sys/module/ib_core ]; then
+		vm_expect_eq 0 "$(cat /sys/module/ib_core/parameters/netns_mode)" "ib_core netns_mode (already loaded)" || return 1
+	fi
+	# shellcheck disable=SC2086
+	modprobe ib_core $opt || vm_fail "modprobe ib_core $opt failed"
+	modprobe -a ib_uverbs ib_umad rdma_cm rdma_ucm rdma_rxe ||
+		vm_fail "modprobe of the RDMA modules failed (is /lib/modules/$(uname -r) there?)"
+}
+
+# vm_veth NAME PEER: create a veth pair, both ends up.
+vm_veth() {
+	ip link add "$1" type veth peer name "$2" &&
+		ip link set "$1" up && ip link set "$2" up
+}

@@ -1,0 +1,958 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * simhca - simulated RoCE HCAs for testing (a test double, like netdevsim).
+ *
+ * Each simulated HCA is an auxiliary device "simhca.roce.<ID>" (the way irdma
+ * hangs off "ice.roce.N") under the root device /sys/devices/simhca. The
+ * module's auxiliary driver binds it and registers an ib_device through the
+ * real ib_core, with dev.parent = the auxiliary device, so
+ * /sys/bus/auxiliary/devices/simhca.roce.<ID>/infiniband/<NAME> exists.
+ *
+ * Each ib_device has one RoCE port bound to a netdev with
+ * ib_device_set_netdev() (ib_core takes its own reference on the netdev):
+ * the kernel's roce_gid_mgmt fills the GID table from the netdev's addresses,
+ * and the port state follows the netdev's link. The device has a
+ * disassociate_ucontext op, so it can be moved between network namespaces in
+ * exclusive mode (rdma dev set NAME netns NS), like irdma or mlx5.
+ *
+ * Control (sysfs, see README.md):
+ *   /sys/bus/simhca/new_device  "NAME_PATTERN NETDEV_NAME [ID]"
+ *   /sys/bus/simhca/del_device  "ID"
+ *   /sys/bus/simhca/list        "ID IBDEV NETDEV AUXDEV" per line
+ *
+ * No data path: post_send fails with -EOPNOTSUPP, posted receives never
+ * complete, CQs stay empty. Kernel PD/CQ/QP/DMA-MR objects can be created
+ * so that the MAD layer (QP1) opens its port the way it does on real HCAs.
+ *
+ * Locking: simhca_mutex serialises control operations (new, del, exit).
+ * The device list and each device's netdev/ib pointers are changed only with
+ * both simhca_mutex and rtnl_lock held (the ib pointer also by the auxiliary
+ * driver's probe/remove, under rtnl_lock); the netdevice notifier reads them
+ * under rtnl_lock. No ib_core registration call is made with rtnl_lock held.
+ */
+
+#include <linux/module.h>
+#include <linux/kernel.h>
+#include <linux/slab.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/idr.h>
+#include <linux/ctype.h>
+#include <linux/device.h>
+#include <linux/auxiliary_bus.h>
+#include <linux/netdevice.h>
+#include <linux/if_arp.h>
+#include <linux/rtnetlink.h>
+#include <linux/nsproxy.h>
+#include <net/net_namespace.h>
+#include <net/addrconf.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/ib_mad.h>
+
+#define DRV_NAME		"simhca"
+#define SIMHCA_AUX_NAME		"roce"
+#define SIMHCA_GID_TBL_LEN	16
+#define SIMHCA_MAX_ID		0xffff
+
+/* One simulated HCA: the auxiliary device and its configuration. */
+struct simhca_dev {
+	struct auxiliary_device adev;
+	struct list_head list;		/* simhca_devs */
+	u32 id;
+	char pattern[IB_DEVICE_NAME_MAX];
+	/*
+	 * The bound netdev; we hold a reference (dev_hold) on it. Written
+	 * under rtnl; read under rtnl, or under RCU by query_port.
+	 */
+	struct net_device __rcu *netdev;
+	/* rtnl: set while the ib_device is registered */
+	struct simhca_ib *ib;
+	/* rtnl: last port state reported through an event */
+	bool port_active;
+	int probe_err;
+};
+
+struct simhca_ib {
+	struct ib_device ibdev;
+	struct simhca_dev *sdev;
+	struct ida qpn_ida;
+	atomic_t next_key;
+};
+
+struct simhca_ucontext {
+	struct ib_ucontext ibuc;
+};
+
+struct simhca_pd {
+	struct ib_pd ibpd;
+};
+
+struct simhca_cq {
+	struct ib_cq ibcq;
+};
+
+struct simhca_qp {
+	struct ib_qp ibqp;
+	enum ib_qp_state state;
+	struct ib_qp_cap cap;
+	u32 qkey;
+	u16 pkey_index;
+	u32 sq_psn;
+	u32 rq_psn;
+	enum ib_sig_type sq_sig_type;
+};
+
+struct simhca_mr {
+	struct ib_mr ibmr;
+};
+
+static DEFINE_MUTEX(simhca_mutex);
+static LIST_HEAD(simhca_devs);
+static DEFINE_IDA(simhca_ida);
+static bool simhca_enabled;		/* simhca_mutex */
+static struct device *simhca_root;
+
+static inline struct simhca_ib *to_sib(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct simhca_ib, ibdev);
+}
+
+static inline struct simhca_qp *to_sqp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct simhca_qp, ibqp);
+}
+
+static inline struct simhca_dev *adev_to_sdev(struct auxiliary_device *adev)
+{
+	return container_of(adev, struct simhca_dev, adev);
+}
+
+static bool simhca_link_up(const struct net_device *ndev)
+{
+	return ndev && netif_running(ndev) && netif_carrier_ok(ndev);
+}
+
+/* ---------------------------------------------------------------------- */
+/* ib_device ops                                                          */
+/* ---------------------------------------------------------------------- */
+
+static int simhca_query_device(struct ib_device *ibdev,
+			       struct ib_device_attr *attr,
+			       struct ib_udata *udata)
+{
+	if (udata && (udata->inlen || udata->outlen))
+		return -EINVAL;
+
+	attr->fw_ver = 1;
+	attr->sys_image_guid = ibdev->node_guid;
+	attr->max_mr_size = ~0ULL;
+	attr->page_size_cap = PAGE_SIZE;
+	attr->vendor_id = 0;
+	attr->vendor_part_id = 0;
+	attr->hw_ver = 0;
+	attr->max_qp = 1024;
+	attr->max_qp_wr = 4096;
+	attr->device_cap_flags = 0;
+	attr->kernel_cap_flags = 0;
+	attr->max_send_sge = 8;
+	attr->max_recv_sge = 8;
+	attr->max_sge_rd = 8;
+	attr->max_cq = 1024;
+	attr->max_cqe = 65535;
+	attr->max_mr = 1024;
+	attr->max_pd = 1024;
+	attr->max_qp_rd_atom = 16;
+	attr->max_qp_init_rd_atom = 16;
+	attr->max_res_rd_atom = 16 * 1024;
+	attr->atomic_cap = IB_ATOMIC_NONE;
+	attr->max_ah = 1024;
+	attr->max_srq = 0;
+	attr->max_pkeys = 1;
+	attr->local_ca_ack_delay = 15;
+	return 0;
+}
+
+static int simhca_query_port(struct ib_device *ibdev, u32 port,
+			     struct ib_port_attr *props)
+{
+	struct net_device *ndev;
+
+	/* props is zeroed by the caller (__ib_query_port). */
+	rcu_read_lock();
+	ndev = rcu_dereference(to_sib(ibdev)->sdev->netdev);
+
+	props->max_mtu = IB_MTU_4096;
+	props->active_mtu = ndev ? ib_mtu_int_to_enum(ndev->mtu) : IB_MTU_1024;
+	props->phys_mtu = ndev ? ndev->mtu : 1500;
+	props->gid_tbl_len = SIMHCA_GID_TBL_LEN;
+	props->ip_gids = true;
+	props->pkey_tbl_len = 1;
+	props->port_cap_flags = IB_PORT_CM_SUP | IB_PORT_REINIT_SUP;
+	props->max_msg_sz = 1U << 31;
+	props->lid = 0;
+	props->lmc = 0;
+	props->sm_lid = 0;
+	props->sm_sl = 0;
+	props->max_vl_num = 1;
+	props->active_width = IB_WIDTH_4X;
+	props->active_speed = IB_SPEED_EDR;
+	if (simhca_link_up(ndev)) {
+		props->state = IB_PORT_ACTIVE;
+		props->phys_state = IB_PORT_PHYS_STATE_LINK_UP;
+	} else {
+		props->state = IB_PORT_DOWN;
+		props->phys_state = IB_PORT_PHYS_STATE_DISABLED;
+	}
+	rcu_read_unlock();
+	return 0;
+}
+
+static int simhca_get_port_immutable(struct ib_device *ibdev, u32 port,
+				     struct ib_port_immutable *immutable)
+{
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE |
+				    RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	immutable->gid_tbl_len = SIMHCA_GID_TBL_LEN;
+	immutable->pkey_tbl_len = 1;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+static enum rdma_link_layer simhca_get_link_layer(struct ib_device *ibdev,
+						  u32 port)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static int simhca_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
+			     u16 *pkey)
+{
+	if (index > 0)
+		return -EINVAL;
+	*pkey = IB_DEFAULT_PKEY_FULL;
+	return 0;
+}
+
+static void simhca_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "simhca-1.0");
+}
+
+static int simhca_alloc_ucontext(struct ib_ucontext *uctx,
+				 struct ib_udata *udata)
+{
+	return 0;
+}
+
+static void simhca_dealloc_ucontext(struct ib_ucontext *uctx)
+{
+}
+
+/* Nothing is mapped into user space, so there is nothing to revoke. */
+static void simhca_disassociate_ucontext(struct ib_ucontext *uctx)
+{
+}
+
+static int simhca_alloc_pd(struct ib_pd *pd, struct ib_udata *udata)
+{
+	return 0;
+}
+
+static int simhca_dealloc_pd(struct ib_pd *pd, struct ib_udata *udata)
+{
+	return 0;
+}
+
+static int simhca_create_cq(struct ib_cq *ibcq,
+			    const struct ib_cq_init_attr *attr,
+			    struct ib_udata *udata)
+{
+	if (attr->flags)
+		return -EOPNOTSUPP;
+	if (attr->cqe < 1 || attr->cqe > 65535)
+		return -EINVAL;
+	ibcq->cqe = attr->cqe;
+	return 0;
+}
+
+static int simhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	return 0;
+}
+
+/* The CQs never receive completions: this double has no data path. */
+static int simhca_poll_cq(struct ib_cq *ibcq, int num_entries,
+			  struct ib_wc *wc)
+{
+	return 0;
+}
+
+static int simhca_req_notify_cq(struct ib_cq *ibcq,
+				enum ib_cq_notify_flags flags)
+{
+	return 0;
+}
+
+static int simhca_create_qp(struct ib_qp *ibqp,
+			    struct ib_qp_init_attr *init,
+			    struct ib_udata *udata)
+{
+	struct simhca_ib *sib = to_sib(ibqp->device);
+	struct simhca_qp *qp = to_sqp(ibqp);
+	int qpn;
+
+	if (init->create_flags)
+		return -EOPNOTSUPP;
+	if (init->srq || init->rwq_ind_tbl)
+		return -EOPNOTSUPP;
+
+	switch (init->qp_type) {
+	case IB_QPT_GSI:
+		if (init->port_num != 1)
+			return -EINVAL;
+		qpn = 1;
+		break;
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+	case IB_QPT_UD:
+		qpn = ida_alloc_range(&sib->qpn_ida, 2, 0xffffff, GFP_KERNEL);
+		if (qpn < 0)
+			return qpn;
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+
+	ibqp->qp_num = qpn;
+	qp->state = IB_QPS_RESET;
+	qp->cap = init->cap;
+	qp->sq_sig_type = init->sq_sig_type;
+	return 0;
+}
+
+static int simhca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+			    int mask, struct ib_udata *udata)
+{
+	struct simhca_qp *qp = to_sqp(ibqp);
+
+	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
+		return -EOPNOTSUPP;
+	if (mask & IB_QP_STATE)
+		qp->state = attr->qp_state;
+	if (mask & IB_QP_QKEY)
+		qp->qkey = attr->qkey;
+	if (mask & IB_QP_PKEY_INDEX)
+		qp->pkey_index = attr->pkey_index;
+	if (mask & IB_QP_SQ_PSN)
+		qp->sq_psn = attr->sq_psn;
+	if (mask & IB_QP_RQ_PSN)
+		qp->rq_psn = attr->rq_psn;
+	return 0;
+}
+
+static int simhca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+			   int mask, struct ib_qp_init_attr *init)
+{
+	struct simhca_qp *qp = to_sqp(ibqp);
+
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	attr->path_mtu = IB_MTU_1024;
+	attr->qkey = qp->qkey;
+	attr->pkey_index = qp->pkey_index;
+	attr->sq_psn = qp->sq_psn;
+	attr->rq_psn = qp->rq_psn;
+	attr->port_num = 1;
+	attr->cap = qp->cap;
+	init->qp_type = ibqp->qp_type;
+	init->cap = qp->cap;
+	init->sq_sig_type = qp->sq_sig_type;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	return 0;
+}
+
+static int simhca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct simhca_ib *sib = to_sib(ibqp->device);
+
+	if (ibqp->qp_num >= 2)
+		ida_free(&sib->qpn_ida, ibqp->qp_num);
+	return 0;
+}
+
+static int simhca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+			    const struct ib_send_wr **bad_wr)
+{
+	*bad_wr = wr;
+	return -EOPNOTSUPP;
+}
+
+/*
+ * Receives are accepted and never complete (the MAD layer posts receive
+ * buffers on QP1 when it opens a port, and frees them itself on close).
+ */
+static int simhca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+			    const struct ib_recv_wr **bad_wr)
+{
+	return 0;
+}
+
+static struct ib_mr *simhca_get_dma_mr(struct ib_pd *pd, int access)
+{
+	struct simhca_ib *sib = to_sib(pd->device);
+	struct simhca_mr *mr;
+	u32 key;
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	key = (u32)atomic_inc_return(&sib->next_key) << 8;
+	mr->ibmr.lkey = key;
+	mr->ibmr.rkey = key;
+	return &mr->ibmr;
+}
+
+static struct ib_mr *simhca_reg_user_mr(struct ib_pd *pd, u64 start,
+					u64 length, u64 virt, int access,
+					struct ib_udata *udata)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static int simhca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	kfree(container_of(ibmr, struct simhca_mr, ibmr));
+	return 0;
+}
+
+static const struct ib_device_ops simhca_ib_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = 1,
+
+	.query_device = simhca_query_device,
+	.query_port = simhca_query_port,
+	.get_port_immutable = simhca_get_port_immutable,
+	.get_link_layer = simhca_get_link_layer,
+	.query_pkey = simhca_query_pkey,
+	.get_dev_fw_str = simhca_get_dev_fw_str,
+	.alloc_ucontext = simhca_alloc_ucontext,
+	.dealloc_ucontext = simhca_dealloc_ucontext,
+	.disassociate_ucontext = simhca_disassociate_ucontext,
+	.alloc_pd = simhca_alloc_pd,
+	.dealloc_pd = simhca_dealloc_pd,
+	.create_cq = simhca_create_cq,
+	.destroy_cq = simhca_destroy_cq,
+	.poll_cq = simhca_poll_cq,
+	.req_notify_cq = simhca_req_notify_cq,
+	.create_qp = simhca_create_qp,
+	.modify_qp = simhca_modify_qp,
+	.query_qp = simhca_query_qp,
+	.destroy_qp = simhca_destroy_qp,
+	.post_send = simhca_post_send,
+	.post_recv = simhca_post_recv,
+	.get_dma_mr = simhca_get_dma_mr,
+	.reg_user_mr = simhca_reg_user_mr,
+	.dereg_mr = simhca_dereg_mr,
+
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, simhca_ucontext, ibuc),
+	INIT_RDMA_OBJ_SIZE(ib_pd, simhca_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_cq, simhca_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_qp, simhca_qp, ibqp),
+};
+
+/* ---------------------------------------------------------------------- */
+/* Port state: follows the bound netdev                                   */
+/* ---------------------------------------------------------------------- */
+
+/* rtnl held. Dispatches PORT_ACTIVE/PORT_ERR when the state changes. */
+static void simhca_update_port(struct simhca_dev *sdev)
+{
+	bool up = simhca_link_up(rtnl_dereference(sdev->netdev));
+	struct ib_event ev = {};
+
+	ASSERT_RTNL();
+	if (up == sdev->port_active)
+		return;
+	sdev->port_active = up;
+	if (!sdev->ib)
+		return;
+	ev.device = &sdev->ib->ibdev;
+	ev.element.port_num = 1;
+	ev.event = up ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR;
+	ib_dispatch_event(&ev);		/* queued to ib_wq: fine under rtnl */
+}
+
+/* rtnl held. The netdev is going away for good: let go of it. */
+static void simhca_release_netdev(struct simhca_dev *sdev)
+{
+	struct net_device *ndev = rtnl_dereference(sdev->netdev);
+
+	/*
+	 * RCU readers (query_port) are done with ndev before it is freed:
+	 * unregister_netdevice_many() does synchronize_net() after the
+	 * NETDEV_UNREGISTER notifiers.
+	 */
+	RCU_INIT_POINTER(sdev->netdev, NULL);
+	if (sdev->ib)
+		ib_device_set_netdev(&sdev->ib->ibdev, NULL, 1);
+	simhca_update_port(sdev);
+	dev_put(ndev);
+}
+
+static int simhca_netdev_event(struct notifier_block *nb, unsigned long event,
+			       void *ptr)
+{
+	struct net_device *ndev = netdev_notifier_info_to_dev(ptr);
+	struct simhca_dev *sdev;
+
+	switch (event) {
+	case NETDEV_UNREGISTER:
+	case NETDEV_UP:
+	case NETDEV_DOWN:
+	case NETDEV_CHANGE:
+	case NETDEV_REGISTER:
+		break;
+	default:
+		return NOTIFY_DONE;
+	}
+
+	ASSERT_RTNL();
+	list_for_each_entry(sdev, &simhca_devs, list) {
+		if (rtnl_dereference(sdev->netdev) != ndev)
+			continue;
+		/*
+		 * NETDEV_UNREGISTER also comes when the netdev moves to
+		 * another netns; then reg_state stays NETREG_REGISTERED and
+		 * the device keeps its netdev (like irdma/mlx5). Only a netdev
+		 * being destroyed (NETREG_UNREGISTERING, or UNREGISTERED for
+		 * the rebroadcasts while refs are awaited) is let go.
+		 */
+		if (event == NETDEV_UNREGISTER &&
+		    ndev->reg_state != NETREG_REGISTERED)
+			simhca_release_netdev(sdev);
+		else
+			simhca_update_port(sdev);
+	}
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block simhca_netdev_nb = {
+	.notifier_call = simhca_netdev_event,
+};
+
+/* ---------------------------------------------------------------------- */
+/* Auxiliary driver: creates / destroys the ib_device                     */
+/* ---------------------------------------------------------------------- */
+
+static int simhca_aux_probe(struct auxiliary_device *adev,
+			    const struct auxiliary_device_id *id)
+{
+	struct simhca_dev *sdev = adev_to_sdev(adev);
+	struct simhca_ib *sib;
+	struct ib_device *ibdev;
+	struct net_device *ndev;
+	int ret;
+
+	sib = ib_alloc_device(simhca_ib, ibdev);
+	if (!sib) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	sib->sdev = sdev;
+	ida_init(&sib->qpn_ida);
+	ibdev = &sib->ibdev;
+
+	ibdev->node_type = RDMA_NODE_IB_CA;
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = 1;
+	ibdev->dev.parent = &adev->dev;
+	strscpy(ibdev->node_desc, "simhca simulated RoCE HCA",
+		sizeof(ibdev->node_desc));
+	ib_set_device_ops(ibdev, &simhca_ib_ops);
+
+	rtnl_lock();
+	ndev = rtnl_dereference(sdev->netdev);
+	if (ndev) {
+		addrconf_addr_eui48((u8 *)&ibdev->node_guid, ndev->dev_addr);
+		/* ib_core takes its own reference on ndev. */
+		ret = ib_device_set_netdev(ibdev, ndev, 1);
+	} else {
+		ibdev->node_guid = cpu_to_be64(0x0200000000000000ULL | sdev->id);
+		ret = 0;
+	}
+	rtnl_unlock();
+	if (ret)
+		goto err_dealloc;
+
+	/* name pattern is validated: only [A-Za-z0-9_.-] and one "%d" */
+	ret = ib_register_device(ibdev, sdev->pattern, NULL);
+	if (ret)
+		goto err_dealloc;
+
+	rtnl_lock();
+	/* The netdev may have been destroyed while we were registering. */
+	ndev = rtnl_dereference(sdev->netdev);
+	if (!ndev)
+		ib_device_set_netdev(ibdev, NULL, 1);
+	sdev->ib = sib;
+	sdev->port_active = simhca_link_up(ndev);
+	rtnl_unlock();
+
+	auxiliary_set_drvdata(adev, sib);
+	dev_info(&adev->dev, "registered %s\n", dev_name(&ibdev->dev));
+	sdev->probe_err = 0;
+	return 0;
+
+err_dealloc:
+	ida_destroy(&sib->qpn_ida);
+	ib_dealloc_device(ibdev);	/* also drops the netdev ref if taken */
+out:
+	sdev->probe_err = ret;
+	return ret;
+}
+
+static void simhca_aux_remove(struct auxiliary_device *adev)
+{
+	struct simhca_dev *sdev = adev_to_sdev(adev);
+	struct simhca_ib *sib;
+
+	rtnl_lock();
+	sib = sdev->ib;
+	sdev->ib = NULL;
+	rtnl_unlock();
+	if (!sib)
+		return;
+
+	/* Works wherever the device is (any netns); drops the netdev ref. */
+	ib_unregister_device(&sib->ibdev);
+	ida_destroy(&sib->qpn_ida);
+	ib_dealloc_device(&sib->ibdev);
+	auxiliary_set_drvdata(adev, NULL);
+}
+
+static const struct auxiliary_device_id simhca_aux_ids[] = {
+	{ .name = DRV_NAME "." SIMHCA_AUX_NAME },
+	{}
+};
+MODULE_DEVICE_TABLE(auxiliary, simhca_aux_ids);
+
+static struct auxiliary_driver simhca_aux_driver = {
+	.name = SIMHCA_AUX_NAME,
+	.probe = simhca_aux_probe,
+	.remove = simhca_aux_remove,
+	.id_table = simhca_aux_ids,
+};
+
+/* ---------------------------------------------------------------------- */
+/* Device creation / deletion                                             */
+/* ---------------------------------------------------------------------- */
+
+static void simhca_adev_release(struct device *dev)
+{
+	struct auxiliary_device *adev = to_auxiliary_dev(dev);
+
+	kfree(adev_to_sdev(adev));
+}
+
+/* "irdma%d", "mlx5_%d", "rocep1s0": [A-Za-z0-9_.-] and at most one "%d". */
+static bool simhca_pattern_ok(const char *p)
+{
+	size_t len = strlen(p);
+	int pct = 0;
+	size_t i;
+
+	if (len == 0 || len >= IB_DEVICE_NAME_MAX || p[0] == '.')
+		return false;
+	for (i = 0; i < len; i++) {
+		if (p[i] == '%') {
+			if (p[i + 1] != 'd' || ++pct > 1)
+				return false;
+			i++;
+			continue;
+		}
+		if (!isalnum(p[i]) && p[i] != '_' && p[i] != '-' &&
+		    p[i] != '.')
+			return false;
+	}
+	return true;
+}
+
+/* simhca_mutex held. */
+static struct simhca_dev *simhca_find(u32 id)
+{
+	struct simhca_dev *sdev;
+
+	list_for_each_entry(sdev, &simhca_devs, list)
+		if (sdev->id == id)
+			return sdev;
+	return NULL;
+}
+
+/* Takes sdev off the list; returns its netdev (the caller puts it). */
+static struct net_device *simhca_unlist(struct simhca_dev *sdev)
+{
+	struct net_device *ndev;
+
+	rtnl_lock();
+	list_del(&sdev->list);
+	ndev = rtnl_dereference(sdev->netdev);
+	RCU_INIT_POINTER(sdev->netdev, NULL);
+	rtnl_unlock();
+	return ndev;
+}
+
+/* simhca_mutex held. Unregisters the ib_device and frees everything. */
+static void simhca_dev_destroy(struct simhca_dev *sdev)
+{
+	struct net_device *ndev;
+	u32 id = sdev->id;
+
+	ndev = simhca_unlist(sdev);
+	/*
+	 * Unbinds the driver: simhca_aux_remove unregisters the ib_device,
+	 * after which query_port cannot run any more, so ndev can be put.
+	 */
+	auxiliary_device_delete(&sdev->adev);
+	synchronize_rcu();
+	if (ndev)
+		dev_put(ndev);
+	auxiliary_device_uninit(&sdev->adev);	/* release frees sdev */
+	ida_free(&simhca_ida, id);
+}
+
+/* simhca_mutex held. */
+static int simhca_dev_create(const char *pattern, const char *ifname,
+			     int want_id)
+{
+	struct net *net = current->nsproxy->net_ns;
+	struct simhca_dev *sdev;
+	struct net_device *ndev;
+	int id, ret;
+
+	if (want_id >= 0)
+		id = ida_alloc_range(&simhca_ida, want_id, want_id, GFP_KERNEL);
+	else
+		id = ida_alloc_max(&simhca_ida, SIMHCA_MAX_ID, GFP_KERNEL);
+	if (id < 0)
+		return (id == -ENOSPC && want_id >= 0) ? -EEXIST : id;
+
+	sdev = kzalloc(sizeof(*sdev), GFP_KERNEL);
+	if (!sdev) {
+		ida_free(&simhca_ida, id);
+		return -ENOMEM;
+	}
+	sdev->id = id;
+	strscpy(sdev->pattern, pattern, sizeof(sdev->pattern));
+	sdev->probe_err = -ENODEV;	/* until the probe says otherwise */
+	INIT_LIST_HEAD(&sdev->list);
+	sdev->adev.name = SIMHCA_AUX_NAME;
+	sdev->adev.id = id;
+	sdev->adev.dev.parent = simhca_root;
+	sdev->adev.dev.release = simhca_adev_release;
+
+	ret = auxiliary_device_init(&sdev->adev);
+	if (ret) {
+		kfree(sdev);
+		ida_free(&simhca_ida, id);
+		return ret;
+	}
+	/* From here on, auxiliary_device_uninit() frees sdev. */
+
+	rtnl_lock();
+	ndev = __dev_get_by_name(net, ifname);
+	if (!ndev) {
+		ret = -ENODEV;
+	} else if (ndev->type != ARPHRD_ETHER) {
+		ret = -EINVAL;
+	} else {
+		dev_hold(ndev);
+		rcu_assign_pointer(sdev->netdev, ndev);
+		list_add_tail(&sdev->list, &simhca_devs);
+	}
+	rtnl_unlock();
+	if (ret)
+		goto err_uninit;
+
+	ret = auxiliary_device_add(&sdev->adev);	/* probes synchronously */
+	if (ret)
+		goto err_unlist;
+	if (sdev->probe_err) {
+		ret = sdev->probe_err;
+		simhca_dev_destroy(sdev);
+		return ret;
+	}
+	return 0;
+
+err_unlist:
+	ndev = simhca_unlist(sdev);
+	if (ndev)
+		dev_put(ndev);
+err_uninit:
+	auxiliary_device_uninit(&sdev->adev);
+	ida_free(&simhca_ida, id);
+	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Control: /sys/bus/simhca/{new_device,del_device,list}                  */
+/* ---------------------------------------------------------------------- */
+
+static ssize_t new_device_store(struct bus_type *bus, const char *buf,
+				size_t count)
+{
+	char pattern[IB_DEVICE_NAME_MAX + 1], ifname[IFNAMSIZ + 1];
+	char tail;
+	unsigned int id;
+	int n, ret;
+
+	/* widths: one more than allowed so that overlong input is caught */
+	n = sscanf(buf, "%64s %16s %u %c", pattern, ifname, &id, &tail);
+	if (n < 2 || n > 3) {
+		pr_err(DRV_NAME ": new_device wants \"NAME_PATTERN NETDEV_NAME [ID]\"\n");
+		return -EINVAL;
+	}
+	if (!simhca_pattern_ok(pattern)) {
+		pr_err(DRV_NAME ": bad name pattern \"%s\" ([A-Za-z0-9_.-], one %%d, < %d chars)\n",
+		       pattern, IB_DEVICE_NAME_MAX);
+		return -EINVAL;
+	}
+	if (strlen(ifname) >= IFNAMSIZ)
+		return -EINVAL;
+	if (n == 3 && id > SIMHCA_MAX_ID)
+		return -ERANGE;
+
+	mutex_lock(&simhca_mutex);
+	if (!simhca_enabled)
+		ret = -EBUSY;
+	else
+		ret = simhca_dev_create(pattern, ifname, n == 3 ? (int)id : -1);
+	mutex_unlock(&simhca_mutex);
+	return ret ? ret : count;
+}
+static BUS_ATTR_WO(new_device);
+
+static ssize_t del_device_store(struct bus_type *bus, const char *buf,
+				size_t count)
+{
+	struct simhca_dev *sdev;
+	unsigned int id;
+	int ret;
+
+	ret = kstrtouint(skip_spaces(buf), 10, &id);
+	if (ret)
+		return ret;
+
+	mutex_lock(&simhca_mutex);
+	if (!simhca_enabled) {
+		ret = -EBUSY;
+	} else {
+		sdev = simhca_find(id);
+		if (sdev)
+			simhca_dev_destroy(sdev);
+		else
+			ret = -ENOENT;
+	}
+	mutex_unlock(&simhca_mutex);
+	return ret ? ret : count;
+}
+static BUS_ATTR_WO(del_device);
+
+/* "ID IBDEV NETDEV AUXDEV\n" per device; "-" where there is none. */
+static ssize_t list_show(struct bus_type *bus, char *buf)
+{
+	struct simhca_dev *sdev;
+	ssize_t len = 0;
+
+	rtnl_lock();
+	list_for_each_entry(sdev, &simhca_devs, list) {
+		struct net_device *ndev = rtnl_dereference(sdev->netdev);
+
+		len += scnprintf(buf + len, PAGE_SIZE - len, "%u %s %s %s.%s.%u\n",
+				 sdev->id,
+				 sdev->ib ? sdev->ib->ibdev.name : "-",
+				 ndev ? ndev->name : "-",
+				 DRV_NAME, SIMHCA_AUX_NAME, sdev->id);
+	}
+	rtnl_unlock();
+	return len;
+}
+static BUS_ATTR_RO(list);
+
+static struct attribute *simhca_bus_attrs[] = {
+	&bus_attr_new_device.attr,
+	&bus_attr_del_device.attr,
+	&bus_attr_list.attr,
+	NULL
+};
+ATTRIBUTE_GROUPS(simhca_bus);
+
+static struct bus_type simhca_bus = {
+	.name = DRV_NAME,
+	.bus_groups = simhca_bus_groups,
+};
+
+/* ---------------------------------------------------------------------- */
+
+static int __init simhca_init(void)
+{
+	int ret;
+
+	simhca_root = root_device_register(DRV_NAME);
+	if (IS_ERR(simhca_root))
+		return PTR_ERR(simhca_root);
+
+	ret = register_netdevice_notifier(&simhca_netdev_nb);
+	if (ret)
+		goto err_root;
+
+	ret = auxiliary_driver_register(&simhca_aux_driver);
+	if (ret)
+		goto err_nb;
+
+	ret = bus_register(&simhca_bus);
+	if (ret)
+		goto err_aux;
+
+	mutex_lock(&simhca_mutex);
+	simhca_enabled = true;
+	mutex_unlock(&simhca_mutex);
+	return 0;
+
+err_aux:
+	auxiliary_driver_unregister(&simhca_aux_driver);
+err_nb:
+	unregister_netdevice_notifier(&simhca_netdev_nb);
+err_root:
+	root_device_unregister(simhca_root);
+	return ret;
+}
+
+static void __exit simhca_exit(void)
+{
+	struct simhca_dev *sdev;
+
+	mutex_lock(&simhca_mutex);
+	simhca_enabled = false;		/* writers now get -EBUSY */
+	while ((sdev = list_first_entry_or_null(&simhca_devs,
+						struct simhca_dev, list)))
+		simhca_dev_destroy(sdev);
+	mutex_unlock(&simhca_mutex);
+
+	bus_unregister(&simhca_bus);
+	auxiliary_driver_unregister(&simhca_aux_driver);
+	unregister_netdevice_notifier(&simhca_netdev_nb);
+	root_device_unregister(simhca_root);
+	ida_destroy(&simhca_ida);
+}
+
+module_init(simhca_init);
+module_exit(simhca_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_AUTHOR("rdmans test suite");
+MODULE_DESCRIPTION("Simulated RoCE HCAs on auxiliary devices, for testing RDMA netns moves");
+MODULE_SOFTDEP("pre: ib_core");

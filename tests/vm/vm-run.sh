@@ -1,0 +1,137 @@
+#!/bin/bash
+# vm-run.sh GUEST_SCRIPT [ARGS...]
+#
+# Boots Debian's kernel (see kver.sh) in qemu with the host's / as the guest's
+# root (9p, read-only, tmpfs overlay on top) and runs GUEST_SCRIPT there as
+# root, with ARGS, in the same working directory. The guest sees host files at
+# the same paths; what it writes stays in the guest's tmpfs.
+#
+# The script's stdout+stderr appear on this script's stdout; this script exits
+# with the script's exit status, or non-zero with a message on stderr when the
+# guest dies or times out.
+#
+# Passed into the guest: RDMANS_*, TEST_*, the sanitizer/meson variables
+# (ASAN_OPTIONS, UBSAN_OPTIONS, LSAN_OPTIONS, MSAN_OPTIONS, MALLOC_PERTURB_,
+# MESON_TEST_ITERATION) and any name listed in $RDMANS_VM_PASS_ENV. The guest
+# also gets RDMANS_IN_VM=1 and RDMANS_VM_LIB (path of guest-lib.sh).
+#
+# Knobs: RDMANS_VM_TIMEOUT (s, default 300), RDMANS_VM_MEM (MiB, 2048),
+# RDMANS_VM_SMP (2), RDMANS_VM_ACCEL (tcg,thread=multi), RDMANS_VM_APPEND
+# (extra kernel command line, e.g. ib_core.netns_mode=0), RDMANS_VM_QEMU_EXTRA
+# (extra qemu arguments, split on spaces), RDMANS_VM_CACHE,
+# RDMANS_VM_KVER, RDMANS_VM_VERBOSE=1 (timings on stderr), RDMANS_VM_KEEP=1
+# (keep the work dir with console.log).
+set -eu -o pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+me=vm-run.sh
+die() { echo "$me: error: $*" >&2; exit 1; }
+say() { [ "${RDMANS_VM_VERBOSE:-0}" = 0 ] || echo "$me: $*" >&2; }
+
+[ $# -ge 1 ] || { echo "usage: $me GUEST_SCRIPT [ARGS...]" >&2; exit 2; }
+script=$1
+shift
+[ -f "$script" ] || die "guest script '$script' not found"
+script=$(readlink -f "$script")
+cwd=$(pwd)
+
+timeout_s=${RDMANS_VM_TIMEOUT:-300}
+case "$timeout_s" in '' | *[!0-9]*) die "RDMANS_VM_TIMEOUT must be a number of seconds" ;; esac
+
+t0=$(date +%s.%N)
+prep=$("$HERE/prepare.sh" --print) || die "prepare.sh failed"
+KVER=$(echo "$prep" | sed -n 's/^KVER=//p')
+KDIR=$(echo "$prep" | sed -n 's/^CACHE_DIR=//p')
+[ -n "$KVER" ] && [ -r "$KDIR/vmlinuz" ] && [ -r "$KDIR/initramfs.img" ] ||
+	die "prepare.sh did not leave a kernel and initramfs in '$KDIR'"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/rdmans-vm.XXXXXX")
+mkdir "$work/share"
+qpid=
+tpid=
+cleanup() {
+	[ -z "$qpid" ] || kill "$qpid" 2>/dev/null || true
+	[ -z "$tpid" ] || kill "$tpid" 2>/dev/null || true
+	if [ "${RDMANS_VM_KEEP:-0}" != 0 ]; then
+		echo "$me: kept $work" >&2
+	else
+		rm -rf "$work"
+	fi
+}
+trap cleanup EXIT
+trap 'echo "$me: interrupted" >&2; exit 130' INT
+trap 'echo "$me: terminated" >&2; exit 143' TERM HUP
+
+# The job: environment, cwd, then the script. %q quoting is read by bash.
+{
+	echo '#!/bin/bash'
+	for var in $(compgen -e); do
+		case "$var" in
+		RDMANS_* | TEST_* | ASAN_OPTIONS | UBSAN_OPTIONS | LSAN_OPTIONS | MSAN_OPTIONS | \
+			MALLOC_PERTURB_ | MESON_TEST_ITERATION) ;;
+		*) case " ${RDMANS_VM_PASS_ENV:-} " in *" $var "*) ;; *) continue ;; esac ;;
+		esac
+		printf 'export %s=%q\n' "$var" "${!var}"
+	done
+	printf 'export RDMANS_IN_VM=1 RDMANS_VM_LIB=%q\n' "$HERE/guest-lib.sh"
+	printf 'echo "$(cut -d" " -f1 /proc/uptime)" >/run/rdmans-vm/share/boot-uptime\n'
+	printf 'cd %q || { echo "vm-run: cannot cd to %q in the guest" >&2; exit 125; }\n' "$cwd" "$cwd"
+	if [ -x "$script" ]; then
+		printf 'exec %q' "$script"
+	else
+		printf 'exec /bin/bash %q' "$script"
+	fi
+	[ $# -eq 0 ] || printf ' %q' "$@"
+	echo
+} >"$work/share/job.sh"
+: >"$work/share/out"
+
+append="console=ttyS0 quiet loglevel=3 panic=-1 mitigations=off ${RDMANS_VM_APPEND:-}"
+qemu=(qemu-system-x86_64 -nodefaults -nographic -no-reboot
+	-accel "${RDMANS_VM_ACCEL:-tcg,thread=multi}" -cpu max
+	-m "${RDMANS_VM_MEM:-2048}" -smp "${RDMANS_VM_SMP:-2}"
+	-kernel "$KDIR/vmlinuz" -initrd "$KDIR/initramfs.img" -append "$append"
+	${RDMANS_VM_QEMU_EXTRA:-} -monitor none -serial "file:$work/console.log"
+	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
+	-virtfs "local,path=$work/share,mount_tag=rdmansvm,security_model=none,multidevs=remap")
+
+t1=$(date +%s.%N)
+timeout -k 10 "$timeout_s" "${qemu[@]}" </dev/null >"$work/qemu.log" 2>&1 &
+qpid=$!
+tail -n +1 -f -s 0.2 --pid="$qpid" "$work/share/out" &
+tpid=$!
+qrc=0
+wait "$qpid" || qrc=$?
+qpid=
+wait "$tpid" || true
+tpid=
+t2=$(date +%s.%N)
+
+say "kernel $KVER; prepare $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}")s," \
+	"VM $(awk "BEGIN{printf \"%.1f\", $t2 - $t1}")s," \
+	"job started at guest uptime $(cat "$work/share/boot-uptime" 2>/dev/null || echo '?')s"
+
+show_console() {
+	echo "$me: --- guest console (tail) ---" >&2
+	# (drop the firmware's terminal escapes and CRs)
+	tail -n 40 "$work/console.log" 2>/dev/null |
+		LC_ALL=C sed -e 's/\x1bc//g' -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\r//g' >&2 || true
+	if [ -s "$work/qemu.log" ]; then
+		echo "$me: --- qemu ---" >&2
+		tail -n 20 "$work/qemu.log" >&2
+	fi
+}
+
+if [ -f "$work/share/rc" ]; then
+	rc=$(cat "$work/share/rc")
+	case "$rc" in '' | *[!0-9]*) die "guest wrote a bad exit status '$rc'" ;; esac
+	[ "$rc" = 0 ] || echo "$me: $(basename "$script") exited $rc in the guest" >&2
+	exit "$rc"
+fi
+if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+	echo "$me: error: guest timed out after ${timeout_s}s (RDMANS_VM_TIMEOUT); qemu killed" >&2
+else
+	echo "$me: error: guest stopped without reporting an exit status (qemu exit $qrc)" >&2
+fi
+show_console
+exit 1
