@@ -45,18 +45,18 @@ static inline void rn_closedirp(DIR **d)
 		(void)closedir(*d);
 }
 
-#define TAKE_FD(fd)                    \
-	({                             \
-		int _fd_ = (fd);       \
-		(fd) = -1;             \
-		_fd_;                  \
+#define TAKE_FD(fd)                                                                                \
+	({                                                                                         \
+		int _fd_ = (fd);                                                                   \
+		(fd) = -1;                                                                         \
+		_fd_;                                                                              \
 	})
 
-#define TAKE_PTR(p)                         \
-	({                                  \
-		__typeof__(p) _p_ = (p);    \
-		(p) = NULL;                 \
-		_p_;                        \
+#define TAKE_PTR(p)                                                                                \
+	({                                                                                         \
+		__typeof__(p) _p_ = (p);                                                           \
+		(p) = NULL;                                                                        \
+		_p_;                                                                               \
 	})
 
 #define RN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

@@ -71,8 +71,9 @@ struct rn_move_result {
 /*
  * Moves an RDMA device (and optionally its netdev) from whichever netns
  * holds it into the target. Checks first, changes after: nothing moves when
- * the device is unknown, already there, or the mode is shared; when the
- * RDMA move fails after the netdev moved, the netdev is moved back.
+ * the device is unknown, already there, or the mode is shared. The RDMA
+ * device moves first; when its netdev then fails to follow, the device is
+ * moved back.
  */
 int rn_move(const struct rn_move_request *req, struct rn_move_result *res, struct rn_error *err);
 

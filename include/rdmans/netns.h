@@ -29,8 +29,7 @@ int rn_netns_open_host(struct rn_error *err);
  * ("/proc/1234/ns/net", "/var/run/netns/pod1": anything with a '/'), or a
  * name under /var/run/netns. *ret_desc (optional) gets a description for messages.
  */
-int rn_netns_open_target(const char *target, char *ret_desc, size_t desc_len,
-			 struct rn_error *err);
+int rn_netns_open_target(const char *target, char *ret_desc, size_t desc_len, struct rn_error *err);
 
 struct rn_netns_id {
 	dev_t dev;

@@ -72,7 +72,8 @@ struct rn_sysfs_rdma_dev {
 	char name[RN_RDMA_NAME_MAX];
 	char parent_bus[16]; /* "pci", "auxiliary", or "" for a virtual device (rxe) */
 	char parent_id[RN_BUS_ID_MAX]; /* "0000:3b:00.0", "ice.roce.0", or "" */
-	char pci_bdf[RN_BUS_ID_MAX]; /* the PCI function behind it (an auxiliary device's PCI parent), or "" */
+	/* the PCI function behind it (an auxiliary device's PCI parent), or "" */
+	char pci_bdf[RN_BUS_ID_MAX];
 	char node_guid[20]; /* "b696:91ff:feec:a458", as sysfs prints it */
 	char link_layer[16]; /* link_layer of port 1: "Ethernet", "InfiniBand" */
 	uint32_t nports;

@@ -23,7 +23,8 @@ enum rn_boot_mode {
 
 struct rn_boot_config {
 	enum rn_boot_mode mode;
-	char source[PATH_MAX]; /* the file (or "/proc/cmdline") that decided it, "" for the default */
+	char source
+		[PATH_MAX]; /* the file (or "/proc/cmdline") that decided it, "" for the default */
 };
 
 int rn_system_boot_config(const char *root, struct rn_boot_config *out, struct rn_error *err);

@@ -10,7 +10,7 @@
 
 static const char *node_type_name(uint8_t t)
 {
-	static const char *const names[] = { "unknown", "ca",	     "switch",	  "router",
+	static const char *const names[] = { "unknown", "ca",	 "switch",    "router",
 					     "rnic",	"usnic", "usnic_udp", "unspecified" };
 
 	return t < RN_ARRAY_SIZE(names) ? names[t] : "unknown";
@@ -26,8 +26,8 @@ static void format_guid(uint64_t guid, char *buf, size_t len)
 
 static json_t *netns_json(const struct rn_netns_entry *ns)
 {
-	return json_pack("{s:b,s:o,s:o,s:s}", "host", ns->is_host,
-			 "name", ns->name[0] ? json_string(ns->name) : json_null(), "pid",
+	return json_pack("{s:b,s:o,s:o,s:s}", "host", ns->is_host, "name",
+			 ns->name[0] ? json_string(ns->name) : json_null(), "pid",
 			 ns->pid ? json_integer(ns->pid) : json_null(), "path", ns->path);
 }
 
@@ -43,12 +43,13 @@ static json_t *dev_json(const struct rn_rdma_dev *d, const struct rn_netns_entry
 		const struct rn_rdma_port *p = &d->ports[i];
 
 		json_array_append_new(
-			ports, json_pack("{s:i,s:s,s:s,s:o,s:o}", "port", (int)p->index, "state",
-					 rn_rdma_port_state_name(p->state), "physical_state",
-					 rn_rdma_port_phys_state_name(p->phys_state), "netdev",
-					 p->ndev_name[0] ? json_string(p->ndev_name) : json_null(),
-					 "netdev_index",
-					 p->ndev_index ? json_integer(p->ndev_index) : json_null()));
+			ports,
+			json_pack("{s:i,s:s,s:s,s:o,s:o}", "port", (int)p->index, "state",
+				  rn_rdma_port_state_name(p->state), "physical_state",
+				  rn_rdma_port_phys_state_name(p->phys_state), "netdev",
+				  p->ndev_name[0] ? json_string(p->ndev_name) : json_null(),
+				  "netdev_index",
+				  p->ndev_index ? json_integer(p->ndev_index) : json_null()));
 	}
 	o = json_pack("{s:i,s:s,s:s,s:o,s:s,s:s,s:s,s:o}", "ifindex", (int)d->index, "ifname",
 		      d->name, "node_type", node_type_name(d->node_type), "protocol",
@@ -135,7 +136,8 @@ static int dev_show(struct rn_cli *cli)
 				continue;
 			shown++;
 			if (doc)
-				json_array_append_new(doc, dev_json(&all.v[i].dev, &all.v[i].netns));
+				json_array_append_new(doc,
+						      dev_json(&all.v[i].dev, &all.v[i].netns));
 			else
 				dev_print(&all.v[i].dev, &all.v[i].netns);
 		}

@@ -41,12 +41,12 @@ static json_t *table_json(const struct rn_gid_table *t)
 		const struct rn_gid_entry *e = &t->entries[i];
 
 		json_array_append_new(
-			doc, json_pack("{s:s,s:i,s:i,s:s,s:o,s:s,s:s,s:o}", "dev", e->dev, "port",
-				       (int)e->port, "index", (int)e->index, "gid", e->gid, "ipv4",
-				       e->ipv4[0] ? json_string(e->ipv4) : json_null(), "type",
-				       rn_gid_type_name(e->type), "ver",
-				       rn_gid_type_version(e->type), "netdev",
-				       e->netdev[0] ? json_string(e->netdev) : json_null()));
+			doc,
+			json_pack("{s:s,s:i,s:i,s:s,s:o,s:s,s:s,s:o}", "dev", e->dev, "port",
+				  (int)e->port, "index", (int)e->index, "gid", e->gid, "ipv4",
+				  e->ipv4[0] ? json_string(e->ipv4) : json_null(), "type",
+				  rn_gid_type_name(e->type), "ver", rn_gid_type_version(e->type),
+				  "netdev", e->netdev[0] ? json_string(e->netdev) : json_null()));
 	}
 	return doc;
 }
@@ -67,7 +67,8 @@ int rn_cmd_gids(struct rn_cli *cli)
 		if (strcmp(a, "--netns") == 0 || strcmp(a, "-n") == 0) {
 			target = rn_cli_next(cli);
 			if (!target)
-				return rn_cli_usage("--netns needs a target: host, PID, name or path");
+				return rn_cli_usage(
+					"--netns needs a target: host, PID, name or path");
 		} else if (a[0] == '-' || job.dev) {
 			return rn_cli_usage("unexpected argument '%s' to 'gids'", a);
 		} else {

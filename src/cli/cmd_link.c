@@ -61,11 +61,8 @@ static int link_help(struct rn_cli *cli)
 int rn_cmd_link(struct rn_cli *cli)
 {
 	static const struct rn_cmd cmds[] = {
-		{ "help", link_help },
-		{ "add", link_add },
-		{ "del", link_del },
-		{ "delete", link_del },
-		{ NULL, NULL },
+		{ "help", link_help },	{ "add", link_add }, { "del", link_del },
+		{ "delete", link_del }, { NULL, NULL },
 	};
 
 	return rn_cli_dispatch(cli, cmds, "link");

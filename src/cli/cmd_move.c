@@ -75,11 +75,12 @@ int rn_cmd_move(struct rn_cli *cli)
 		return rn_cli_fail(&err);
 	if (cli->json)
 		return rn_cli_print_json(
-			cli, json_pack("{s:s,s:s,s:s,s:o,s:o}", "dev", res.dev, "from",
-				       res.from_desc, "to", desc, "netdev",
-				       res.netdev[0] ? json_string(res.netdev) : json_null(),
-				       "netdev_now",
-				       res.netdev_now[0] ? json_string(res.netdev_now) : json_null()));
+			cli,
+			json_pack("{s:s,s:s,s:s,s:o,s:o}", "dev", res.dev, "from", res.from_desc,
+				  "to", desc, "netdev",
+				  res.netdev[0] ? json_string(res.netdev) : json_null(),
+				  "netdev_now",
+				  res.netdev_now[0] ? json_string(res.netdev_now) : json_null()));
 	printf("moved %s from %s to %s", res.dev, res.from_desc, desc);
 	if (res.netdev[0])
 		printf(" with netdev %s%s%s", res.netdev,

@@ -34,15 +34,16 @@ static int system_show(struct rn_cli *cli)
 		r = rn_rdma_netns_mode_get(rdma, &exclusive, &now_err);
 
 	if (cli->json) {
-		json_t *doc = json_pack("{s:o,s:{s:s,s:o}}", "netns_mode",
-					r < 0 ? json_null()
-					      : json_string(exclusive ? "exclusive" : "shared"),
-					"boot", "netns_mode", rn_boot_mode_name(boot.mode), "source",
-					boot.source[0] ? json_string(boot.source) : json_null());
+		json_t *doc = json_pack(
+			"{s:o,s:{s:s,s:o}}", "netns_mode",
+			r < 0 ? json_null() : json_string(exclusive ? "exclusive" : "shared"),
+			"boot", "netns_mode", rn_boot_mode_name(boot.mode), "source",
+			boot.source[0] ? json_string(boot.source) : json_null());
 		rn_cli_print_json(cli, doc);
 	} else {
-		printf("netns mode now:      %s\n",
-		       r < 0 ? "unknown" : exclusive ? "exclusive" : "shared");
+		printf("netns mode now:      %s\n", r < 0	? "unknown"
+						    : exclusive ? "exclusive"
+								: "shared");
 		printf("netns mode at boot:  %s%s%s%s\n", rn_boot_mode_name(boot.mode),
 		       boot.source[0] ? " (" : "", boot.source, boot.source[0] ? ")" : "");
 	}
@@ -88,9 +89,8 @@ static int system_set(struct rn_cli *cli)
 		/* The boot default is written: that is what --persist promises. */
 		if (cli->json)
 			return rn_cli_print_json(cli, json_pack("{s:s,s:b,s:s,s:s}", "netns_mode",
-								mode, "applied_now", 0,
-								"persisted", written, "reason",
-								err.msg));
+								mode, "applied_now", 0, "persisted",
+								written, "reason", err.msg));
 		printf("wrote %s: ib_core starts in %s mode from now on.\n", written, mode);
 		printf("not applied now: %s\n", err.msg);
 		printf("next step: reboot the node, or reload ib_core while no RDMA device is in "
@@ -101,10 +101,9 @@ static int system_set(struct rn_cli *cli)
 	if (r < 0)
 		return rn_cli_fail(&err);
 	if (cli->json)
-		return rn_cli_print_json(cli, json_pack("{s:s,s:b,s:o}", "netns_mode", mode,
-							"applied_now", 1, "persisted",
-							persist ? json_string(written)
-								: json_null()));
+		return rn_cli_print_json(
+			cli, json_pack("{s:s,s:b,s:o}", "netns_mode", mode, "applied_now", 1,
+				       "persisted", persist ? json_string(written) : json_null()));
 	printf("netns mode is now %s%s%s\n", mode, persist ? "; persisted in " : "",
 	       persist ? written : "");
 	return 0;

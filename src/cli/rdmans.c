@@ -119,7 +119,8 @@ static void usage(FILE *out)
 	      "  system set netns exclusive|shared [--persist]\n"
 	      "  dev [show [DEV]] [--all-netns]       RDMA devices, ports, bound netdevs\n"
 	      "  dev set DEV name NEWNAME             rename an RDMA device\n"
-	      "  gids [DEV] [--netns TARGET]          GID table (DEV PORT INDEX GID IPv4 VER NETDEV)\n"
+	      "  gids [DEV] [--netns TARGET]          GID table (DEV PORT INDEX GID IPv4 VER "
+	      "NETDEV)\n"
 	      "  move DEV TARGET [--with-netdev [--netdev-name NAME]]\n"
 	      "  move DEV --container ID [--with-netdev [--netdev-name NAME]]\n"
 	      "        TARGET: host | PID | netns name | netns path\n"
@@ -144,8 +145,9 @@ static int cmd_version(struct rn_cli *cli)
 }
 
 static const struct rn_cmd objects[] = {
-	{ "help", cmd_help },	  { "system", rn_cmd_system }, { "dev", rn_cmd_dev },
-	{ "gids", rn_cmd_gids }, { "move", rn_cmd_move },     { "link", rn_cmd_link },
+	{ "help", cmd_help },	    { "system", rn_cmd_system },
+	{ "dev", rn_cmd_dev },	    { "gids", rn_cmd_gids },
+	{ "move", rn_cmd_move },    { "link", rn_cmd_link },
 	{ "version", cmd_version }, { NULL, NULL },
 };
 

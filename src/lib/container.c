@@ -77,10 +77,11 @@ int rn_container_pid(const char *id, pid_t *ret_pid, struct rn_error *err)
 		ns.dev = st.st_dev;
 		ns.ino = st.st_ino;
 		if (best && !rn_netns_id_equal(&ns, &first_ns))
-			return rn_error_set(err, ENOTUNIQ,
-					    "container ID '%s' matches processes in different "
-					    "network namespaces (PIDs %d and %d); give more of the ID",
-					    id, (int)best, (int)pid);
+			return rn_error_set(
+				err, ENOTUNIQ,
+				"container ID '%s' matches processes in different "
+				"network namespaces (PIDs %d and %d); give more of the ID",
+				id, (int)best, (int)pid);
 		if (!best || pid < best) {
 			best = pid;
 			first_ns = ns;

@@ -343,8 +343,9 @@ int rn_link_move(int ifindex, const char *name, int nsfd, const char *new_name,
 		struct move_back mb = { .name_there = name, .name_home = name, .home_fd = home };
 
 		if (home < 0 || rn_netns_run(nsfd, move_back_here, &mb, &ignored) < 0)
-			rn_error_wrap(err, "netdev %s was left in the target namespace under its "
-					   "old name; move it back with 'ip link set'",
+			rn_error_wrap(err,
+				      "netdev %s was left in the target namespace under its "
+				      "old name; move it back with 'ip link set'",
 				      name);
 	}
 	return r;
@@ -392,8 +393,9 @@ static int parse_cidr(const char *cidr, struct nl_addr **ret, struct rn_error *e
 	int r;
 
 	if (!cidr || !strchr(cidr, '/'))
-		return rn_error_set(err, EINVAL, "'%s' is not an address with a prefix length "
-						 "(a.b.c.d/nn or x::y/nn)",
+		return rn_error_set(err, EINVAL,
+				    "'%s' is not an address with a prefix length "
+				    "(a.b.c.d/nn or x::y/nn)",
 				    cidr ? cidr : "");
 	r = nl_addr_parse(cidr, AF_UNSPEC, ret);
 	if (r < 0)
@@ -513,8 +515,8 @@ int rn_link_route_add(int ifindex, const char *name, const char *dst, const char
 	rtnl_route_add_nexthop(route, nh); /* route owns nh now */
 	r = rtnl_route_add(sk, route, NLM_F_CREATE | NLM_F_EXCL);
 	if (r < 0)
-		return nl_fail(err, r, "cannot add route to %s via %s",
-			       dst ? dst : "default", gw ? gw : name);
+		return nl_fail(err, r, "cannot add route to %s via %s", dst ? dst : "default",
+			       gw ? gw : name);
 	return 0;
 }
 

@@ -32,17 +32,21 @@ static int move_netdev_here(void *arg, struct rn_error *err)
 	return rn_link_move(job->netdev_ifindex, job->netdev_old, job->nsfd, job->netdev_new, err);
 }
 
-/* Undo of the netdev half: find it by its new name in the target and send it home. */
-static int return_netdev_here(void *arg, struct rn_error *err)
+/* Undo of the RDMA half: from inside the target, send the device back to its source. */
+static int return_rdma_here(void *arg, struct rn_error *err)
 {
 	struct move_job *job = arg;
-	struct rn_link link;
+	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
+	struct rn_rdma_dev dev = { 0 };
 	int r;
 
-	r = rn_link_by_name(job->netdev_new, &link, err);
-	if (r < 0)
-		return r;
-	return rn_link_move(link.ifindex, link.name, job->nsfd, job->netdev_old, err);
+	r = rn_rdma_open(&rdma, err);
+	if (r == 0)
+		r = rn_rdma_dev_find(rdma, job->loc->dev.name, &dev, err);
+	if (r == 0)
+		r = rn_rdma_dev_set_netns(rdma, dev.index, dev.name, job->nsfd, err);
+	rn_rdma_dev_free(&dev);
+	return r;
 }
 
 static void describe_netns(const struct rn_netns_entry *ns, char *buf, size_t len)
@@ -74,12 +78,13 @@ int rn_move(const struct rn_move_request *req, struct rn_move_result *res, struc
 	describe_netns(&loc.netns, res->from_desc, sizeof(res->from_desc));
 
 	if (!exclusive) {
-		r = rn_error_set(err, EOPNOTSUPP,
-				 "cannot move RDMA device %s: the RDMA subsystem is in shared netns "
-				 "mode, where every namespace sees every device. Switch with "
-				 "'rdmans system set netns exclusive' (add --persist when "
-				 "namespaces exist already)",
-				 loc.dev.name);
+		r = rn_error_set(
+			err, EOPNOTSUPP,
+			"cannot move RDMA device %s: the RDMA subsystem is in shared netns "
+			"mode, where every namespace sees every device. Switch with "
+			"'rdmans system set netns exclusive' (add --persist when "
+			"namespaces exist already)",
+			loc.dev.name);
 		goto out;
 	}
 	source_fd = loc.netns.is_host ? rn_netns_open_host(err)
@@ -110,33 +115,37 @@ int rn_move(const struct rn_move_request *req, struct rn_move_result *res, struc
 		job.netdev_ifindex = (int)port->ndev_index;
 		job.netdev_old = port->ndev_name;
 		job.netdev_new = req->netdev_name ? req->netdev_name : port->ndev_name;
-		job.nsfd = req->target_nsfd;
-		r = rn_netns_run(source_fd, move_netdev_here, &job, err);
-		if (r < 0) {
-			r = rn_error_wrap(err, "RDMA device %s not moved", loc.dev.name);
-			goto out;
-		}
-		snprintf(res->netdev, sizeof(res->netdev), "%s", job.netdev_old);
-		snprintf(res->netdev_now, sizeof(res->netdev_now), "%s", job.netdev_new);
 	}
 
+	/*
+	 * The RDMA device goes first: a driver that cannot change namespace
+	 * refuses before anything moved (and rxe, for one, would unregister its
+	 * device if its netdev left first).
+	 */
 	job.nsfd = req->target_nsfd;
 	r = rn_netns_run(source_fd, move_rdma_here, &job, err);
-	if (r < 0 && req->with_netdev) {
+	if (r < 0 || !req->with_netdev)
+		goto out;
+
+	r = rn_netns_run(source_fd, move_netdev_here, &job, err);
+	if (r < 0) {
 		struct rn_error undo = { 0 };
+		char first[RN_ERROR_MSG_MAX];
 
+		snprintf(first, sizeof(first), "%s", err->msg);
 		job.nsfd = source_fd;
-		if (rn_netns_run(req->target_nsfd, return_netdev_here, &job, &undo) < 0) {
-			char first[RN_ERROR_MSG_MAX];
-
-			snprintf(first, sizeof(first), "%s", err->msg);
+		if (rn_netns_run(req->target_nsfd, return_rdma_here, &job, &undo) < 0)
 			rn_error_set(err, -r,
-				     "%s; moving netdev %s back from %s failed too (%s): move it "
-				     "back by hand with 'ip link set'",
-				     first, job.netdev_new, req->target_desc, undo.msg);
-		}
-		res->netdev[0] = res->netdev_now[0] = '\0';
+				     "%s; RDMA device %s stayed in %s and moving it back failed "
+				     "(%s): run 'rdmans move %s host'",
+				     first, loc.dev.name, req->target_desc, undo.msg, loc.dev.name);
+		else
+			rn_error_set(err, -r, "%s; RDMA device %s was moved back to %s", first,
+				     loc.dev.name, res->from_desc);
+		goto out;
 	}
+	snprintf(res->netdev, sizeof(res->netdev), "%s", job.netdev_old);
+	snprintf(res->netdev_now, sizeof(res->netdev_now), "%s", job.netdev_new);
 out:
 	rn_rdma_dev_free(&loc.dev);
 	return r < 0 ? r : 0;

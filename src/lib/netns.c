@@ -127,8 +127,7 @@ int rn_netns_open_host(struct rn_error *err)
 	return rn_netns_open_path(host_netns_path(), err);
 }
 
-int rn_netns_open_target(const char *target, char *ret_desc, size_t desc_len,
-			 struct rn_error *err)
+int rn_netns_open_target(const char *target, char *ret_desc, size_t desc_len, struct rn_error *err)
 {
 	char desc[PATH_MAX + 32];
 	pid_t pid;
@@ -246,7 +245,9 @@ int rn_netns_run(int nsfd, rn_netns_fn fn, void *arg, struct rn_error *err)
 
 int rn_netns_run_sysfs(int nsfd, rn_netns_fn fn, void *arg, struct rn_error *err)
 {
-	struct netns_job job = { .nsfd = nsfd, .own_sysfs = true, .fn = fn, .arg = arg, .err = err };
+	struct netns_job job = {
+		.nsfd = nsfd, .own_sysfs = true, .fn = fn, .arg = arg, .err = err
+	};
 
 	return run_job(&job);
 }

@@ -117,7 +117,7 @@ static int msg_exchange(struct rn_rdma *rdma, struct nlmsghdr *nlh, msg_cb cb, v
 			char *ack_text, size_t ack_len, struct rn_error *err)
 {
 	unsigned int seq = nlh->nlmsg_seq;
-	bool dump = nlh->nlmsg_flags & NLM_F_DUMP;
+	bool dump = (nlh->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP;
 
 	if (ack_text && ack_len)
 		ack_text[0] = '\0';
@@ -147,9 +147,14 @@ static int msg_exchange(struct rn_rdma *rdma, struct nlmsghdr *nlh, msg_cb cb, v
 				return e->error;
 			}
 			if (m->nlmsg_type == NLMSG_DONE) {
-				if (dump)
-					return 0;
-				continue;
+				const int *status = mnl_nlmsg_get_payload(m);
+
+				if (!dump)
+					continue;
+				/* a dump that failed to start reports its errno here */
+				if (mnl_nlmsg_get_payload_len(m) >= sizeof(int) && *status < 0)
+					return *status;
+				return 0;
 			}
 			if (cb) {
 				int r = cb(m, data);
@@ -327,14 +332,21 @@ int rn_rdma_dev_dump(struct rn_rdma *rdma, struct rn_rdma_devs *out, struct rn_e
 	r = msg_exchange(rdma, nlh, dev_dump_cb, &c, ack, sizeof(ack), err);
 	if (r < 0)
 		goto fail;
-	nlh = msg_prepare(rdma, RDMA_NLDEV_CMD_PORT_GET, NLM_F_DUMP);
-	r = msg_exchange(rdma, nlh, port_dump_cb, out, ack, sizeof(ack), err);
-	if (r < 0)
-		goto fail;
-	qsort(out->devs, out->n, sizeof(*out->devs), cmp_dev_index);
-	for (size_t i = 0; i < out->n; i++)
-		qsort(out->devs[i].ports, out->devs[i].nports, sizeof(struct rn_rdma_port),
-		      cmp_port_index);
+	/* The kernel dumps ports one device at a time (DEV_INDEX is required). */
+	for (size_t i = 0; i < out->n; i++) {
+		nlh = msg_prepare(rdma, RDMA_NLDEV_CMD_PORT_GET, NLM_F_DUMP);
+		mnl_attr_put_u32(nlh, RDMA_NLDEV_ATTR_DEV_INDEX, out->devs[i].index);
+		r = msg_exchange(rdma, nlh, port_dump_cb, out, ack, sizeof(ack), err);
+		if (r == -ENODEV || r == -EINVAL)
+			continue; /* unregistered since the device dump */
+		if (r < 0)
+			goto fail;
+		if (out->devs[i].nports > 1)
+			qsort(out->devs[i].ports, out->devs[i].nports, sizeof(struct rn_rdma_port),
+			      cmp_port_index);
+	}
+	if (out->n > 1)
+		qsort(out->devs, out->n, sizeof(*out->devs), cmp_dev_index);
 	return 0;
 fail:
 	rn_rdma_devs_free(out);
@@ -393,17 +405,22 @@ int rn_rdma_dev_find(struct rn_rdma *rdma, const char *name, struct rn_rdma_dev 
 
 const char *rn_rdma_port_state_name(uint8_t state)
 {
-	static const char *const names[] = { "NOP", "DOWN", "INIT", "ARMED", "ACTIVE",
-					     "ACTIVE_DEFER" };
+	static const char *const names[] = { "NOP",   "DOWN",	"INIT",
+					     "ARMED", "ACTIVE", "ACTIVE_DEFER" };
 
 	return state < RN_ARRAY_SIZE(names) ? names[state] : "UNKNOWN";
 }
 
 const char *rn_rdma_port_phys_state_name(uint8_t phys_state)
 {
-	static const char *const names[] = { "NOP",	 "SLEEP",   "POLLING",
-					     "DISABLED", "TRAINING", "LINK_UP",
-					     "LINK_ERROR_RECOVERY", "PHY_TEST" };
+	static const char *const names[] = { "NOP",
+					     "SLEEP",
+					     "POLLING",
+					     "DISABLED",
+					     "TRAINING",
+					     "LINK_UP",
+					     "LINK_ERROR_RECOVERY",
+					     "PHY_TEST" };
 
 	return phys_state < RN_ARRAY_SIZE(names) ? names[phys_state] : "UNKNOWN";
 }
@@ -429,9 +446,10 @@ int rn_rdma_netns_mode_get(struct rn_rdma *rdma, bool *exclusive, struct rn_erro
 	nlh = msg_prepare(rdma, RDMA_NLDEV_CMD_SYS_GET, 0);
 	r = msg_exchange(rdma, nlh, sys_get_cb, &mode, ack, sizeof(ack), err);
 	if (r < 0)
-		return rn_error_isset(err) ? r
-					   : rn_error_errno(err, r, "cannot read the RDMA netns mode%s",
-							    kernel_says(ack, says, sizeof(says)));
+		return rn_error_isset(err)
+			       ? r
+			       : rn_error_errno(err, r, "cannot read the RDMA netns mode%s",
+						kernel_says(ack, says, sizeof(says)));
 	if (mode < 0)
 		return rn_error_set(err, EPROTO, "the kernel did not report the RDMA netns mode");
 	*exclusive = mode == 0;
@@ -449,22 +467,24 @@ int rn_rdma_netns_mode_set(struct rn_rdma *rdma, bool exclusive, struct rn_error
 	mnl_attr_put_u8(nlh, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, exclusive ? 0 : 1);
 	r = msg_exchange(rdma, nlh, NULL, NULL, ack, sizeof(ack), err);
 	if (r == -EBUSY)
-		return rn_error_set(err, EBUSY,
-				    "cannot switch the RDMA netns mode to %s now: the kernel allows "
-				    "it only while no network namespace besides the host's exists, "
-				    "and some do (containers, 'ip netns'). Make it the boot default "
-				    "with 'rdmans system set netns %s --persist', then reboot or "
-				    "reload ib_core",
-				    want, want);
+		return rn_error_set(
+			err, EBUSY,
+			"cannot switch the RDMA netns mode to %s now: the kernel allows "
+			"it only while no network namespace besides the host's exists, "
+			"and some do (containers, 'ip netns'). Make it the boot default "
+			"with 'rdmans system set netns %s --persist', then reboot or "
+			"reload ib_core",
+			want, want);
 	if (r == -EPERM || r == -EACCES)
-		return rn_error_set(err, -r, "cannot switch the RDMA netns mode to %s: "
-					     "permission denied (needs CAP_NET_ADMIN; run as root)",
+		return rn_error_set(err, -r,
+				    "cannot switch the RDMA netns mode to %s: "
+				    "permission denied (needs CAP_NET_ADMIN; run as root)",
 				    want);
 	if (r < 0)
-		return rn_error_isset(err) ? r
-					   : rn_error_errno(err, r,
-							    "cannot switch the RDMA netns mode to %s%s",
-							    want, kernel_says(ack, says, sizeof(says)));
+		return rn_error_isset(err)
+			       ? r
+			       : rn_error_errno(err, r, "cannot switch the RDMA netns mode to %s%s",
+						want, kernel_says(ack, says, sizeof(says)));
 	return 0;
 }
 
@@ -531,10 +551,11 @@ int rn_rdma_dev_rename(struct rn_rdma *rdma, uint32_t index, const char *old_nam
 				    "device names are unique across all namespaces)",
 				    old_name, new_name);
 	if (r < 0)
-		return rn_error_isset(err) ? r
-					   : rn_error_errno(err, r, "cannot rename RDMA device %s to %s%s",
-							    old_name, new_name,
-							    kernel_says(ack, says, sizeof(says)));
+		return rn_error_isset(err)
+			       ? r
+			       : rn_error_errno(err, r, "cannot rename RDMA device %s to %s%s",
+						old_name, new_name,
+						kernel_says(ack, says, sizeof(says)));
 	return 0;
 }
 
@@ -554,7 +575,8 @@ int rn_rdma_link_add(struct rn_rdma *rdma, const char *name, const char *type, c
 	r = rn_name_check("netdev", netdev, IF_NAMESIZE - 1, err);
 	if (r < 0)
 		return r;
-	nlh = msg_prepare(rdma, RDMA_NLDEV_CMD_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
+	/* No NLM_F_CREATE/EXCL: in RDMA netlink those bits read as a dump request. */
+	nlh = msg_prepare(rdma, RDMA_NLDEV_CMD_NEWLINK, 0);
 	mnl_attr_put_strz(nlh, RDMA_NLDEV_ATTR_DEV_NAME, name);
 	mnl_attr_put_strz(nlh, RDMA_NLDEV_ATTR_LINK_TYPE, type);
 	mnl_attr_put_strz(nlh, RDMA_NLDEV_ATTR_NDEV_NAME, netdev);
@@ -565,10 +587,11 @@ int rn_rdma_link_add(struct rn_rdma *rdma, const char *name, const char *type, c
 				    "netdev (is the %s driver loaded? 'modprobe rdma_%s')",
 				    type, name, netdev, type, type);
 	if (r < 0)
-		return rn_error_isset(err) ? r
-					   : rn_error_errno(err, r, "cannot add %s device %s on netdev %s%s",
-							    type, name, netdev,
-							    kernel_says(ack, says, sizeof(says)));
+		return rn_error_isset(err)
+			       ? r
+			       : rn_error_errno(err, r, "cannot add %s device %s on netdev %s%s",
+						type, name, netdev,
+						kernel_says(ack, says, sizeof(says)));
 	return 0;
 }
 
@@ -587,8 +610,9 @@ int rn_rdma_link_del(struct rn_rdma *rdma, uint32_t index, const char *name, str
 				    "can be deleted",
 				    name);
 	if (r < 0)
-		return rn_error_isset(err) ? r
-					   : rn_error_errno(err, r, "cannot delete RDMA device %s%s", name,
-							    kernel_says(ack, says, sizeof(says)));
+		return rn_error_isset(err)
+			       ? r
+			       : rn_error_errno(err, r, "cannot delete RDMA device %s%s", name,
+						kernel_says(ack, says, sizeof(says)));
 	return 0;
 }

@@ -110,10 +110,16 @@ static int cmp_natural(const void *a, const void *b)
 	return strverscmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Sorts the entries from index start on. */
+static void strv_sort_from(struct strv *s, size_t start)
+{
+	if (s->n > start + 1)
+		qsort(s->v + start, s->n - start, sizeof(*s->v), cmp_natural);
+}
+
 static void strv_sort(struct strv *s)
 {
-	if (s->n > 1)
-		qsort(s->v, s->n, sizeof(*s->v), cmp_natural);
+	strv_sort_from(s, 0);
 }
 
 static bool is_uint(const char *s)
@@ -205,14 +211,15 @@ static bool path_exists(const char *path)
 }
 
 /*
- * Entries of a directory (not "." and ".."), only decimal names when
- * numeric, in natural order. Returns -errno of the open, so callers can
- * tell "absent" (-ENOENT) from failures.
+ * Appends the entries of a directory (not "." and ".."; only decimal names
+ * when numeric) to out, the appended ones in natural order. Returns -errno
+ * of the open, so callers can tell "absent" (-ENOENT) from failures.
  */
 static int list_dir(const char *path, bool numeric, struct strv *out)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_closedir_ DIR *d = NULL;
+	size_t start = out->n;
 	struct dirent *de;
 	int r;
 
@@ -239,7 +246,7 @@ static int list_dir(const char *path, bool numeric, struct strv *out)
 		if (r < 0)
 			return r;
 	}
-	strv_sort(out);
+	strv_sort_from(out, start);
 	return 0;
 }
 
@@ -297,10 +304,11 @@ static int rdma_dir(const char *name, char *buf, size_t len, struct rn_error *er
 		return r;
 	if (access(buf, F_OK) < 0) {
 		if (errno == ENOENT)
-			return rn_error_set(err, ENODEV,
-					    "RDMA device %s not found in %s/class/infiniband "
-					    "(driver not loaded, or device in another network namespace?)",
-					    name, rn_sysfs_root());
+			return rn_error_set(
+				err, ENODEV,
+				"RDMA device %s not found in %s/class/infiniband "
+				"(driver not loaded, or device in another network namespace?)",
+				name, rn_sysfs_root());
 		return rn_error_errno(err, errno, "cannot access %s", buf);
 	}
 	return 0;
@@ -349,7 +357,7 @@ static int rdma_parent(struct rdma_info *info, struct rn_error *err)
  * auxiliary parent, of the PCI function it belongs to). Ones bound through
  * the GID table come first in *out; the caller sorts.
  */
-static int rdma_collect_netdevs(const struct rdma_info *info, struct strv *out, size_t *ret_bound,
+static int rdma_collect_netdevs(const struct rdma_info *info, struct strv *out,
 				struct rn_error *err)
 {
 	_cleanup_(strv_free) struct strv ports = { 0 };
@@ -402,7 +410,6 @@ static int rdma_collect_netdevs(const struct rdma_info *info, struct strv *out, 
 				return rn_error_errno(err, -r, "reading %s", path);
 		}
 	}
-	*ret_bound = out->n;
 
 	if (info->netdir[0]) {
 		r = rn_path(path, sizeof(path), "%s/net", info->netdir);
@@ -420,18 +427,18 @@ static int rdma_fill_netdevs(struct rdma_info *info, struct rn_error *err)
 	struct rn_sysfs_rdma_dev *d = &info->pub;
 	_cleanup_(strv_free) struct strv all = { 0 };
 	struct strv keep = { 0 };
-	size_t bound = 0;
 	int r;
 
-	r = rdma_collect_netdevs(info, &all, &bound, err);
+	r = rdma_collect_netdevs(info, &all, err);
 	if (r < 0)
 		return r;
-	/* When there are more than fit, keep the ones bound through the GID table first. */
+	/*
+	 * The GID-bound ones come first, then the parent's in natural order:
+	 * when there are more than fit, the bound ones are kept.
+	 */
 	keep.v = all.v;
 	keep.n = all.n < RN_SYSFS_MAX_NETDEVS ? all.n : RN_SYSFS_MAX_NETDEVS;
 	d->netdevs_truncated = all.n > RN_SYSFS_MAX_NETDEVS;
-	if (d->netdevs_truncated && bound < keep.n)
-		strv_sort(&(struct strv){ .v = all.v + bound, .n = all.n - bound });
 	strv_sort(&keep);
 	for (size_t i = 0; i < keep.n; i++)
 		(void)copy_str(d->netdevs[i], sizeof(d->netdevs[i]), keep.v[i]);
@@ -637,14 +644,13 @@ int rn_sysfs_rdma_by_netdev(const char *ifname, char (*names)[RN_RDMA_NAME_MAX],
 		return rn_error_set(err, ENOMEM, "out of memory");
 	for (size_t i = 0; i < all.n; i++) {
 		_cleanup_(strv_free) struct strv nets = { 0 };
-		size_t bound;
 
 		r = rdma_fill(all.v[i], info, false, err);
 		if (r == -ENODEV)
 			continue;
 		if (r < 0)
 			return r;
-		r = rdma_collect_netdevs(info, &nets, &bound, err);
+		r = rdma_collect_netdevs(info, &nets, err);
 		if (r < 0)
 			return r;
 		if (strv_contains(&nets, ifname))
@@ -735,10 +741,11 @@ int rn_sysfs_netdev_pci(const char *ifname, char *bdf, size_t len, struct rn_err
 	if (r < 0)
 		return r;
 	if (!path_exists(path))
-		return rn_error_set(err, ENODEV,
-				    "netdev %s not found in %s/class/net (wrong name, or in another "
-				    "network namespace?)",
-				    ifname, rn_sysfs_root());
+		return rn_error_set(
+			err, ENODEV,
+			"netdev %s not found in %s/class/net (wrong name, or in another "
+			"network namespace?)",
+			ifname, rn_sysfs_root());
 	r = sys_path(path, sizeof(path), err, "class/net/%s/device", ifname);
 	if (r < 0)
 		return r;
@@ -762,8 +769,10 @@ int rn_sysfs_netdev_pci(const char *ifname, char *bdf, size_t len, struct rn_err
 			found = base_name(real);
 	}
 	if (!found)
-		return rn_error_set(err, ENOENT, "netdev %s is not on a PCI device (its parent %s is on bus '%s')",
-				    ifname, base_name(real), bus[0] ? bus : "?");
+		return rn_error_set(
+			err, ENOENT,
+			"netdev %s is not on a PCI device (its parent %s is on bus '%s')", ifname,
+			base_name(real), bus[0] ? bus : "?");
 	if (!bdf || strlen(found) >= len)
 		return rn_error_set(err, ERANGE, "buffer too small for PCI address %s of netdev %s",
 				    found, ifname);

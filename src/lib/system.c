@@ -15,11 +15,8 @@
 
 /* Searched as kmod does: a file name in an earlier directory hides the same name in later ones. */
 static const char *const modprobe_dirs[] = {
-	"/etc/modprobe.d",
-	"/run/modprobe.d",
-	"/usr/local/lib/modprobe.d",
-	"/lib/modprobe.d",
-	"/usr/lib/modprobe.d",
+	"/etc/modprobe.d", "/run/modprobe.d",	  "/usr/local/lib/modprobe.d",
+	"/lib/modprobe.d", "/usr/lib/modprobe.d",
 };
 
 const char *rn_boot_mode_name(enum rn_boot_mode mode)

@@ -20,8 +20,9 @@ int rn_name_check(const char *what, const char *name, size_t max_len, struct rn_
 		return rn_error_set(err, EINVAL, "%s name is empty", what);
 	len = strlen(name);
 	if (len > max_len)
-		return rn_error_set(err, EINVAL, "%s name '%s' is too long (%zu bytes, at most %zu)",
-				    what, name, len, max_len);
+		return rn_error_set(err, EINVAL,
+				    "%s name '%s' is too long (%zu bytes, at most %zu)", what, name,
+				    len, max_len);
 	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strstr(name, ".."))
 		return rn_error_set(err, EINVAL, "%s name '%s' must not contain '..'", what, name);
 	for (const char *p = name; *p; p++) {
@@ -29,9 +30,10 @@ int rn_name_check(const char *what, const char *name, size_t max_len, struct rn_
 			return rn_error_set(err, EINVAL, "%s name '%s' must not contain '/'", what,
 					    name);
 		if (isspace((unsigned char)*p) || !isprint((unsigned char)*p))
-			return rn_error_set(err, EINVAL,
-					    "%s name '%s' must not contain spaces or control characters",
-					    what, name);
+			return rn_error_set(
+				err, EINVAL,
+				"%s name '%s' must not contain spaces or control characters", what,
+				name);
 	}
 	return 0;
 }

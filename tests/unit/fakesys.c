@@ -41,22 +41,24 @@ static void fmt_path(char *buf, size_t len, const char *fmt, ...)
 		die("path too long");
 }
 
-/* mkdir -p */
+/* mkdir -p, from the deepest existing directory down. */
 static void mkdirs(const char *path)
 {
-	char tmp[PATH_MAX];
+	char parent[PATH_MAX];
+	char *slash;
 
-	fmt_path(tmp, sizeof(tmp), "%s", path);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-			die("mkdir %s: %s", tmp, strerror(errno));
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-		die("mkdir %s: %s", tmp, strerror(errno));
+	if (mkdir(path, 0755) == 0 || errno == EEXIST)
+		return;
+	if (errno != ENOENT)
+		die("mkdir %s: %s", path, strerror(errno));
+	fmt_path(parent, sizeof(parent), "%s", path);
+	slash = strrchr(parent, '/');
+	if (!slash || slash == parent)
+		die("mkdir %s: %s", path, strerror(ENOENT));
+	*slash = '\0';
+	mkdirs(parent);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		die("mkdir %s: %s", path, strerror(errno));
 }
 
 static void parent_dirs(const char *path)
@@ -115,15 +117,16 @@ static void unreadable(const char *root, const char *relpath)
 char *fakesys_new(void)
 {
 	static const char *const dirs[] = {
-		"class/infiniband", "class/net",	   "bus/pci/devices",
-		"bus/auxiliary/devices", "devices/pci0000:00", "devices/virtual/net",
+		"class/infiniband",	      "class/net",	    "bus/pci/devices",
+		"bus/auxiliary/devices",      "devices/pci0000:00", "devices/virtual/net",
 		"devices/virtual/infiniband",
 	};
 	const char *tmpdir = getenv("TMPDIR");
 	char tmpl[PATH_MAX];
 	char *root;
 
-	fmt_path(tmpl, sizeof(tmpl), "%s/rdmans-fakesys-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+	fmt_path(tmpl, sizeof(tmpl), "%s/rdmans-fakesys-XXXXXX",
+		 tmpdir && *tmpdir ? tmpdir : "/tmp");
 	if (!mkdtemp(tmpl))
 		die("mkdtemp %s: %s", tmpl, strerror(errno));
 	root = strdup(tmpl);
@@ -228,8 +231,7 @@ void fakesys_add_netdev_pci(const char *root, const char *ifname, const char *bd
 	add_netdev(root, ifname, devrel, parent, "../../../../../class/net");
 }
 
-void fakesys_add_netdev_aux(const char *root, const char *ifname, const char *bdf,
-			    const char *aux)
+void fakesys_add_netdev_aux(const char *root, const char *ifname, const char *bdf, const char *aux)
 {
 	char devrel[PATH_MAX], parent[PATH_MAX];
 
@@ -265,8 +267,8 @@ void fakesys_add_port(const char *root, const char *dev, unsigned port, const ch
 }
 
 /* devices/DEVREL/infiniband/DEV, class link, device link, attributes and port 1. */
-static void add_rdma(const char *root, const char *dev, const char *devrel,
-		     const char *parent_link, const char *node_guid, const char *link_layer)
+static void add_rdma(const char *root, const char *dev, const char *devrel, const char *parent_link,
+		     const char *node_guid, const char *link_layer)
 {
 	char rel[PATH_MAX], target[PATH_MAX];
 
@@ -288,8 +290,8 @@ static void add_rdma(const char *root, const char *dev, const char *devrel,
 	fakesys_add_port(root, dev, 1, link_layer);
 }
 
-void fakesys_add_rdma_pci(const char *root, const char *dev, const char *bdf,
-			  const char *node_guid, const char *link_layer)
+void fakesys_add_rdma_pci(const char *root, const char *dev, const char *bdf, const char *node_guid,
+			  const char *link_layer)
 {
 	char devrel[PATH_MAX], parent[PATH_MAX];
 

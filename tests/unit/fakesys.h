@@ -29,8 +29,7 @@ void fakesys_add_vf(const char *root, const char *pf_bdf, const char *vf_bdf, un
 
 /* Netdevs: under a PCI function, under an auxiliary device, or virtual (veth, bridge). */
 void fakesys_add_netdev_pci(const char *root, const char *ifname, const char *bdf);
-void fakesys_add_netdev_aux(const char *root, const char *ifname, const char *bdf,
-			    const char *aux);
+void fakesys_add_netdev_aux(const char *root, const char *ifname, const char *bdf, const char *aux);
 void fakesys_add_netdev_virtual(const char *root, const char *ifname);
 
 /*
@@ -38,8 +37,8 @@ void fakesys_add_netdev_virtual(const char *root, const char *ifname);
  * ("Ethernet", "InfiniBand") in state "4: ACTIVE" and an empty GID table.
  * node_guid may be NULL (no node_guid file).
  */
-void fakesys_add_rdma_pci(const char *root, const char *dev, const char *bdf,
-			  const char *node_guid, const char *link_layer);
+void fakesys_add_rdma_pci(const char *root, const char *dev, const char *bdf, const char *node_guid,
+			  const char *link_layer);
 void fakesys_add_rdma_aux(const char *root, const char *dev, const char *bdf, const char *aux,
 			  const char *node_guid, const char *link_layer);
 /* A soft device (rxe, siw): no device link; parent_netdev (may be NULL) goes to DEV/parent. */

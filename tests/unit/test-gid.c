@@ -6,7 +6,7 @@
 #include "rdmans/sysfs.h"
 #include "test.h"
 
-static const uint8_t irdma_link_local[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0,
+static const uint8_t irdma_link_local[16] = { 0xfe, 0x80, 0,	0,    0,    0,	  0,	0,
 					      0xb6, 0x96, 0x91, 0xff, 0xfe, 0xec, 0xa4, 0x58 };
 static const uint8_t irdma_ipv4[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 100, 100, 1 };
 
@@ -151,4 +151,5 @@ RN_TEST_MAIN(T(gid_parse_reads_the_sysfs_form), T(gid_parse_reads_the_ibv_devinf
 	     T(gid_ipv4_is_false_for_other_gids), T(gid_ipv4_is_false_when_the_buffer_is_too_small),
 	     T(gid_is_zero_marks_empty_slots_only),
 	     T(gid_type_comes_from_the_type_file_and_the_link_layer),
-	     T(gid_type_is_unknown_when_it_cannot_be_told), T(gid_type_names_and_show_gids_versions))
+	     T(gid_type_is_unknown_when_it_cannot_be_told),
+	     T(gid_type_names_and_show_gids_versions))

@@ -107,5 +107,6 @@ static void parse_pid_refuses_anything_else(void)
 
 RN_TEST_MAIN(T(name_check_accepts_real_device_names), T(name_check_refuses_empty_names),
 	     T(name_check_refuses_path_tricks), T(name_check_refuses_spaces_and_control_characters),
-	     T(name_check_refuses_names_over_the_limit), T(name_check_works_without_an_error_object),
-	     T(parse_pid_reads_plain_decimal), T(parse_pid_refuses_anything_else))
+	     T(name_check_refuses_names_over_the_limit),
+	     T(name_check_works_without_an_error_object), T(parse_pid_reads_plain_decimal),
+	     T(parse_pid_refuses_anything_else))

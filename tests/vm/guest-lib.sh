@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers for guest scripts run by vm-run.sh. Source it:
 #   . "${RDMANS_VM_LIB:-$(dirname "$0")/guest-lib.sh}"
 #

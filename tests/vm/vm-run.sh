@@ -87,6 +87,7 @@ trap 'echo "$me: terminated" >&2; exit 143' TERM HUP
 : >"$work/share/out"
 
 append="console=ttyS0 quiet loglevel=3 panic=-1 mitigations=off ${RDMANS_VM_APPEND:-}"
+# shellcheck disable=SC2054,SC2206 # commas are qemu syntax; QEMU_EXTRA is split on purpose
 qemu=(qemu-system-x86_64 -nodefaults -nographic -no-reboot
 	-accel "${RDMANS_VM_ACCEL:-tcg,thread=multi}" -cpu max
 	-m "${RDMANS_VM_MEM:-2048}" -smp "${RDMANS_VM_SMP:-2}"
