@@ -91,3 +91,16 @@ vm_veth() {
 	ip link add "$1" type veth peer name "$2" &&
 		ip link set "$1" up && ip link set "$2" up
 }
+
+# vm_load_simhca: insmod the simulated HCA built on the host ($RDMANS_SIMHCA_KO).
+vm_load_simhca() {
+	[ -f "${RDMANS_SIMHCA_KO:-}" ] || vm_fail "RDMANS_SIMHCA_KO='${RDMANS_SIMHCA_KO:-}' is not a file (meson builds it: tests/vm/meson.build)"
+	[ -d /sys/bus/simhca ] || insmod "$RDMANS_SIMHCA_KO" || vm_fail "insmod $RDMANS_SIMHCA_KO failed"
+}
+
+# vm_simhca_new PATTERN NETDEV: creates a simulated HCA bound to NETDEV and
+# prints its RDMA device name (tests/vm/simhca/README.md).
+vm_simhca_new() {
+	echo "$1 $2" >/sys/bus/simhca/new_device || return 1
+	awk -v n="$2" '$3 == n { name = $2 } END { if (name == "") exit 1; print name }' /sys/bus/simhca/list
+}
