@@ -1,13 +1,15 @@
 #!/bin/bash
 # Installs, builds and runs the demo: boots a VM with Debian's kernel (real
-# ib_core, rdma_rxe and the simulated HCA) and walks doc 003's manual steps
-# with rdmans doing each one.
+# ib_core, rdma_rxe and simhca, our simulated HCA) and walks doc 003's manual
+# steps with rdmans doing each one.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-build=${RDMANS_DEMO_BUILD:-build}
+build=${RDMANS_DEMO_BUILD:-build-demo}
 
 tools/install-deps.sh
-[ -d "$build" ] || meson setup "$build"
-ninja -C "$build"
-RDMANS_BUILD_DIR=$top/$build tests/vm/vm-run.sh tests/vm/demo.sh
+tests/vm/prepare.sh
+[ -d "$build" ] || meson setup "$build" >/dev/null
+ninja -C "$build" all tests/vm/simhca.ko
+RDMANS_BUILD_DIR=$top/$build RDMANS_SIMHCA_KO=$top/$build/tests/vm/simhca.ko \
+	tests/vm/vm-run.sh tests/vm/demo.sh

@@ -7,6 +7,7 @@ cd "$top"
 build=${RDMANS_TEST_BUILD:-build-test}
 
 tools/install-deps.sh
+tests/vm/prepare.sh
 if [ ! -d "$build" ]; then
 	meson setup "$build" -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
 fi
