@@ -8,7 +8,7 @@ packages=(
 	gcc meson ninja-build pkg-config
 	libmnl-dev libnl-3-dev libnl-route-3-dev libjansson-dev libibverbs-dev librdmacm-dev
 	# tests: namespaces, containers, peers
-	iproute2 util-linux jq runc containernetworking-plugins etcd-server etcd-client
+	iproute2 util-linux jq bc runc containernetworking-plugins etcd-server etcd-client
 	# vm suite: qemu, an initramfs, Debian's kernel (fetched by tests/vm/prepare.sh)
 	qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils rdmacm-utils perftest
 	# format check
