@@ -27,35 +27,43 @@ static size_t strlcpy_like(char *dst, const char *src, size_t size)
 	return n;
 }
 
-int rn_error_set(struct rn_error *err, int errnum, const char *fmt, ...)
+__attribute__((format(printf, 4, 0))) static int error_vset(struct rn_error *err, int errnum, bool with_strerror, const char *fmt,
+		      va_list ap)
 {
-	va_list ap;
-
-	errnum = positive_errno(errnum);
-	if (!err)
-		return -errnum;
-	err->code = errnum;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	return -errnum;
-}
-
-int rn_error_errno(struct rn_error *err, int errnum, const char *fmt, ...)
-{
-	va_list ap;
 	size_t len;
 
 	errnum = positive_errno(errnum);
 	if (!err)
 		return -errnum;
 	err->code = errnum;
-	va_start(ap, fmt);
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	len = strlen(err->msg);
-	snprintf(err->msg + len, sizeof(err->msg) - len, ": %s", strerror(errnum));
+	if (with_strerror) {
+		len = strlen(err->msg);
+		snprintf(err->msg + len, sizeof(err->msg) - len, ": %s", strerror(errnum));
+	}
 	return -errnum;
+}
+
+int rn_error_set(struct rn_error *err, int errnum, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = error_vset(err, errnum, false, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int rn_error_errno(struct rn_error *err, int errnum, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = error_vset(err, errnum, true, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 int rn_error_wrap(struct rn_error *err, const char *fmt, ...)

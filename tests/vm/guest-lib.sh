@@ -64,6 +64,25 @@ vm_expect_contains() {
 	return 1
 }
 
+# vm_run_code WANT NAME CMD...: one TAP result: CMD exits with WANT.
+# CMD's stdout is kept in $OUT and its stderr in $ERR for later checks.
+vm_run_code() {
+	local want=$1 name=$2 rc=0 errf
+	shift 2
+	errf=$(mktemp)
+	OUT=$("$@" 2>"$errf") || rc=$?
+	ERR=$(cat "$errf")
+	rm -f "$errf"
+	if [ "$rc" = "$want" ]; then
+		vm_ok "$name"
+	else
+		vm_not_ok "$name"
+		vm_diag "command: $* (exit $rc, expected $want)"
+		vm_diag "stdout: $OUT"
+		vm_diag "stderr: $ERR"
+	fi
+}
+
 # vm_done: print the TAP plan; exit 0 if every check passed, else 1.
 vm_done() {
 	echo "1..$VM_TAP_N"

@@ -5,18 +5,6 @@ set -u
 . "$RDMANS_VM_LIB"
 R=$RDMANS_BUILD_DIR/src/cli/rdmans
 
-run_code() { # run_code WANT NAME CMD...: stdout in $OUT, stderr in $ERR
-	local want=$1 name=$2 rc=0
-	shift 2
-	OUT=$("$@" 2>/tmp/err) || rc=$?
-	ERR=$(cat /tmp/err)
-	if [ "$rc" = "$want" ]; then
-		vm_ok "$name"
-	else
-		vm_not_ok "$name"
-		vm_diag "command: $* (exit $rc, expected $want)" "stdout: $OUT" "stderr: $ERR"
-	fi
-}
 poll() { # poll SECS CMD...: until CMD succeeds
 	local i
 	for ((i = 0; i < $1 * 10; i++)); do
@@ -41,7 +29,7 @@ vm_check "simhca device is irdma0" vm_expect_eq irdma0 "$dev"
 # --- shared mode: a move is refused, with the fix, and nothing changes ----------
 ip netns add pod-shared
 before=$(snapshot)
-run_code 12 "shared mode: move refused" "$R" move irdma0 pod-shared
+vm_run_code 12 "shared mode: move refused" "$R" move irdma0 pod-shared
 vm_check "shared mode: names the fix" vm_expect_contains "$ERR" "rdmans system set netns exclusive"
 vm_check "shared mode: nothing changed" vm_expect_eq "$before" "$(snapshot)"
 ip netns del pod-shared
@@ -56,30 +44,30 @@ ip netns exec pod1 sleep 1000 &
 pod1_pid=$!
 poll 5 test "$(readlink /proc/$pod1_pid/ns/net)" != "$(readlink /proc/self/ns/net)"
 
-run_code 0 "move irdma0 into a PID's netns" "$R" move irdma0 "$pod1_pid"
+vm_run_code 0 "move irdma0 into a PID's netns" "$R" move irdma0 "$pod1_pid"
 vm_check "by PID: gone from the host (rdma dev and sysfs)" absent_on_host irdma0
 vm_check "by PID: visible in pod1" in_ns pod1 irdma0
-run_code 0 "move irdma0 from pod1 to pod2 by name" "$R" move irdma0 pod2
+vm_run_code 0 "move irdma0 from pod1 to pod2 by name" "$R" move irdma0 pod2
 vm_check "by name: in pod2, not in pod1" sh -c "ip netns exec pod2 rdma dev show irdma0 && ! ip netns exec pod1 rdma dev show irdma0"
 vm_check "by name: the message says where from" vm_expect_contains "$OUT" "from netns 'pod1'"
-run_code 0 "move irdma0 to pod3 by path" "$R" move irdma0 /var/run/netns/pod3
+vm_run_code 0 "move irdma0 to pod3 by path" "$R" move irdma0 /var/run/netns/pod3
 vm_check "by path: in pod3" in_ns pod3 irdma0
-run_code 0 "--all-netns finds irdma0 in pod3" "$R" -j dev --all-netns
+vm_run_code 0 "--all-netns finds irdma0 in pod3" "$R" -j dev --all-netns
 vm_check "--all-netns: pod3 holds irdma0" vm_expect_eq pod3 "$(echo "$OUT" | jq -r '.[] | select(.ifname == "irdma0") | .netns.name')"
-run_code 0 "gids --netns pod3" "$R" -j gids irdma0 --netns pod3
+vm_run_code 0 "gids --netns pod3" "$R" -j gids irdma0 --netns pod3
 vm_check "gids inside pod3: the link-local RoCE v2 GID" vm_expect_eq v2 "$(echo "$OUT" | jq -r '[.[] | select(.gid | startswith("fe80")) | .ver] | last')"
-run_code 8 "move to where it is: refused" "$R" move irdma0 pod3
-run_code 0 "back to the host" "$R" move irdma0 host
+vm_run_code 8 "move to where it is: refused" "$R" move irdma0 pod3
+vm_run_code 0 "back to the host" "$R" move irdma0 host
 vm_check "back: on the host, its sysfs too" sh -c "rdma dev show irdma0 && test -e /sys/class/infiniband/irdma0"
 vm_check "back: its auxiliary sysfs link" test -e "/sys/bus/auxiliary/devices/$(awk '$2 == "irdma0" { print $4 }' /sys/bus/simhca/list)/infiniband/irdma0"
 
 # --- the netns is deleted while the device is inside --------------------------------
-run_code 0 "move irdma0 into pod3 again" "$R" move irdma0 pod3
+vm_run_code 0 "move irdma0 into pod3 again" "$R" move irdma0 pod3
 ip netns del pod3
 vm_check "netns deleted: irdma0 returns to the host with its name" poll 20 on_host irdma0
 
 # --- netdev and RDMA device together: the pod's IPv4 as a RoCE v2 GID ----------------
-run_code 0 "move irdma0 with its netdev, renamed net1" "$R" move irdma0 "$pod1_pid" --with-netdev --netdev-name net1
+vm_run_code 0 "move irdma0 with its netdev, renamed net1" "$R" move irdma0 "$pod1_pid" --with-netdev --netdev-name net1
 vm_check "--with-netdev: says what moved" vm_expect_contains "$OUT" "with netdev h0 (now net1)"
 vm_check "net1 is in pod1, h0 gone from the host" sh -c "ip netns exec pod1 ip link show net1 && ! ip link show h0"
 ip -n pod1 addr add 10.56.0.2/24 dev net1
@@ -88,13 +76,13 @@ gid_of_pod() { "$R" -j gids irdma0 --netns pod1 | jq -e '.[] | select(.ipv4 == "
 vm_check "GID table in pod1 shows 10.56.0.2 as RoCE v2" poll 10 gid_of_pod
 vm_check "rdma link in pod1: irdma0 bound to net1" vm_expect_contains "$(ip netns exec pod1 rdma link show irdma0/1)" "netdev net1"
 vm_check "the host's sysfs has no such GID" sh -c "! grep -rqs ffff:0a38:0002 /sys/class/infiniband/*/ports/*/gids/"
-run_code 0 "home again with the netdev, original name" "$R" move irdma0 host --with-netdev --netdev-name h0
+vm_run_code 0 "home again with the netdev, original name" "$R" move irdma0 host --with-netdev --netdev-name h0
 vm_check "home: h0 and irdma0 on the host" sh -c "ip link show h0 && rdma dev show irdma0"
 
 # --- bad input on a real device: one line, exit code, nothing changed ------------------
 before=$(snapshot)
 ip -n pod1 link add net1 type veth peer name net1p
-run_code 13 "netdev name taken in the target" "$R" move irdma0 pod1 --with-netdev --netdev-name net1
+vm_run_code 13 "netdev name taken in the target" "$R" move irdma0 pod1 --with-netdev --netdev-name net1
 vm_check "taken name: irdma0 moved back to the host" on_host irdma0
 vm_check "taken name: h0 still on the host" ip link show h0
 ip -n pod1 link del net1
@@ -106,9 +94,9 @@ mountpoint -q "$cg" || mount -t cgroup2 none "$cg"
 cid=4f3c2a1b9e8d7c6b5a4f3c2a1b9e8d7c6b5a4f3c2a1b9e8d7c6b5a4f3c2a1b9e
 mkdir -p "$cg/kubepods.slice/cri-containerd-$cid.scope"
 echo "$pod1_pid" >"$cg/kubepods.slice/cri-containerd-$cid.scope/cgroup.procs"
-run_code 0 "move by container ID prefix" "$R" move irdma0 --container "${cid:0:12}"
+vm_run_code 0 "move by container ID prefix" "$R" move irdma0 --container "${cid:0:12}"
 vm_check "--container: irdma0 in pod1" in_ns pod1 irdma0
-run_code 4 "unknown container ID" "$R" move irdma0 --container 0123456789ab
+vm_run_code 4 "unknown container ID" "$R" move irdma0 --container 0123456789ab
 "$R" move irdma0 host >/dev/null
 
 # --- eight rails, eight pods, in parallel --------------------------------------------
@@ -134,7 +122,7 @@ for i in 0 1 2 3 4 5 6 7; do
 		ip -n "rail$i" link show "net$i" >/dev/null 2>&1 && landed=$((landed + 1))
 done
 vm_check "every rail landed in its own netns with its netdev" vm_expect_eq 8 "$landed"
-run_code 0 "--all-netns after the parallel moves" "$R" -j dev --all-netns
+vm_run_code 0 "--all-netns after the parallel moves" "$R" -j dev --all-netns
 want=$(for i in 0 1 2 3 4 5 6 7; do echo "${names[$i]}=rail$i"; done | sort | paste -sd,)
 got=$(echo "$OUT" | jq -r '.[] | "\(.ifname)=\(.netns.name)"' | sort | paste -sd,)
 vm_check "--all-netns: each device in its namespace" vm_expect_eq "$want" "$got"

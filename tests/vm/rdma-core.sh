@@ -6,22 +6,6 @@ set -u
 . "$RDMANS_VM_LIB"
 R=$RDMANS_BUILD_DIR/src/cli/rdmans
 
-# run_code WANT NAME CMD...: CMD exits WANT; its stderr is kept in $ERR, stdout in $OUT
-run_code() {
-	local want=$1 name=$2 rc=0
-	shift 2
-	OUT=$("$@" 2>/tmp/err) || rc=$?
-	ERR=$(cat /tmp/err)
-	if [ "$rc" = "$want" ]; then
-		vm_ok "$name"
-	else
-		vm_not_ok "$name"
-		vm_diag "command: $* (exit $rc, expected $want)"
-		vm_diag "stdout: $OUT"
-		vm_diag "stderr: $ERR"
-	fi
-}
-
 snapshot() { rdma -j dev; rdma -j link; ip -o link; ip netns list; }
 
 vm_load_rdma
@@ -29,7 +13,7 @@ vm_veth veth0 veth1
 vm_veth veth2 veth3
 ip addr add 192.168.77.1/24 dev veth0
 
-run_code 0 "link add rxe0 (rdmans)" "$R" link add rxe0 type rxe netdev veth0
+vm_run_code 0 "link add rxe0 (rdmans)" "$R" link add rxe0 type rxe netdev veth0
 vm_check "link add rxe1 (iproute2)" rdma link add rxe1 type rxe netdev veth2
 
 # --- device dump equals iproute2's --------------------------------------
@@ -40,7 +24,7 @@ ours=$("$R" -j dev | jq -c '[.[] | .ifname as $d | .ports[] | {ifname: $d, port,
 theirs=$(rdma -j link | jq -c '[.[] | {ifname, port, state, physical_state, netdev}] | sort_by(.ifname)')
 vm_check "dev: ports, states, netdevs equal 'rdma -j link'" vm_expect_eq "$theirs" "$ours"
 vm_check "dev: protocol is roce" vm_expect_eq '["roce","roce"]' "$("$R" -j dev | jq -c '[.[].protocol]')"
-run_code 0 "dev show rxe1" "$R" dev show rxe1
+vm_run_code 0 "dev show rxe1" "$R" dev show rxe1
 vm_check "dev show rxe1 prints only rxe1" vm_expect_eq 1 "$(printf '%s\n' "$OUT" | grep -c ': rxe')"
 vm_check "dev text names the netdev" vm_expect_contains "$OUT" "netdev veth2"
 
@@ -61,58 +45,58 @@ ours=$("$R" -j gids rxe0 | jq -r '.[] | "\(.index) \(.gid) \(.type | sub("^IB$";
 vm_check "gids rxe0 equal sysfs" vm_expect_eq "$expected" "$ours"
 v2=$("$R" -j gids rxe0 | jq -c '[.[] | select(.ipv4 == "192.168.77.1" and .ver == "v2") | .index]')
 vm_check "gids: one RoCE v2 entry carries 192.168.77.1" vm_expect_eq 1 "$(echo "$v2" | jq length)"
-run_code 0 "gids table prints" "$R" gids
+vm_run_code 0 "gids table prints" "$R" gids
 vm_check "gids header is show_gids'" vm_expect_contains "$OUT" "DEV          PORT INDEX GID"
 
 # --- netns mode ---------------------------------------------------------------
 vm_check "mode: shared at start" vm_expect_eq shared "$("$R" -j system | jq -r .netns_mode)"
-run_code 0 "mode: set exclusive while no netns exists" "$R" system set netns exclusive
+vm_run_code 0 "mode: set exclusive while no netns exists" "$R" system set netns exclusive
 vm_check "mode: rdma system agrees" vm_expect_contains "$(rdma system show)" "netns exclusive"
 vm_check "mode: rdmans reads exclusive" vm_expect_eq exclusive "$("$R" -j system | jq -r .netns_mode)"
 
 ip netns add pod1
 before=$(snapshot)
-run_code 11 "mode: switching with a netns present is EBUSY" "$R" system set netns shared
+vm_run_code 11 "mode: switching with a netns present is EBUSY" "$R" system set netns shared
 vm_check "mode: EBUSY explains and names --persist" vm_expect_contains "$ERR" "--persist"
 vm_check "mode: unchanged after EBUSY" vm_expect_eq exclusive "$("$R" -j system | jq -r .netns_mode)"
-run_code 0 "mode: --persist writes the boot default and exits 0" "$R" system set netns exclusive --persist
+vm_run_code 0 "mode: --persist writes the boot default and exits 0" "$R" system set netns exclusive --persist
 vm_check "mode: --persist file" grep -qx "options ib_core netns_mode=0" /etc/modprobe.d/rdmans-ib_core.conf
-run_code 0 "mode: system shows the persisted boot mode" "$R" -j system
+vm_run_code 0 "mode: system shows the persisted boot mode" "$R" -j system
 vm_check "mode: boot source is our file" vm_expect_eq /etc/modprobe.d/rdmans-ib_core.conf "$(echo "$OUT" | jq -r .boot.source)"
 
 # --- moving rxe: the driver cannot; nothing changes ----------------------------
-run_code 12 "move rxe0: refused" "$R" move rxe0 pod1
+vm_run_code 12 "move rxe0: refused" "$R" move rxe0 pod1
 vm_check "move rxe0: says the driver cannot change namespace" vm_expect_contains "$ERR" "cannot change network namespace"
-run_code 12 "move rxe0 --with-netdev: refused" "$R" move rxe0 pod1 --with-netdev --netdev-name net1
+vm_run_code 12 "move rxe0 --with-netdev: refused" "$R" move rxe0 pod1 --with-netdev --netdev-name net1
 vm_check "move: nothing changed (devices, links, namespaces)" vm_expect_eq "$before" "$(snapshot)"
 vm_check "move --with-netdev: veth0 back home with its address" vm_expect_contains "$(ip -o addr show dev veth0)" "192.168.77.1/24"
 
 # --- bad input: one line, own exit code, nothing changed --------------------------
-run_code 3 "unknown device" "$R" move nosuch0 pod1
+vm_run_code 3 "unknown device" "$R" move nosuch0 pod1
 vm_check "unknown device: message" vm_expect_contains "$ERR" "RDMA device nosuch0 not found in any network namespace"
-run_code 8 "target is where the device is" "$R" move rxe0 host
+vm_run_code 8 "target is where the device is" "$R" move rxe0 host
 vm_check "already there: message" vm_expect_contains "$ERR" "already in the host netns"
-run_code 4 "unknown PID" "$R" move rxe0 999999
-run_code 6 "not a netns" "$R" move rxe0 /proc/self/ns/uts
-run_code 7 "device name with /" "$R" dev show rx/e0
-run_code 3 "dev show unknown" "$R" dev show nosuch0
+vm_run_code 4 "unknown PID" "$R" move rxe0 999999
+vm_run_code 6 "not a netns" "$R" move rxe0 /proc/self/ns/uts
+vm_run_code 7 "device name with /" "$R" dev show rx/e0
+vm_run_code 3 "dev show unknown" "$R" dev show nosuch0
 vm_check "bad input changed nothing" vm_expect_eq "$before" "$(snapshot)"
 
 # --- --all-netns ------------------------------------------------------------------
-run_code 0 "dev --all-netns" "$R" -j dev --all-netns
+vm_run_code 0 "dev --all-netns" "$R" -j dev --all-netns
 vm_check "--all-netns: both rxe devices, in the host" vm_expect_eq '["rxe0:true","rxe1:true"]' \
 	"$(echo "$OUT" | jq -c '[.[] | "\(.ifname):\(.netns.host)"] | sort')"
 
 # --- rename -----------------------------------------------------------------------
-run_code 0 "rename rxe1 to roce_a" "$R" dev set rxe1 name roce_a
+vm_run_code 0 "rename rxe1 to roce_a" "$R" dev set rxe1 name roce_a
 vm_check "rename: rdma dev shows roce_a" vm_expect_contains "$(rdma dev)" "roce_a:"
-run_code 13 "rename onto a taken name" "$R" dev set roce_a name rxe0
-run_code 7 "rename to a name with /" "$R" dev set roce_a name a/b
-run_code 0 "rename back" "$R" dev set roce_a name rxe1
+vm_run_code 13 "rename onto a taken name" "$R" dev set roce_a name rxe0
+vm_run_code 7 "rename to a name with /" "$R" dev set roce_a name a/b
+vm_run_code 0 "rename back" "$R" dev set roce_a name rxe1
 vm_check "rename: rxe1 again" vm_expect_contains "$(rdma dev)" "rxe1:"
 
 # --- soft device delete --------------------------------------------------------------
-run_code 0 "link del rxe1" "$R" link del rxe1
+vm_run_code 0 "link del rxe1" "$R" link del rxe1
 vm_check "link del: gone" sh -c "! rdma dev | grep -q rxe1"
 
 ip netns del pod1
