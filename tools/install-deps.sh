@@ -7,8 +7,13 @@ packages=(
 	# build
 	gcc meson ninja-build pkg-config
 	libmnl-dev libnl-3-dev libnl-route-3-dev libjansson-dev libibverbs-dev librdmacm-dev
+	libmicrohttpd-dev # rdmans exporter's HTTP server
 	# tests: namespaces, containers, peers
 	iproute2 util-linux jq bc runc containernetworking-plugins etcd-server etcd-client
+	# CDI spec validation (tests/cdi/validate.py)
+	python3-jsonschema
+	# promtool check metrics on the exporter's output (prometheus: ~96 MB installed)
+	prometheus
 	# vm suite: qemu, an initramfs, Debian's kernel (fetched by tests/vm/prepare.sh)
 	qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils rdmacm-utils perftest
 	# format check

@@ -77,4 +77,11 @@ struct rn_move_result {
  */
 int rn_move(const struct rn_move_request *req, struct rn_move_result *res, struct rn_error *err);
 
+/*
+ * Moves RDMA device `name`, known to be in the netns of from_nsfd, into the
+ * netns of to_nsfd (no discovery, no mode check: the kernel refuses in
+ * shared mode). -ENODEV when from_nsfd does not hold it.
+ */
+int rn_move_rdma_dev(const char *name, int from_nsfd, int to_nsfd, struct rn_error *err);
+
 #endif

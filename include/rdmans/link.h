@@ -55,5 +55,7 @@ int rn_link_route_add(int ifindex, const char *name, const char *dst, const char
 		      struct rn_error *err);
 /* ifindex of the IPv4 default route's device, 0 when there is none. */
 int rn_link_default_route_ifindex(int *ret_ifindex, struct rn_error *err);
+/* Whether netdev ifindex carries a default route (IPv4 or IPv6, main table, any nexthop). */
+int rn_link_has_default_route(int ifindex, bool *ret, struct rn_error *err);
 
 #endif

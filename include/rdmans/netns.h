@@ -57,6 +57,27 @@ int rn_netns_run(int nsfd, rn_netns_fn fn, void *arg, struct rn_error *err);
  */
 int rn_netns_run_sysfs(int nsfd, rn_netns_fn fn, void *arg, struct rn_error *err);
 
+typedef int (*rn_netns_each_fn)(void *arg, size_t i, int enter_error, struct rn_error *err);
+
+/*
+ * Runs fn(arg, i, enter_error, err) for i = 0..n-1 on ONE new thread that
+ * joins the netns of fds[i] before each call (enter_error is 0, or -errno
+ * when it could not; fn decides what that means). Walking many namespaces
+ * this way costs one thread, not one per namespace. Stops at the first
+ * negative return of fn and returns it; the caller's thread never moves.
+ */
+int rn_netns_run_each(const int *fds, size_t n, rn_netns_each_fn fn, void *arg,
+		      struct rn_error *err);
+
+/*
+ * A sysfs instance of the calling thread's netns that is mounted nowhere
+ * (fsopen/fsmount): an fd of its root, read through "/proc/self/fd/FD/...".
+ * Net-tagged classes (net, infiniband in exclusive mode) show the devices of
+ * that netns. No mount namespace is copied or torn down. -ENOSYS before
+ * Linux 5.2; needs CAP_SYS_ADMIN.
+ */
+int rn_netns_sysfs_fd(struct rn_error *err);
+
 struct rn_netns_entry {
 	struct rn_netns_id id;
 	pid_t pid; /* a process in it (lowest PID), 0 if only a name holds it */

@@ -86,4 +86,24 @@ int rn_rdma_link_add(struct rn_rdma *rdma, const char *name, const char *type, c
 		     struct rn_error *err);
 int rn_rdma_link_del(struct rn_rdma *rdma, uint32_t index, const char *name, struct rn_error *err);
 
+/* Port statistics (RDMA_NLDEV_CMD_STAT_GET, `rdma statistic show link DEV/PORT`). */
+struct rn_rdma_stat {
+	char name[64];
+	uint64_t value;
+};
+
+struct rn_rdma_stats {
+	size_t n;
+	struct rn_rdma_stat *v;
+};
+
+/*
+ * The hardware counters of one port, as the kernel sums them (its hw_stats
+ * plus those of bound QP counters). -EOPNOTSUPP, with err left clear, when
+ * the device keeps none (no get_hw_stats, as for simhca). Free with rn_rdma_stats_free().
+ */
+int rn_rdma_stat_get(struct rn_rdma *rdma, uint32_t dev_index, uint32_t port,
+		     struct rn_rdma_stats *out, struct rn_error *err);
+void rn_rdma_stats_free(struct rn_rdma_stats *stats);
+
 #endif

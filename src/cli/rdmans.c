@@ -126,6 +126,14 @@ static void usage(FILE *out)
 	      "        TARGET: host | PID | netns name | netns path\n"
 	      "  link add NAME type rxe|siw netdev NETDEV   create a soft RDMA device\n"
 	      "  link del NAME                        delete a soft RDMA device\n"
+	      "  doctor [--netns TARGET | --pid PID] check RDMA, netns mode, ports, GIDs, limits, "
+	      "NCCL\n"
+	      "  exporter [--listen ADDR:PORT] [--once]  Prometheus metrics of every netns\n"
+	      "  env [--netns TARGET] [--format env|sh|nccl-conf|json] [--explain]  NCCL "
+	      "settings\n"
+	      "  env profiles                         the platforms' NCCL presets\n"
+	      "  cdi generate [--addr-range CIDR] [--output FILE]  CDI spec (rdmans.io/rdma)\n"
+	      "  ipam [ls|show ADDRESS|release ...|gc]  addresses held by rdma-netns-ipam\n"
 	      "\n"
 	      "Options: -j/--json JSON output, -p/--pretty indented JSON, -V/--version, -h/--help\n"
 	      "See rdmans(8).\n",
@@ -145,10 +153,19 @@ static int cmd_version(struct rn_cli *cli)
 }
 
 static const struct rn_cmd objects[] = {
-	{ "help", cmd_help },	    { "system", rn_cmd_system },
-	{ "dev", rn_cmd_dev },	    { "gids", rn_cmd_gids },
-	{ "move", rn_cmd_move },    { "link", rn_cmd_link },
-	{ "version", cmd_version }, { NULL, NULL },
+	{ "help", cmd_help },
+	{ "system", rn_cmd_system },
+	{ "dev", rn_cmd_dev },
+	{ "gids", rn_cmd_gids },
+	{ "move", rn_cmd_move },
+	{ "link", rn_cmd_link },
+	{ "doctor", rn_cmd_doctor },
+	{ "exporter", rn_cmd_exporter },
+	{ "env", rn_cmd_env },
+	{ "cdi", rn_cmd_cdi },
+	{ "version", cmd_version },
+	{ "ipam", rn_cmd_ipam },
+	{ NULL, NULL },
 };
 
 int main(int argc, char **argv)

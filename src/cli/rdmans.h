@@ -65,5 +65,10 @@ int rn_cmd_dev(struct rn_cli *cli);
 int rn_cmd_gids(struct rn_cli *cli);
 int rn_cmd_move(struct rn_cli *cli);
 int rn_cmd_link(struct rn_cli *cli);
+int rn_cmd_doctor(struct rn_cli *cli);
+int rn_cmd_exporter(struct rn_cli *cli);
+int rn_cmd_env(struct rn_cli *cli);
+int rn_cmd_cdi(struct rn_cli *cli);
+int rn_cmd_ipam(struct rn_cli *cli);
 
 #endif

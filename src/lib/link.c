@@ -549,3 +549,43 @@ int rn_link_default_route_ifindex(int *ret_ifindex, struct rn_error *err)
 	}
 	return 0;
 }
+
+static int default_route_in(struct nl_sock *sk, int family, int ifindex, bool *ret,
+			    struct rn_error *err)
+{
+	_cleanup_cache_ struct nl_cache *cache = NULL;
+	struct nl_object *obj;
+	int r;
+
+	r = rtnl_route_alloc_cache(sk, family, 0, &cache);
+	if (r < 0)
+		return nl_fail(err, r, "cannot list routes");
+	for (obj = nl_cache_get_first(cache); obj; obj = nl_cache_get_next(obj)) {
+		struct rtnl_route *route = (struct rtnl_route *)obj;
+		struct nl_addr *dst = rtnl_route_get_dst(route);
+
+		if (rtnl_route_get_table(route) != RT_TABLE_MAIN)
+			continue;
+		if (dst && nl_addr_get_prefixlen(dst) != 0)
+			continue;
+		for (int i = 0; i < rtnl_route_get_nnexthops(route); i++)
+			if (rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(route, i)) == ifindex)
+				*ret = true;
+	}
+	return 0;
+}
+
+int rn_link_has_default_route(int ifindex, bool *ret, struct rn_error *err)
+{
+	_cleanup_sock_ struct nl_sock *sk = NULL;
+	int r;
+
+	*ret = false;
+	r = route_sock(&sk, err);
+	if (r < 0)
+		return r;
+	r = default_route_in(sk, AF_INET, ifindex, ret, err);
+	if (r < 0)
+		return r;
+	return default_route_in(sk, AF_INET6, ifindex, ret, err);
+}

@@ -150,3 +150,31 @@ out:
 	rn_rdma_dev_free(&loc.dev);
 	return r < 0 ? r : 0;
 }
+
+struct named_move {
+	const char *name;
+	int nsfd;
+};
+
+static int move_named_here(void *arg, struct rn_error *err)
+{
+	struct named_move *job = arg;
+	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
+	struct rn_rdma_dev dev = { 0 };
+	int r;
+
+	r = rn_rdma_open(&rdma, err);
+	if (r == 0)
+		r = rn_rdma_dev_find(rdma, job->name, &dev, err);
+	if (r == 0)
+		r = rn_rdma_dev_set_netns(rdma, dev.index, dev.name, job->nsfd, err);
+	rn_rdma_dev_free(&dev);
+	return r;
+}
+
+int rn_move_rdma_dev(const char *name, int from_nsfd, int to_nsfd, struct rn_error *err)
+{
+	struct named_move job = { .name = name, .nsfd = to_nsfd };
+
+	return rn_netns_run(from_nsfd, move_named_here, &job, err);
+}

@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -368,4 +369,89 @@ oom:
 fail:
 	free(set.v);
 	return r;
+}
+
+struct each_job {
+	const int *fds;
+	size_t n;
+	rn_netns_each_fn fn;
+	void *arg;
+	struct rn_error *err;
+	int ret;
+};
+
+static void *each_thread(void *data)
+{
+	struct each_job *job = data;
+
+	/* This thread moves from netns to netns and ends with the walk. */
+	for (size_t i = 0; i < job->n; i++) {
+		int enter = setns(job->fds[i], CLONE_NEWNET) < 0 ? -errno : 0;
+		int r = job->fn(job->arg, i, enter, job->err);
+
+		if (r < 0) {
+			job->ret = r;
+			break;
+		}
+	}
+	return NULL;
+}
+
+int rn_netns_run_each(const int *fds, size_t n, rn_netns_each_fn fn, void *arg,
+		      struct rn_error *err)
+{
+	struct each_job job = { .fds = fds, .n = n, .fn = fn, .arg = arg, .err = err };
+	pthread_t thread;
+	int r;
+
+	if (n == 0)
+		return 0;
+	r = pthread_create(&thread, NULL, each_thread, &job);
+	if (r != 0)
+		return rn_error_errno(err, r, "cannot start a thread to enter network namespaces");
+	r = pthread_join(thread, NULL);
+	if (r != 0)
+		return rn_error_errno(err, r, "cannot join the network namespace thread");
+	return job.ret;
+}
+
+#ifndef FSOPEN_CLOEXEC
+#define FSOPEN_CLOEXEC 0x00000001
+#endif
+#ifndef FSMOUNT_CLOEXEC
+#define FSMOUNT_CLOEXEC 0x00000001
+#endif
+#ifndef FSCONFIG_CMD_CREATE
+#define FSCONFIG_CMD_CREATE 6
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV 0x00000004
+#define MOUNT_ATTR_NOEXEC 0x00000008
+#endif
+
+int rn_netns_sysfs_fd(struct rn_error *err)
+{
+#if defined(SYS_fsopen) && defined(SYS_fsconfig) && defined(SYS_fsmount)
+	_cleanup_close_ int fs = -1;
+	int mnt;
+
+	/* sysfs takes the netns of the calling thread when the context is made */
+	fs = (int)syscall(SYS_fsopen, "sysfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return rn_error_errno(err, errno,
+				      "cannot open a sysfs context (needs Linux >= 5.2 "
+				      "and CAP_SYS_ADMIN)");
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return rn_error_errno(err, errno, "cannot create a sysfs instance");
+	mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+			   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+				   MOUNT_ATTR_NOEXEC);
+	if (mnt < 0)
+		return rn_error_errno(err, errno, "cannot make a sysfs mount");
+	return mnt;
+#else
+	return rn_error_set(err, ENOSYS, "this system has no fsopen()/fsmount()");
+#endif
 }

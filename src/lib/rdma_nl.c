@@ -616,3 +616,112 @@ int rn_rdma_link_del(struct rn_rdma *rdma, uint32_t index, const char *name, str
 						kernel_says(ack, says, sizeof(says)));
 	return 0;
 }
+
+/* ---- statistics ---- */
+
+struct stat_collect {
+	struct rn_rdma_stats *out;
+	size_t cap;
+	int error;
+};
+
+static int stat_add(struct stat_collect *c, const char *name, uint64_t value)
+{
+	struct rn_rdma_stat *s;
+
+	if (c->out->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 32;
+		struct rn_rdma_stat *v = realloc(c->out->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->out->v = v;
+		c->cap = cap;
+	}
+	s = &c->out->v[c->out->n++];
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->value = value;
+	return 0;
+}
+
+/* One RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY: { ENTRY_NAME string, ENTRY_VALUE u64 }. */
+static int stat_entry(const struct nlattr *entry, struct stat_collect *c)
+{
+	const struct nlattr *attr, *name = NULL, *value = NULL;
+
+	mnl_attr_for_each_nested(attr, entry)
+	{
+		int type = mnl_attr_get_type(attr);
+
+		if (type == RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME &&
+		    mnl_attr_validate(attr, MNL_TYPE_NUL_STRING) == 0)
+			name = attr;
+		else if (type == RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE &&
+			 mnl_attr_validate(attr, MNL_TYPE_U64) == 0)
+			value = attr;
+	}
+	if (!name || !value)
+		return 0;
+	return stat_add(c, mnl_attr_get_str(name), mnl_attr_get_u64(value));
+}
+
+static int stat_get_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct stat_collect *c = data;
+	const struct nlattr *attr;
+
+	mnl_attr_for_each(attr, nlh, 0)
+	{
+		const struct nlattr *entry;
+
+		if (mnl_attr_get_type(attr) != RDMA_NLDEV_ATTR_STAT_HWCOUNTERS ||
+		    mnl_attr_validate(attr, MNL_TYPE_NESTED) < 0)
+			continue;
+		mnl_attr_for_each_nested(entry, attr)
+		{
+			int r;
+
+			if (mnl_attr_get_type(entry) != RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY ||
+			    mnl_attr_validate(entry, MNL_TYPE_NESTED) < 0)
+				continue;
+			r = stat_entry(entry, c);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+void rn_rdma_stats_free(struct rn_rdma_stats *stats)
+{
+	if (!stats)
+		return;
+	free(stats->v);
+	stats->v = NULL;
+	stats->n = 0;
+}
+
+int rn_rdma_stat_get(struct rn_rdma *rdma, uint32_t dev_index, uint32_t port,
+		     struct rn_rdma_stats *out, struct rn_error *err)
+{
+	struct stat_collect c = { .out = out };
+	char ack[256], says[300];
+	struct nlmsghdr *nlh;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	nlh = msg_prepare(rdma, RDMA_NLDEV_CMD_STAT_GET, 0);
+	mnl_attr_put_u32(nlh, RDMA_NLDEV_ATTR_DEV_INDEX, dev_index);
+	mnl_attr_put_u32(nlh, RDMA_NLDEV_ATTR_PORT_INDEX, port);
+	r = msg_exchange(rdma, nlh, stat_get_cb, &c, ack, sizeof(ack), err);
+	if (r >= 0)
+		return 0;
+	rn_rdma_stats_free(out);
+	if (rn_error_isset(err))
+		return r;
+	/* No hw_stats on that port (or the device left): the kernel says EINVAL. */
+	if (r == -EINVAL || r == -EOPNOTSUPP || r == -ENODEV)
+		return -EOPNOTSUPP;
+	return rn_error_errno(err, r, "cannot read the statistics of RDMA device %u port %u%s",
+			      dev_index, port, kernel_says(ack, says, sizeof(says)));
+}

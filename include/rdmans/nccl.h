@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * NCCL settings resolved from what a network namespace really holds.
+ *
+ * Three steps, each usable on its own:
+ *   probe    what is in the netns: RDMA ports (state, link layer, bound
+ *            netdev), the netdevs there and their IPv4 addresses, the GIDs;
+ *   resolve  the NCCL variables, from a profile (the platforms' presets),
+ *            what was probed, and override layers (config file, the CNI
+ *            config's `nccl` block, container annotations, options); every
+ *            value keeps where it came from, for --explain;
+ *   render   env, sh, nccl.conf text (nccl_conf.c), merged with an image's
+ *            own nccl.conf where there is one.
+ *
+ * Precedence, lowest first: profile, image's own nccl.conf (only when
+ * merging), detected, config file, CNI config, annotations, command line.
+ * Two exceptions keep the platforms' conventions: a profile's
+ * NCCL_SOCKET_IFNAME beats the detected one (CCE and PAI use eth0, the pod
+ * network, on purpose), and a profile's NCCL_IB_HCA and NCCL_IB_GID_INDEX
+ * are only used where nothing was detected.
+ */
+#ifndef RDMANS_NCCL_H
+#define RDMANS_NCCL_H
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdmans/cleanup.h"
+#include "rdmans/error.h"
+#include "rdmans/sysfs.h"
+
+#define RN_NCCL_NAME_MAX 64
+/* NCCL reads at most 1023 bytes of a value from nccl.conf (src/misc/param.cc). */
+#define RN_NCCL_VALUE_MAX 1024
+#define RN_NCCL_ORIGIN_MAX 256
+#define RN_NCCL_DETAIL_MAX 512
+#define RN_NCCL_PROFILE_MAX 32
+#define RN_NCCL_MAX_ADDRS 8
+#define RN_CIDR_MAX 64
+
+/* ---- profiles: the presets of the source documents ---- */
+
+struct rn_nccl_preset {
+	const char *name;
+	const char *value;
+};
+
+struct rn_nccl_profile {
+	const char *name; /* "roce", "ib", "baidu-cce", "scnet", "alibaba-erdma" */
+	const char *title; /* one line: what it is and where its values come from */
+	const struct rn_nccl_preset *values;
+	size_t n_values;
+};
+
+/* The i-th profile, NULL past the last. "auto" is not one: it picks one of these. */
+const struct rn_nccl_profile *rn_nccl_profile_at(size_t i);
+/* NULL when unknown. */
+const struct rn_nccl_profile *rn_nccl_profile_find(const char *name);
+/* 0, or -EINVAL naming the profiles there are ("auto" is accepted). */
+int rn_nccl_profile_check(const char *name, struct rn_error *err);
+
+/* ---- what a network namespace holds ---- */
+
+struct rn_nccl_port {
+	char dev[RN_RDMA_NAME_MAX];
+	uint32_t port;
+	char state[24]; /* "ACTIVE", "DOWN", ... as ports/P/state says, "" when unreadable */
+	bool active;
+	char link_layer[16]; /* "Ethernet", "InfiniBand" */
+	char netdev[IF_NAMESIZE]; /* the bound netdev, "" when none */
+	bool netdev_here; /* that netdev is in this netns */
+	size_t n_ipv4;
+	char ipv4[RN_NCCL_MAX_ADDRS][RN_CIDR_MAX]; /* its IPv4 addresses, "a.b.c.d/nn" */
+};
+
+struct rn_nccl_node {
+	size_t n_ports;
+	struct rn_nccl_port *ports; /* sorted by device (natural order), then port */
+	size_t n_netdevs;
+	char (*netdevs)[IF_NAMESIZE]; /* every netdev in the netns */
+	struct rn_gid_table gids;
+};
+
+void rn_nccl_node_free(struct rn_nccl_node *node);
+static inline void rn_nccl_node_freep(struct rn_nccl_node *node)
+{
+	rn_nccl_node_free(node);
+}
+#define _cleanup_nccl_node_ _cleanup_(rn_nccl_node_freep)
+
+/*
+ * Reads devices, ports, bound netdevs, GIDs and class/net under
+ * rn_sysfs_root(). Addresses are not in sysfs: rn_nccl_probe() adds them,
+ * tests use rn_nccl_node_add_addr().
+ */
+int rn_nccl_node_from_sysfs(struct rn_nccl_node *out, struct rn_error *err);
+/* Records IPv4 address `cidr` ("a.b.c.d/nn") on every port bound to netdev. */
+int rn_nccl_node_add_addr(struct rn_nccl_node *node, const char *netdev, const char *cidr,
+			  struct rn_error *err);
+/*
+ * The whole picture of the netns of nsfd: sysfs (a fresh mount, as seen from
+ * inside) and addresses (rtnetlink). nsfd < 0: the caller's netns and /sys as
+ * it is mounted (no root needed).
+ */
+int rn_nccl_probe(int nsfd, struct rn_nccl_node *out, struct rn_error *err);
+
+/* ---- override layers ---- */
+
+enum rn_nccl_source {
+	RN_NCCL_SRC_PROFILE = 0,
+	RN_NCCL_SRC_DETECTED,
+	RN_NCCL_SRC_CONFIG, /* a config file (/etc/rdmans/nccl.json) */
+	RN_NCCL_SRC_CNI, /* the CNI config's `nccl` block */
+	RN_NCCL_SRC_ANNOTATION, /* container annotations */
+	RN_NCCL_SRC_OPTION, /* the command line */
+};
+
+/* "profile", "detected", "config", "cni", "annotation", "option" */
+const char *rn_nccl_source_name(enum rn_nccl_source source);
+
+struct rn_nccl_kv {
+	char name[RN_NCCL_NAME_MAX];
+	char value[RN_NCCL_VALUE_MAX];
+	bool unset; /* removes the variable (a JSON null) */
+};
+
+struct rn_nccl_layer {
+	enum rn_nccl_source source;
+	char origin[RN_NCCL_ORIGIN_MAX]; /* "/etc/rdmans/nccl.json", "rdmans.io/nccl", "--set" */
+	char profile[RN_NCCL_PROFILE_MAX]; /* "" when the layer names none */
+	size_t n;
+	struct rn_nccl_kv *kv;
+};
+
+void rn_nccl_layer_init(struct rn_nccl_layer *l, enum rn_nccl_source source, const char *origin);
+void rn_nccl_layer_free(struct rn_nccl_layer *l);
+static inline void rn_nccl_layer_freep(struct rn_nccl_layer *l)
+{
+	rn_nccl_layer_free(l);
+}
+#define _cleanup_nccl_layer_ _cleanup_(rn_nccl_layer_freep)
+
+/*
+ * Sets (value != NULL) or unsets (NULL) a variable; a later call for the same
+ * name replaces the earlier one. Names are NCCL_[A-Z0-9_]+; values have no
+ * newline or NUL and fit nccl.conf (< RN_NCCL_VALUE_MAX bytes).
+ */
+int rn_nccl_layer_set(struct rn_nccl_layer *l, const char *name, const char *value,
+		      struct rn_error *err);
+/* "NAME=VALUE" (the --set form); "NAME=" sets an empty value, "NAME" alone unsets. */
+int rn_nccl_layer_set_arg(struct rn_nccl_layer *l, const char *arg, struct rn_error *err);
+int rn_nccl_layer_set_profile(struct rn_nccl_layer *l, const char *profile, struct rn_error *err);
+bool rn_nccl_name_valid(const char *name);
+/* "annotation rdmans.io/nccl", "config /etc/rdmans/nccl.json": source and origin, for messages. */
+void rn_nccl_layer_label(const struct rn_nccl_layer *l, char *buf, size_t len);
+
+/* ---- resolve ---- */
+
+struct rn_nccl_request {
+	const struct rn_nccl_layer *layers; /* precedence by source; equal sources: later wins */
+	size_t n_layers;
+	/*
+	 * Only values that do not depend on a pod's address or netdevs (CDI
+	 * specs, written before any pod exists): profile values other than
+	 * NCCL_IB_HCA and NCCL_IB_GID_INDEX, NCCL_IB_ADDR_* for addr_range,
+	 * and the layers. The node, when given, only picks the "auto" profile.
+	 */
+	bool node_static;
+	const char *addr_range; /* node_static: the pool's CIDR, or NULL */
+};
+
+struct rn_nccl_setting {
+	char name[RN_NCCL_NAME_MAX];
+	char value[RN_NCCL_VALUE_MAX];
+	enum rn_nccl_source source;
+	char origin
+		[RN_NCCL_ORIGIN_MAX]; /* "profile scnet", "detected", "annotation rdmans.io/nccl" */
+	char detail[RN_NCCL_DETAIL_MAX]; /* why this value, "" when the origin says it all */
+	char replaced[RN_NCCL_DETAIL_MAX]; /* what it replaced: "profile scnet: 3", or "" */
+};
+
+enum rn_nccl_gid_status {
+	RN_NCCL_GID_NA = 0, /* not RoCE: NCCL needs no GID index */
+	RN_NCCL_GID_FOUND, /* the RoCE v2 GID of the netdev's IPv4 address */
+	RN_NCCL_GID_NO_ADDR, /* the netdev has no IPv4 address */
+	RN_NCCL_GID_NO_MATCH, /* it has one, but no RoCE v2 GID holds it (yet) */
+};
+
+struct rn_nccl_port_use {
+	char dev[RN_RDMA_NAME_MAX];
+	uint32_t port;
+	bool used; /* in NCCL_IB_HCA */
+	char why_not[RN_NCCL_DETAIL_MAX]; /* when not used */
+	enum rn_nccl_gid_status gid_status;
+	int gid_index; /* RN_NCCL_GID_FOUND: the index */
+	char gid_ipv4[RN_CIDR_MAX]; /* RN_NCCL_GID_FOUND: the address it holds, "a.b.c.d/nn" */
+	char netdev[IF_NAMESIZE];
+};
+
+struct rn_nccl_result {
+	char profile[RN_NCCL_PROFILE_MAX];
+	char profile_origin
+		[RN_NCCL_ORIGIN_MAX]; /* "auto: every port is Ethernet", "annotation ..." */
+	size_t n;
+	struct rn_nccl_setting
+		*v; /* in a fixed order: IB_DISABLE, IB_HCA, GID, ADDR_*, SOCKET, rest */
+	size_t n_unset;
+	struct rn_nccl_setting *unset; /* removed by a layer: value = what it was */
+	size_t n_ports;
+	struct rn_nccl_port_use *ports;
+	size_t n_warnings;
+	char (*warnings)[RN_NCCL_DETAIL_MAX];
+};
+
+void rn_nccl_result_free(struct rn_nccl_result *res);
+static inline void rn_nccl_result_freep(struct rn_nccl_result *res)
+{
+	rn_nccl_result_free(res);
+}
+#define _cleanup_nccl_result_ _cleanup_(rn_nccl_result_freep)
+
+/*
+ * The settings for node (may be NULL with node_static). Fails with -ENODEV,
+ * saying what was found and why it cannot be used, when the node has no
+ * RDMA port NCCL could use (and node_static is not set).
+ */
+int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_request *req,
+		    struct rn_nccl_result *out, struct rn_error *err);
+
+/* The setting called name, or NULL. */
+const struct rn_nccl_setting *rn_nccl_result_get(const struct rn_nccl_result *res,
+						 const char *name);
+
+/* ---- render (nccl_conf.c) ---- */
+
+enum rn_nccl_format {
+	RN_NCCL_FMT_ENV, /* NAME=VALUE lines (env files, `env`) */
+	RN_NCCL_FMT_SH, /* a POSIX sh script that sets what the environment does not set already */
+	RN_NCCL_FMT_CONF, /* nccl.conf: NAME=VALUE, comments on lines of their own */
+};
+
+/*
+ * The settings as text in *ret (malloc'd). explain adds comment lines: the
+ * ports, the profile, each value's origin, warnings. Fails with -EINVAL when a
+ * value cannot be written in that format (a newline; an env file value
+ * with quotes or spaces is written raw, as env files take it).
+ */
+int rn_nccl_render(const struct rn_nccl_result *res, enum rn_nccl_format fmt, bool explain,
+		   char **ret, struct rn_error *err);
+
+/*
+ * nccl.conf text merged with `existing` (an image's own /etc/nccl.conf, or
+ * one written by an earlier run; NULL or "" when none):
+ *  - rdmans' block (between "# rdmans: begin" and "# rdmans: end") is
+ *    rewritten; lines outside it are kept, in order;
+ *  - an existing value wins over a profile value, loses to everything else;
+ *    a line that loses is kept as a comment ("#rdmans-overridden:LINE") and
+ *    comes back when a later run no longer sets that variable;
+ *  - every variable appears once, so NCCL's first-occurrence rule and ours agree.
+ * header: one comment line for the top of the block (no '#', no newline).
+ */
+int rn_nccl_conf_merge(const struct rn_nccl_result *res, const char *existing, const char *header,
+		       char **ret, struct rn_error *err);
+
+#endif

@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * rdmans env: the NCCL settings for what a network namespace really holds,
+ * as env lines, a sh script, nccl.conf or JSON; --explain says where each
+ * value came from.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nccl_opts.h"
+#include "rdmans.h"
+#include "rdmans/cleanup.h"
+#include "rdmans/discover.h"
+#include "rdmans/nccl.h"
+#include "rdmans/nccl_json.h"
+#include "rdmans/netns.h"
+
+/* ---- options shared with `cdi generate` ---- */
+
+void nccl_opts_init(struct nccl_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	rn_nccl_layer_init(&o->option, RN_NCCL_SRC_OPTION, "");
+}
+
+void nccl_opts_free(struct nccl_opts *o)
+{
+	rn_nccl_layer_free(&o->option);
+	for (size_t i = 0; i < o->n_layers; i++)
+		rn_nccl_layer_free(&o->layers[i]);
+	o->n_layers = 0;
+}
+
+int nccl_opts_take(struct rn_cli *cli, const char *arg, struct nccl_opts *o)
+{
+	struct rn_error err = { 0 };
+	const char *v;
+	int r;
+
+	if (strcmp(arg, "--profile") && strcmp(arg, "--set") && strcmp(arg, "--unset") &&
+	    strcmp(arg, "--config") && strcmp(arg, "--cni-config"))
+		return 0;
+	v = rn_cli_next(cli);
+	if (!v)
+		return rn_cli_usage("%s needs a value", arg);
+	if (strcmp(arg, "--config") == 0) {
+		o->config = v;
+		return 1;
+	}
+	if (strcmp(arg, "--cni-config") == 0) {
+		o->cni_config = v;
+		return 1;
+	}
+	if (strcmp(arg, "--profile") == 0)
+		r = rn_nccl_layer_set_profile(&o->option, v, &err);
+	else if (strcmp(arg, "--unset") == 0)
+		r = strchr(v, '=') ? rn_error_set(&err, EINVAL, "--unset takes a NAME, not %s", v)
+				   : rn_nccl_layer_set_arg(&o->option, v, &err);
+	else
+		r = !strchr(v, '=') ? rn_error_set(&err, EINVAL,
+						   "--set takes NAME=VALUE (--unset NAME removes "
+						   "one), not %s",
+						   v)
+				    : rn_nccl_layer_set_arg(&o->option, v, &err);
+	if (r < 0)
+		return rn_cli_usage("%s", err.msg);
+	return 1;
+}
+
+int nccl_opts_load(struct nccl_opts *o, struct rn_error *err)
+{
+	const char *root = getenv("RDMANS_CONFIG_ROOT");
+	char path[4096];
+	int r;
+
+	/* a named config file must exist; the default one is optional */
+	snprintf(path, sizeof(path), "%s%s", o->config || !root ? "" : root,
+		 o->config ? o->config : RN_NCCL_CONFIG);
+	if (o->config || access(path, F_OK) == 0) {
+		rn_nccl_layer_init(&o->layers[o->n_layers], RN_NCCL_SRC_CONFIG, path);
+		r = rn_nccl_layer_from_file(&o->layers[o->n_layers++], path, false, err);
+		if (r < 0)
+			return r;
+	}
+	if (o->cni_config) {
+		rn_nccl_layer_init(&o->layers[o->n_layers], RN_NCCL_SRC_CNI, o->cni_config);
+		r = rn_nccl_layer_from_file(&o->layers[o->n_layers++], o->cni_config, true, err);
+		if (r < 0)
+			return r;
+	}
+	o->layers[o->n_layers++] = o->option;
+	memset(&o->option, 0, sizeof(o->option));
+	return 0;
+}
+
+/* ---- rdmans env ---- */
+
+static int env_usage(void)
+{
+	return rn_cli_usage(
+		"usage: rdmans env [--netns TARGET | --container ID] [--format "
+		"env|sh|nccl-conf|json] [--explain] [--profile NAME] [--set NAME=VALUE]... "
+		"[--unset NAME]... [--config FILE] [--cni-config FILE] [--merge NCCL_CONF]; "
+		"rdmans env profiles");
+}
+
+static json_t *jstr_or_null(const char *s)
+{
+	return s && *s ? json_string(s) : json_null();
+}
+
+static json_t *result_json(const struct rn_nccl_result *res, const char *where)
+{
+	json_t *ports = json_array(), *settings = json_array(), *unset = json_array();
+	json_t *warnings = json_array(), *env = json_object();
+
+	for (size_t i = 0; i < res->n_ports; i++) {
+		const struct rn_nccl_port_use *u = &res->ports[i];
+		bool gid = u->gid_status == RN_NCCL_GID_FOUND;
+
+		json_array_append_new(
+			ports, json_pack("{s:s,s:i,s:b,s:o,s:o,s:o,s:o}", "dev", u->dev, "port",
+					 (int)u->port, "used", u->used, "why_not",
+					 jstr_or_null(u->used ? NULL : u->why_not), "netdev",
+					 jstr_or_null(u->netdev), "gid_index",
+					 gid ? json_integer(u->gid_index) : json_null(),
+					 "gid_address", jstr_or_null(gid ? u->gid_ipv4 : NULL)));
+	}
+	for (size_t i = 0; i < res->n; i++) {
+		const struct rn_nccl_setting *s = &res->v[i];
+
+		json_array_append_new(
+			settings, json_pack("{s:s,s:s,s:s,s:s,s:o,s:o}", "name", s->name, "value",
+					    s->value, "source", rn_nccl_source_name(s->source),
+					    "origin", s->origin, "detail", jstr_or_null(s->detail),
+					    "replaces", jstr_or_null(s->replaced)));
+		json_object_set_new(env, s->name, json_string(s->value));
+	}
+	for (size_t i = 0; i < res->n_unset; i++)
+		json_array_append_new(unset, json_pack("{s:s,s:s,s:s}", "name", res->unset[i].name,
+						       "by", res->unset[i].origin, "was",
+						       res->unset[i].replaced));
+	for (size_t i = 0; i < res->n_warnings; i++)
+		json_array_append_new(warnings, json_string(res->warnings[i]));
+	return json_pack("{s:s,s:{s:s,s:s},s:o,s:o,s:o,s:o,s:o}", "netns", where, "profile", "name",
+			 res->profile, "origin", res->profile_origin, "ports", ports, "settings",
+			 settings, "unset", unset, "warnings", warnings, "env", env);
+}
+
+static int list_profiles(struct rn_cli *cli)
+{
+	const struct rn_nccl_profile *p;
+	json_t *doc = json_array();
+
+	for (size_t i = 0; (p = rn_nccl_profile_at(i)); i++) {
+		json_t *env = json_object();
+
+		if (!cli->json)
+			printf("%s%s\n", i ? "\n" : "", p->name);
+		if (!cli->json)
+			printf("  %s\n", p->title);
+		for (size_t j = 0; j < p->n_values; j++) {
+			json_object_set_new(env, p->values[j].name,
+					    json_string(p->values[j].value));
+			if (!cli->json)
+				printf("  %s=%s\n", p->values[j].name, p->values[j].value);
+		}
+		json_array_append_new(doc, json_pack("{s:s,s:s,s:o}", "name", p->name, "title",
+						     p->title, "env", env));
+	}
+	if (cli->json)
+		return rn_cli_print_json(cli, doc);
+	json_decref(doc);
+	return 0;
+}
+
+static int read_host_file(const char *path, char **ret, struct rn_error *err)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	if (!f)
+		return rn_error_errno(err, errno, "cannot read %s", path);
+	for (;;) {
+		size_t n;
+
+		if (cap - len < 4096) {
+			char *nb;
+
+			cap = cap ? cap * 2 : 8192;
+			if (cap > (1u << 20))
+				return rn_error_set(err, EFBIG, "%s is larger than 1 MiB", path);
+			nb = realloc(buf, cap);
+			if (!nb)
+				return rn_error_set(err, ENOMEM, "out of memory");
+			buf = nb;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	if (ferror(f))
+		return rn_error_errno(err, EIO, "cannot read %s", path);
+	buf[len] = '\0';
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int rn_cmd_env(struct rn_cli *cli)
+{
+	_cleanup_(nccl_opts_free) struct nccl_opts opts;
+	_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
+	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
+	_cleanup_free_ char *text = NULL, *existing = NULL;
+	_cleanup_close_ int nsfd = -1;
+	struct rn_nccl_request req = { 0 };
+	struct rn_error err = { 0 };
+	const char *target = NULL, *container = NULL, *format = NULL, *merge = NULL;
+	enum rn_nccl_format fmt = RN_NCCL_FMT_ENV;
+	bool explain = false, json = cli->json;
+	char where[4200] = "the caller's netns";
+	int r;
+
+	nccl_opts_init(&opts);
+	if (rn_cli_flag(cli, "profiles"))
+		return list_profiles(cli);
+	(void)rn_cli_flag(cli, "show");
+	while (rn_cli_peek(cli)) {
+		const char *a = rn_cli_next(cli);
+
+		r = nccl_opts_take(cli, a, &opts);
+		if (r > 1)
+			return r;
+		if (r == 1)
+			continue;
+		if (strcmp(a, "--netns") == 0 || strcmp(a, "-n") == 0) {
+			target = rn_cli_next(cli);
+			if (!target)
+				return env_usage();
+		} else if (strcmp(a, "--container") == 0) {
+			container = rn_cli_next(cli);
+			if (!container)
+				return env_usage();
+		} else if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
+			format = rn_cli_next(cli);
+			if (!format)
+				return env_usage();
+		} else if (strcmp(a, "--merge") == 0) {
+			merge = rn_cli_next(cli);
+			if (!merge)
+				return env_usage();
+		} else if (strcmp(a, "--explain") == 0) {
+			explain = true;
+		} else {
+			return rn_cli_usage("unexpected argument '%s' to 'env' (try 'rdmans help')",
+					    a);
+		}
+	}
+	if (target && container)
+		return rn_cli_usage("give --netns or --container, not both");
+	if (format) {
+		if (strcmp(format, "env") == 0)
+			fmt = RN_NCCL_FMT_ENV;
+		else if (strcmp(format, "sh") == 0)
+			fmt = RN_NCCL_FMT_SH;
+		else if (strcmp(format, "nccl-conf") == 0)
+			fmt = RN_NCCL_FMT_CONF;
+		else if (strcmp(format, "json") == 0)
+			json = true;
+		else
+			return rn_cli_usage("--format must be env, sh, nccl-conf or json, not '%s'",
+					    format);
+		if (json && strcmp(format, "json") != 0)
+			return rn_cli_usage("-j and --format %s do not go together", format);
+	}
+	if (merge && (json || fmt != RN_NCCL_FMT_CONF))
+		return rn_cli_usage("--merge goes with --format nccl-conf");
+
+	r = nccl_opts_load(&opts, &err);
+	if (r < 0)
+		return rn_cli_fail(&err);
+	if (merge && read_host_file(merge, &existing, &err) < 0)
+		return rn_cli_fail(&err);
+
+	if (container) {
+		pid_t pid;
+
+		r = rn_container_pid(container, &pid, &err);
+		if (r < 0)
+			return rn_cli_fail(&err);
+		snprintf(where, sizeof(where), "the netns of container %s (PID %d)", container,
+			 (int)pid);
+		nsfd = rn_netns_open_pid(pid, &err);
+	} else if (target) {
+		nsfd = rn_netns_open_target(target, where, sizeof(where), &err);
+	}
+	if ((target || container) && nsfd < 0)
+		return rn_cli_fail(&err);
+
+	r = rn_nccl_probe(nsfd, &node, &err);
+	if (r == 0) {
+		req.layers = opts.layers;
+		req.n_layers = opts.n_layers;
+		r = rn_nccl_resolve(&node, &req, &res, &err);
+	}
+	if (r < 0) {
+		rn_error_wrap(&err, "%s", where);
+		return rn_cli_fail(&err);
+	}
+
+	if (json)
+		return rn_cli_print_json(cli, result_json(&res, where));
+	if (!explain)
+		for (size_t i = 0; i < res.n_warnings; i++)
+			fprintf(stderr, "rdmans: warning: %s\n", res.warnings[i]);
+	if (merge)
+		r = rn_nccl_conf_merge(&res, existing, "rdmans env --merge", &text, &err);
+	else
+		r = rn_nccl_render(&res, fmt, explain, &text, &err);
+	if (r < 0)
+		return rn_cli_fail(&err);
+	fputs(text, stdout);
+	return 0;
+}

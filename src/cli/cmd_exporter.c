@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * rdmans exporter [--listen ADDR:PORT] [--cni-state-dir DIR] [--once]
+ *
+ * Serves the RDMA counters of every namespace (rn_scrape_all) on /metrics in
+ * the Prometheus text format, through libmicrohttpd (one polling thread, so
+ * scrapes never overlap). Each request scrapes afresh; nothing is cached.
+ */
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "rdmans.h"
+#include "rdmans/counters.h"
+#include "rdmans/prom.h"
+
+#define DEFAULT_LISTEN ":9879"
+
+#if MHD_VERSION < 0x00097002
+typedef int rn_mhd_result;
+#else
+typedef enum MHD_Result rn_mhd_result;
+#endif
+
+struct exporter {
+	struct rn_scrape_options opts;
+};
+
+/* Scrapes and renders into out; a failed scrape is an error. */
+static int scrape_render(const struct exporter *ex, struct rn_buf *out, struct rn_error *err)
+{
+	_cleanup_scrape_ struct rn_scrape s = { 0 };
+	int r;
+
+	r = rn_scrape_all(&ex->opts, &s, err);
+	if (r < 0)
+		return r;
+	return rn_prom_render(&s, out, err);
+}
+
+static rn_mhd_result respond(struct MHD_Connection *c, unsigned status, char *body, size_t len,
+			     const char *type)
+{
+	struct MHD_Response *resp;
+	rn_mhd_result ret;
+
+	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	ret = MHD_queue_response(c, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static rn_mhd_result respond_text(struct MHD_Connection *c, unsigned status, const char *text)
+{
+	char *body = strdup(text);
+
+	if (!body)
+		return MHD_NO;
+	return respond(c, status, body, strlen(body), "text/plain; charset=utf-8");
+}
+
+static rn_mhd_result handle(void *cls, struct MHD_Connection *c, const char *url,
+			    const char *method, const char *version, const char *upload_data,
+			    size_t *upload_data_size, void **con_cls)
+{
+	static int first_call;
+	const struct exporter *ex = cls;
+	struct rn_buf out = { 0 };
+	struct rn_error err = { 0 };
+
+	/*
+	 * The first call only announces the request: answering then makes
+	 * libmicrohttpd close the connection instead of keeping it alive.
+	 */
+	if (!*con_cls) {
+		*con_cls = &first_call;
+		return MHD_YES;
+	}
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return respond_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+	if (strcmp(url, "/") == 0)
+		return respond_text(c, MHD_HTTP_OK,
+				    "rdmans exporter: RDMA counters of every namespace on "
+				    "/metrics\n");
+	if (strcmp(url, "/metrics") != 0)
+		return respond_text(c, MHD_HTTP_NOT_FOUND,
+				    "not found: the metrics are on /metrics\n");
+	if (scrape_render(ex, &out, &err) < 0) {
+		char msg[RN_ERROR_MSG_MAX + 32];
+
+		rn_buf_free(&out);
+		snprintf(msg, sizeof(msg), "scrape failed: %s\n", err.msg);
+		return respond_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
+	}
+	/* libmicrohttpd frees the body with free() */
+	return respond(c, MHD_HTTP_OK, out.buf, out.len, RN_PROM_CONTENT_TYPE);
+}
+
+struct listen_addr {
+	struct sockaddr_storage ss;
+	socklen_t len;
+	bool any; /* ":PORT": every address */
+	unsigned port;
+};
+
+/* "ADDR:PORT", "[V6ADDR]:PORT", ":PORT" or "PORT"; ADDR numeric or a name from /etc/hosts. */
+static int parse_listen(const char *text, struct listen_addr *out)
+{
+	struct addrinfo hints = { .ai_flags = AI_PASSIVE, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	char host[256] = "";
+	const char *port_text;
+	unsigned long port;
+	char *end;
+
+	memset(out, 0, sizeof(*out));
+	if (text[0] == '[') {
+		const char *close = strchr(text, ']');
+
+		if (!close || close[1] != ':' || (size_t)(close - text - 1) >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, text + 1, (size_t)(close - text - 1));
+		host[close - text - 1] = '\0';
+		port_text = close + 2;
+	} else {
+		const char *colon = strrchr(text, ':');
+
+		if (colon && strchr(text, ':') != colon)
+			return -EINVAL; /* a bare IPv6 address needs brackets */
+		if (colon) {
+			if ((size_t)(colon - text) >= sizeof(host))
+				return -EINVAL;
+			memcpy(host, text, (size_t)(colon - text));
+			host[colon - text] = '\0';
+			port_text = colon + 1;
+		} else {
+			port_text = text;
+		}
+	}
+	if (!*port_text || *port_text < '0' || *port_text > '9')
+		return -EINVAL;
+	errno = 0;
+	port = strtoul(port_text, &end, 10);
+	if (errno || *end || port > 65535)
+		return -EINVAL;
+	out->port = (unsigned)port;
+	if (!host[0] || strcmp(host, "*") == 0) {
+		out->any = true;
+		return 0;
+	}
+	if (getaddrinfo(host, NULL, &hints, &res) != 0 || !res)
+		return -EADDRNOTAVAIL;
+	memcpy(&out->ss, res->ai_addr, res->ai_addrlen);
+	out->len = res->ai_addrlen;
+	freeaddrinfo(res);
+	if (out->ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&out->ss)->sin_port = htons((uint16_t)port);
+	else if (out->ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&out->ss)->sin6_port = htons((uint16_t)port);
+	else
+		return -EADDRNOTAVAIL;
+	return 0;
+}
+
+static struct MHD_Daemon *start(const struct listen_addr *la, struct exporter *ex)
+{
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	struct sockaddr_in6 any6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT };
+	struct sockaddr_in any4 = { .sin_family = AF_INET, .sin_addr.s_addr = INADDR_ANY };
+	const struct sockaddr *sa = (const struct sockaddr *)&la->ss;
+	struct MHD_Daemon *d;
+
+	if (la->any) {
+		any6.sin6_port = htons((uint16_t)la->port);
+		d = MHD_start_daemon(flags | MHD_USE_DUAL_STACK, (uint16_t)la->port, NULL, NULL,
+				     handle, ex, MHD_OPTION_SOCK_ADDR, &any6,
+				     MHD_OPTION_CONNECTION_TIMEOUT, 30U,
+				     MHD_OPTION_CONNECTION_LIMIT, 64U, MHD_OPTION_END);
+		if (d)
+			return d;
+		/* no IPv6 on this host: every IPv4 address */
+		any4.sin_port = htons((uint16_t)la->port);
+		sa = (const struct sockaddr *)&any4;
+	} else if (la->ss.ss_family == AF_INET6) {
+		flags |= MHD_USE_IPv6;
+	}
+	return MHD_start_daemon(flags, (uint16_t)la->port, NULL, NULL, handle, ex,
+				MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_TIMEOUT, 30U,
+				MHD_OPTION_CONNECTION_LIMIT, 64U, MHD_OPTION_END);
+}
+
+static int run_once(const struct exporter *ex)
+{
+	struct rn_buf out = { 0 };
+	struct rn_error err = { 0 };
+	int r;
+
+	r = scrape_render(ex, &out, &err);
+	if (r < 0) {
+		rn_buf_free(&out);
+		return rn_cli_fail(&err);
+	}
+	fwrite(out.buf, 1, out.len, stdout);
+	rn_buf_free(&out);
+	return fflush(stdout) == 0 ? 0 : RN_EXIT_FAILURE;
+}
+
+int rn_cmd_exporter(struct rn_cli *cli)
+{
+	struct exporter ex = { 0 };
+	const char *listen = DEFAULT_LISTEN;
+	struct listen_addr la;
+	struct MHD_Daemon *d;
+	const union MHD_DaemonInfo *info;
+	sigset_t set;
+	bool once = false;
+	int sig = 0, r;
+
+	while (rn_cli_peek(cli)) {
+		const char *a = rn_cli_next(cli);
+
+		if (strcmp(a, "--listen") == 0 || strcmp(a, "-l") == 0) {
+			listen = rn_cli_next(cli);
+			if (!listen)
+				return rn_cli_usage("--listen needs ADDR:PORT (e.g. :9879, "
+						    "127.0.0.1:9879, [::1]:9879)");
+		} else if (strcmp(a, "--cni-state-dir") == 0) {
+			ex.opts.cni_state_dir = rn_cli_next(cli);
+			if (!ex.opts.cni_state_dir)
+				return rn_cli_usage("--cni-state-dir needs a directory");
+		} else if (strcmp(a, "--once") == 0) {
+			once = true;
+		} else {
+			return rn_cli_usage("unexpected argument '%s' to 'exporter' (usage: rdmans "
+					    "exporter [--listen ADDR:PORT] [--cni-state-dir DIR] "
+					    "[--once])",
+					    a);
+		}
+	}
+	if (once)
+		return run_once(&ex);
+
+	r = parse_listen(listen, &la);
+	if (r == -EADDRNOTAVAIL)
+		return rn_cli_usage("--listen %s: unknown address (give a numeric IPv4 or IPv6 "
+				    "address, or a name in /etc/hosts)",
+				    listen);
+	if (r < 0)
+		return rn_cli_usage("--listen %s: expected ADDR:PORT, [IPV6]:PORT, :PORT or PORT "
+				    "with PORT 0-65535",
+				    listen);
+	/* The daemon's thread inherits this mask; the signals come to sigwait() here. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	d = start(&la, &ex);
+	if (!d) {
+		fprintf(stderr,
+			"rdmans: cannot listen on %s (address in use, or not an address of this "
+			"host?)\n",
+			listen);
+		return RN_EXIT_FAILURE;
+	}
+	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	fprintf(stderr, "rdmans exporter: serving /metrics on %s (port %u)\n", listen,
+		info ? (unsigned)info->port : la.port);
+	fflush(stderr);
+	sigwait(&set, &sig);
+	MHD_stop_daemon(d);
+	return 0;
+}

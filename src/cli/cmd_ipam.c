@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * rdmans ipam: what rdma-netns-ipam holds, for operators.
+ *
+ *   rdmans ipam [ls] [FILTERS] [STORE]         address records
+ *   rdmans ipam show ADDRESS [STORE]           one record and its attachment
+ *   rdmans ipam release ADDRESS | FILTERS [STORE]
+ *   rdmans ipam gc [--dry-run] [STORE]         crash leftovers, orphans
+ *
+ * STORE: --config FILE (a CNI network config, conflist or flat IPAM file),
+ * --data-dir DIR, or --etcd URL[,URL] with --etcd-ca/-cert/-key/-user/
+ * -password-file/-prefix. Without any, the flat files rdma-netns-ipam reads
+ * (rdma-netns-ipam(8)) and then the local store in its default directory.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdmans.h"
+#include "rdmans/cleanup.h"
+#include "rdmans/ipam.h"
+
+struct ipam_opts {
+	const char *config;
+	const char *data_dir;
+	const char *etcd, *etcd_ca, *etcd_cert, *etcd_key, *etcd_user, *etcd_password_file,
+		*etcd_prefix;
+	struct rn_ipam_filter filter;
+	bool dry_run;
+	const char *address;
+};
+
+static const char *config_root(void)
+{
+	const char *root = getenv("RDMANS_CONFIG_ROOT");
+
+	return root ? root : "";
+}
+
+/* Parses options; a leftover non-option goes to o->address (when allowed). */
+static int parse_opts(struct rn_cli *cli, struct ipam_opts *o, bool filters, bool address,
+		      const char *usage)
+{
+	static const struct {
+		const char *flag;
+		size_t off;
+		bool filter;
+	} table[] = {
+		{ "--config", offsetof(struct ipam_opts, config), false },
+		{ "--data-dir", offsetof(struct ipam_opts, data_dir), false },
+		{ "--etcd", offsetof(struct ipam_opts, etcd), false },
+		{ "--etcd-ca", offsetof(struct ipam_opts, etcd_ca), false },
+		{ "--etcd-cert", offsetof(struct ipam_opts, etcd_cert), false },
+		{ "--etcd-key", offsetof(struct ipam_opts, etcd_key), false },
+		{ "--etcd-user", offsetof(struct ipam_opts, etcd_user), false },
+		{ "--etcd-password-file", offsetof(struct ipam_opts, etcd_password_file), false },
+		{ "--etcd-prefix", offsetof(struct ipam_opts, etcd_prefix), false },
+		{ "--scope", offsetof(struct ipam_opts, filter.scope), false },
+		{ "--node", offsetof(struct ipam_opts, filter.node), true },
+		{ "--network", offsetof(struct ipam_opts, filter.network), true },
+		{ "--container", offsetof(struct ipam_opts, filter.container_id), true },
+		{ "--pod", offsetof(struct ipam_opts, filter.pod), true },
+		{ "--ifname", offsetof(struct ipam_opts, filter.ifname), true },
+	};
+	const char *arg;
+
+	while ((arg = rn_cli_next(cli))) {
+		bool found = false;
+
+		if (strcmp(arg, "--dry-run") == 0 && !filters && !address) {
+			o->dry_run = true;
+			continue;
+		}
+		for (size_t i = 0; i < RN_ARRAY_SIZE(table) && !found; i++) {
+			const char *value;
+
+			if (strcmp(arg, table[i].flag) != 0)
+				continue;
+			if (table[i].filter && !filters)
+				return rn_cli_usage("%s does not take %s; %s", "this command", arg,
+						    usage);
+			value = rn_cli_next(cli);
+			if (!value || !*value)
+				return rn_cli_usage("%s needs a value; %s", arg, usage);
+			*(const char **)((char *)o + table[i].off) = value;
+			found = true;
+		}
+		if (found)
+			continue;
+		if (arg[0] != '-' && address && !o->address) {
+			o->address = arg;
+			continue;
+		}
+		return rn_cli_usage("unexpected argument '%s'; %s", arg, usage);
+	}
+	if (o->config && (o->data_dir || o->etcd))
+		return rn_cli_usage("--config and --data-dir/--etcd: give one of them");
+	if (o->data_dir && o->etcd)
+		return rn_cli_usage("--data-dir and --etcd: give one of them");
+	return 0;
+}
+
+/* The store settings, through the same parser as the plugin's. */
+static int load_config(const struct ipam_opts *o, struct rn_ipam_config *c, struct rn_error *err)
+{
+	_cleanup_json_ json_t *doc = NULL;
+	_cleanup_free_ char *text = NULL;
+	int r;
+
+	if (o->config) {
+		json_error_t jerr;
+
+		doc = json_load_file(o->config, 0, &jerr);
+		if (!doc)
+			return rn_error_set(err, EINVAL, "--config %s: %s", o->config, jerr.text);
+	} else {
+		doc = json_object();
+		if (o->data_dir) {
+			json_object_set_new(doc, "store", json_string("local"));
+			json_object_set_new(doc, "dataDir", json_string(o->data_dir));
+		}
+		if (o->etcd) {
+			json_t *etcd = json_object();
+
+			json_object_set_new(doc, "store", json_string("etcd"));
+			json_object_set_new(etcd, "endpoints", json_string(o->etcd));
+			if (o->etcd_ca)
+				json_object_set_new(etcd, "ca_file", json_string(o->etcd_ca));
+			if (o->etcd_cert)
+				json_object_set_new(etcd, "cert_file", json_string(o->etcd_cert));
+			if (o->etcd_key)
+				json_object_set_new(etcd, "key_file", json_string(o->etcd_key));
+			if (o->etcd_user)
+				json_object_set_new(etcd, "username", json_string(o->etcd_user));
+			if (o->etcd_password_file)
+				json_object_set_new(etcd, "password_file",
+						    json_string(o->etcd_password_file));
+			if (o->etcd_prefix)
+				json_object_set_new(etcd, "key_prefix", json_string(o->etcd_prefix));
+			json_object_set_new(doc, "etcd", etcd);
+		}
+	}
+	text = json_dumps(doc, JSON_COMPACT);
+	if (!text)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	r = rn_ipam_config_parse(text, config_root(), RN_IPAM_CONFIG_STORE_ONLY, c, err);
+	explicit_bzero(text, strlen(text));
+	return r;
+}
+
+static int open_from(const struct ipam_opts *o, struct rn_ipam_config *c,
+		     struct rn_ipam_store **s, struct rn_error *err)
+{
+	int r = load_config(o, c, err);
+
+	if (r == 0)
+		r = rn_ipam_store_open(c, s, err);
+	return r;
+}
+
+static json_t *record_json(const struct rn_ipam_record *r)
+{
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "address", r->ip, "range",
+			 r->range, "scope", r->scope, "pool", r->pool, "attachment", r->attachment,
+			 "network", r->network, "container_id", r->container_id, "ifname",
+			 r->ifname, "pod", r->pod, "node", r->node, "time", r->time);
+}
+
+static void print_table(const struct rn_ipam_record *recs, size_t n)
+{
+	printf("%-10s %-28s %-18s %-14s %-30s %-8s %-14s %s\n", "SCOPE", "ADDRESS", "RANGE", "NODE",
+	       "POD", "IFNAME", "CONTAINER", "SINCE");
+	for (size_t i = 0; i < n; i++)
+		printf("%-10s %-28s %-18s %-14s %-30s %-8s %-14.12s %s\n", recs[i].scope, recs[i].ip,
+		       recs[i].range, recs[i].node, recs[i].pod[0] ? recs[i].pod : "-",
+		       recs[i].ifname, recs[i].container_id, recs[i].time);
+}
+
+static const char *const ls_usage = "usage: rdmans ipam ls [--node N] [--network NAME] "
+				    "[--pod NS/NAME] [--container ID] [--ifname IF] [--scope S] "
+				    "[--config FILE | --data-dir DIR | --etcd URLS ...]";
+
+static int ipam_ls(struct rn_cli *cli)
+{
+	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
+	_cleanup_free_ struct rn_ipam_record *recs = NULL;
+	struct ipam_opts o = { 0 };
+	struct rn_ipam_config c = { 0 };
+	struct rn_error err = { 0 };
+	size_t n = 0;
+	int r;
+
+	r = parse_opts(cli, &o, true, false, ls_usage);
+	if (r)
+		return r;
+	r = open_from(&o, &c, &s, &err);
+	if (r == 0)
+		r = rn_ipam_list(s, &o.filter, &recs, &n, &err);
+	rn_ipam_config_free(&c);
+	if (r < 0)
+		return rn_cli_fail(&err);
+	if (cli->json) {
+		json_t *list = json_array();
+
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(list, record_json(&recs[i]));
+		return rn_cli_print_json(cli, list);
+	}
+	print_table(recs, n);
+	return 0;
+}
+
+/* Records holding ADDRESS (in o->filter.scope if given); -ENXIO when none. */
+static int find_address(struct rn_ipam_store *s, struct ipam_opts *o, struct rn_ipam_record **recs,
+			size_t *n, struct rn_error *err)
+{
+	struct rn_ip ip;
+	int r;
+
+	if (rn_ip_parse(o->address, &ip) < 0)
+		return rn_error_set(err, EINVAL, "'%s' is not an IP address", o->address);
+	o->filter.ip = o->address;
+	r = rn_ipam_list(s, &o->filter, recs, n, err);
+	if (r < 0)
+		return r;
+	if (*n == 0)
+		return rn_error_set(err, ENXIO, "no record holds %s%s%s (see 'rdmans ipam ls')",
+				    o->address, o->filter.scope ? " in scope " : "",
+				    o->filter.scope ? o->filter.scope : "");
+	return 0;
+}
+
+static int ipam_show(struct rn_cli *cli)
+{
+	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
+	_cleanup_free_ struct rn_ipam_record *recs = NULL;
+	struct ipam_opts o = { 0 };
+	struct rn_ipam_config c = { 0 };
+	struct rn_error err = { 0 };
+	size_t n = 0;
+	int r;
+
+	r = parse_opts(cli, &o, false, true,
+		       "usage: rdmans ipam show ADDRESS [--scope S] [--config FILE | ...]");
+	if (r)
+		return r;
+	if (!o.address)
+		return rn_cli_usage("usage: rdmans ipam show ADDRESS [--scope S]");
+	r = open_from(&o, &c, &s, &err);
+	if (r == 0)
+		r = find_address(s, &o, &recs, &n, &err);
+	rn_ipam_config_free(&c);
+	if (r < 0)
+		return rn_cli_fail(&err);
+	if (cli->json) {
+		json_t *list = json_array();
+
+		for (size_t i = 0; i < n; i++) {
+			struct rn_ipam_attachment att;
+			struct rn_error aerr = { 0 };
+			json_t *rec = record_json(&recs[i]), *held = json_array();
+
+			if (rn_ipam_attachment_get(s, recs[i].scope, recs[i].attachment, &att,
+						   &aerr) == 0)
+				for (size_t h = 0; h < att.n; h++)
+					json_array_append_new(held, json_string(att.held[h].ip));
+			json_object_set_new(rec, "attachment_holds", held);
+			json_array_append_new(list, rec);
+		}
+		return rn_cli_print_json(cli, list);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct rn_ipam_record *rec = &recs[i];
+		struct rn_ipam_attachment att;
+		struct rn_error aerr = { 0 };
+
+		printf("%saddress:      %s\nrange:        %s\nscope:        %s\npool:         %s\n"
+		       "network:      %s\nnode:         %s\npod:          %s\nifname:       %s\n"
+		       "container:    %s\nattachment:   %s\nsince:        %s\n",
+		       i ? "\n" : "", rec->ip, rec->range, rec->scope, rec->pool, rec->network,
+		       rec->node, rec->pod[0] ? rec->pod : "-", rec->ifname, rec->container_id,
+		       rec->attachment, rec->time);
+		if (rn_ipam_attachment_get(s, rec->scope, rec->attachment, &att, &aerr) == 0) {
+			printf("holds:       ");
+			for (size_t h = 0; h < att.n; h++)
+				printf(" %s", att.held[h].ip);
+			printf("\n");
+		} else {
+			printf("holds:        (no attachment record: 'rdmans ipam gc' releases "
+			       "it)\n");
+		}
+	}
+	return 0;
+}
+
+static const char *const release_usage =
+	"usage: rdmans ipam release ADDRESS [--scope S] | --container ID | --pod NS/NAME | "
+	"--node NODE [--ifname IF] [--network NAME] [--config FILE | --data-dir DIR | --etcd ...]";
+
+static int ipam_release(struct rn_cli *cli)
+{
+	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
+	_cleanup_free_ struct rn_ipam_record *recs = NULL;
+	struct ipam_opts o = { 0 };
+	struct rn_ipam_config c = { 0 };
+	struct rn_error err = { 0 };
+	json_t *done = NULL;
+	size_t n = 0;
+	int r;
+
+	r = parse_opts(cli, &o, true, true, release_usage);
+	if (r)
+		return r;
+	if (!o.address && !o.filter.container_id && !o.filter.pod && !o.filter.node)
+		return rn_cli_usage("%s", release_usage);
+	r = open_from(&o, &c, &s, &err);
+	if (r == 0) {
+		if (o.address) {
+			r = find_address(s, &o, &recs, &n, &err);
+			if (r == 0 && n > 1)
+				r = rn_error_set(&err, ENOTUNIQ,
+						 "%s is held in %zu scopes or pools: add --scope "
+						 "(see 'rdmans ipam show %s')",
+						 o.address, n, o.address);
+		} else {
+			r = rn_ipam_list(s, &o.filter, &recs, &n, &err);
+			if (r == 0 && n == 0)
+				r = rn_error_set(&err, ENXIO,
+						 "no record matches (see 'rdmans ipam ls')");
+		}
+	}
+	rn_ipam_config_free(&c);
+	if (r < 0)
+		return rn_cli_fail(&err);
+	done = json_array();
+	for (size_t i = 0; i < n; i++) {
+		r = rn_ipam_release(s, &recs[i], &err);
+		if (r < 0) {
+			json_decref(done);
+			return rn_cli_fail(&err);
+		}
+		json_array_append_new(done, json_string(recs[i].ip));
+		if (!cli->json)
+			printf("released %s (%s%s %s, node %s)\n", recs[i].ip,
+			       recs[i].pod[0] ? "pod " : "container ",
+			       recs[i].pod[0] ? recs[i].pod : recs[i].container_id, recs[i].ifname,
+			       recs[i].node);
+	}
+	if (cli->json)
+		return rn_cli_print_json(cli, json_pack("{s:o}", "released", done));
+	json_decref(done);
+	return 0;
+}
+
+static int ipam_gc(struct rn_cli *cli)
+{
+	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
+	struct ipam_opts o = { 0 };
+	struct rn_ipam_config c = { 0 };
+	struct rn_ipam_repair_stats st;
+	struct rn_error err = { 0 };
+	int r;
+
+	r = parse_opts(cli, &o, false, false,
+		       "usage: rdmans ipam gc [--dry-run] [--config FILE | --data-dir DIR | "
+		       "--etcd URLS ...]");
+	if (r)
+		return r;
+	r = open_from(&o, &c, &s, &err);
+	if (r == 0)
+		r = rn_ipam_repair(s, o.dry_run, &st, &err);
+	rn_ipam_config_free(&c);
+	if (r < 0)
+		return rn_cli_fail(&err);
+	if (cli->json)
+		return rn_cli_print_json(cli, json_pack("{s:b,s:I,s:I,s:I}", "dry_run", o.dry_run,
+							"temp_files", (json_int_t)st.temp_files,
+							"orphans", (json_int_t)st.orphans,
+							"empty_attachments",
+							(json_int_t)st.empty));
+	printf("%s %zu temp file(s) of crashed writers, %zu address record(s) no attachment "
+	       "holds, %zu attachment(s) holding nothing\n",
+	       o.dry_run ? "would remove" : "removed", st.temp_files, st.orphans, st.empty);
+	return 0;
+}
+
+static int ipam_help(struct rn_cli *cli)
+{
+	return rn_cli_usage("usage: rdmans ipam [ls|show ADDRESS|release ...|gc [--dry-run]] "
+			    "(see rdmans(8) and rdma-netns-ipam(8))");
+}
+
+int rn_cmd_ipam(struct rn_cli *cli)
+{
+	static const struct rn_cmd cmds[] = {
+		{ "ls", ipam_ls },	       { "list", ipam_ls },   { "show", ipam_show },
+		{ "release", ipam_release }, { "gc", ipam_gc },	      { "help", ipam_help },
+		{ NULL, NULL },
+	};
+
+	return rn_cli_dispatch(cli, cmds, "ipam");
+}

@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ADD. Checks first, changes after; every change after the state file is
+ * written is undone by the same teardown DEL runs, when a later step fails.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cni.h"
+#include "rdmans/cleanup.h"
+#include "rdmans/link.h"
+#include "rdmans/netns.h"
+
+#define LOCK_TIMEOUT_MS 60000
+
+struct add_job {
+	struct cni_ctx *ctx;
+	char name[256]; /* state file */
+	struct rn_attach_plan plan;
+	int locks[2 * RN_ATTACH_MAX];
+	size_t n_locks;
+	int pod;
+	struct rn_cni_state st;
+	struct cni_ipam_result ipam;
+	bool state_written;
+	bool ipam_added; /* the IPAM plugin's ADD succeeded: its DEL undoes it */
+};
+
+/* "pod default/gpu-pod0 (container 3f2a..., net1 on network rdma-net)" */
+static void describe_owner(const struct rn_cni_state *st, char *buf, size_t len)
+{
+	const char *ns = rn_cni_state_get(st, "pod_namespace");
+	const char *pod = rn_cni_state_get(st, "pod_name");
+	const char *cid = rn_cni_state_get(st, "container_id");
+	const char *ifname = rn_cni_state_get(st, "ifname");
+	const char *net = rn_cni_state_get(st, "network");
+
+	if (pod)
+		snprintf(buf, len, "pod %s/%s (container %.12s, %s on network %s)", ns ? ns : "?",
+			 pod, cid ? cid : "?", ifname ? ifname : "?", net ? net : "?");
+	else
+		snprintf(buf, len, "container %.12s (%s on network %s)", cid ? cid : "?",
+			 ifname ? ifname : "?", net ? net : "?");
+}
+
+/* -1 (failure set) when another attachment claims the plan's devices or the selection. */
+static int check_owner(struct add_job *job, const struct rn_attach_plan *plan,
+		       const struct rn_attach_select *sel, const struct rn_error *cause)
+{
+	struct cni_ctx *ctx = job->ctx;
+	_cleanup_cni_state_ struct rn_cni_state owner = { 0 };
+	struct rn_error err = { 0 };
+	char who[600];
+	int r;
+
+	r = rn_attach_find_owner(ctx->state_dir, job->name, plan, sel, NULL, 0, &owner, &err);
+	if (r < 0)
+		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
+	if (r == 0) {
+		if (cause)
+			return cni_fail_lib(ctx, 0, cause);
+		return 0;
+	}
+	describe_owner(&owner, who, sizeof(who));
+	return cni_fail(ctx, RN_CNI_IN_USE,
+			"the selected device belongs to %s; one device serves one pod at a time",
+			who);
+}
+
+static int check_policy(struct add_job *job, const struct rn_attach_plan *plan)
+{
+	struct cni_ctx *ctx = job->ctx;
+	const struct cni_conf *c = &ctx->conf;
+	struct rn_error err = { 0 };
+
+	for (size_t i = 0; !plan->chained && i < plan->n_netdevs; i++) {
+		bool def = false;
+
+		if (rn_link_has_default_route(plan->netdevs[i].ifindex, &def, &err) < 0)
+			return cni_fail_lib(ctx, 0, &err);
+		if (def && !c->allow_default_route)
+			return cni_fail(ctx, RN_CNI_MANAGEMENT,
+					"netdev %s carries the host's default route (the node's "
+					"management interface?); refusing to move it into a pod. "
+					"Set \"allowDefaultRoute\": true if that is really meant",
+					plan->netdevs[i].name);
+	}
+	if (plan->n_rdma == 0 && c->require_rdma) {
+		if (!plan->rdma_kernel)
+			return cni_fail(ctx, RN_CNI_NO_RDMA,
+					"netdev %s has no RDMA device: this kernel has no RDMA "
+					"netlink (ib_core not loaded?). Set \"requireRdma\": false "
+					"to attach netdevs without RDMA",
+					plan->netdevs[0].name);
+		return cni_fail(ctx, RN_CNI_NO_RDMA,
+				"netdev %s has no RDMA device bound to it%s; refusing to attach it "
+				"without RDMA. Name the RDMA device ('rdmaDevice', 'deviceID') or "
+				"set \"requireRdma\": false",
+				plan->netdevs[0].name,
+				plan->chained ? " that rdma-netns can find (no PCI function)" : "");
+	}
+	if (plan->n_rdma > 0 && !plan->exclusive)
+		return cni_fail(ctx, RN_CNI_SHARED_MODE,
+				"cannot move RDMA device %s into the pod: the RDMA subsystem is in "
+				"shared netns mode, where every namespace sees every device. Run "
+				"'rdmans system set netns exclusive --persist' and reboot the node "
+				"(the mode can change at runtime only while no other network "
+				"namespace exists)",
+				plan->rdma[0]);
+	return 0;
+}
+
+static int resolve(struct add_job *job, struct rn_attach_plan *plan)
+{
+	struct cni_ctx *ctx = job->ctx;
+	struct rn_error err = { 0 };
+	int r;
+
+	if (ctx->conf.prev_result)
+		r = rn_attach_resolve_chained(job->pod, ctx->ifname, &ctx->conf.sel, plan, &err);
+	else
+		r = rn_attach_resolve(&ctx->conf.sel, ctx->ifname, plan, &err);
+	if (r == -ENODEV) {
+		(void)check_owner(job, NULL, &ctx->conf.sel, &err); /* "in use" or err */
+		return -1;
+	}
+	if (r < 0)
+		return cni_fail_lib(ctx, 0, &err);
+	return 0;
+}
+
+/* Resolve, lock what it names, resolve again under the locks (it may have moved meanwhile). */
+static int resolve_and_lock(struct add_job *job)
+{
+	struct cni_ctx *ctx = job->ctx;
+	struct rn_attach_plan first, again;
+	struct rn_error err = { 0 };
+
+	if (resolve(job, &first) < 0 || check_policy(job, &first) < 0)
+		return -1;
+	for (int attempt = 0; attempt < 4; attempt++) {
+		if (rn_attach_lock(ctx->state_dir, &first, LOCK_TIMEOUT_MS, job->locks,
+				   &job->n_locks, &err) < 0)
+			return cni_fail_lib(ctx, CNI_ERR_TRY_AGAIN, &err);
+		if (resolve(job, &again) < 0)
+			return -1;
+		if (rn_attach_locks_cover(&first, &again)) {
+			job->plan = again;
+			if (check_owner(job, &job->plan, NULL, NULL) < 0 ||
+			    check_policy(job, &job->plan) < 0)
+				return -1;
+			return 0;
+		}
+		rn_attach_unlock(job->locks, job->n_locks);
+		job->n_locks = 0;
+		first = again;
+	}
+	return cni_fail(ctx, CNI_ERR_TRY_AGAIN,
+			"the selected device kept changing while rdma-netns tried to lock it; try "
+			"again");
+}
+
+static int state_init(struct add_job *job, const char *devinfo)
+{
+	struct cni_ctx *ctx = job->ctx;
+	struct rn_cni_state *st = &job->st;
+	struct rn_error err = { 0 };
+	const char *key;
+	json_t *v;
+	int r = 0;
+
+#define SET(k, ...)                                                                                \
+	do {                                                                                       \
+		if (r == 0)                                                                        \
+			r = rn_cni_state_setf(st, &err, k, __VA_ARGS__);                           \
+	} while (0)
+	SET("format", "%d", RN_CNI_STATE_FORMAT);
+	SET("network", "%s", ctx->conf.name);
+	SET("container_id", "%s", ctx->container_id);
+	SET("ifname", "%s", ctx->ifname);
+	SET("netns", "%s", ctx->netns);
+	SET("phase", "adding");
+	SET("created", "%lld", (long long)time(NULL));
+	if (ctx->pod_namespace[0])
+		SET("pod_namespace", "%s", ctx->pod_namespace);
+	if (ctx->pod_name[0])
+		SET("pod_name", "%s", ctx->pod_name);
+	if (ctx->pod_uid[0])
+		SET("pod_uid", "%s", ctx->pod_uid);
+	if (ctx->infra_id[0])
+		SET("infra_container_id", "%s", ctx->infra_id);
+	if (ctx->conf.ipam_type)
+		SET("ipam", "%s", ctx->conf.ipam_type);
+	if (devinfo)
+		SET("devinfo", "%s", devinfo);
+	json_object_foreach(ctx->conf.nccl, key, v)
+	{
+		char k[300];
+
+		snprintf(k, sizeof(k), "nccl.%s", key);
+		if (json_is_string(v))
+			SET(k, "%s", json_string_value(v));
+		else if (json_is_integer(v))
+			SET(k, "%lld", (long long)json_integer_value(v));
+		else if (json_is_real(v))
+			SET(k, "%g", json_real_value(v));
+		else
+			SET(k, "%d", json_is_true(v) ? 1 : 0);
+	}
+#undef SET
+	if (r == 0)
+		r = rn_attach_plan_save(&job->plan, st, &err);
+	if (r < 0)
+		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
+	return 0;
+}
+
+static int state_write(struct add_job *job, const char *what)
+{
+	struct rn_error err = { 0 };
+
+	if (rn_cni_state_write(job->ctx->state_dir, job->name, &job->st, &err) < 0)
+		return cni_fail_lib(job->ctx, CNI_ERR_IO, &err);
+	job->state_written = true;
+	cni_fault_point(what);
+	return 0;
+}
+
+/* After a failure: undo everything (as DEL would), keep the first message. */
+static void rollback(struct add_job *job)
+{
+	struct cni_ctx *ctx = job->ctx;
+	int code = ctx->code;
+	char first[sizeof(ctx->msg)];
+
+	if (!job->state_written)
+		return;
+	snprintf(first, sizeof(first), "%s", ctx->msg);
+	ctx->code = 0;
+	ctx->msg[0] = '\0';
+	/* the device locks are held here already */
+	if (cni_teardown(ctx, job->name, &job->st, job->ipam_added, false, NULL, NULL) < 0) {
+		char second[sizeof(ctx->msg)];
+
+		snprintf(second, sizeof(second), "%s", ctx->msg);
+		snprintf(ctx->msg, sizeof(ctx->msg),
+			 "%.480s; undoing the ADD failed too (%.460s): run DEL for this container", first,
+			 second);
+	} else {
+		snprintf(ctx->msg, sizeof(ctx->msg), "%.900s (everything ADD changed was undone)",
+			 first);
+	}
+	ctx->code = code;
+}
+
+static const char *pod_iface_in(json_t *prev, const char *ifname, int *ret_index)
+{
+	json_t *ifaces = json_object_get(prev, "interfaces"), *it;
+	size_t i;
+
+	*ret_index = -1;
+	json_array_foreach(ifaces, i, it)
+	{
+		json_t *name = json_object_get(it, "name");
+
+		if (json_is_string(name) && strcmp(json_string_value(name), ifname) == 0) {
+			*ret_index = (int)i;
+			return json_string_value(name);
+		}
+	}
+	return NULL;
+}
+
+/* Addresses of the pod interface: ours (main mode) or prevResult's (chained). */
+static size_t pod_addrs(struct add_job *job, const char **addrs, size_t max)
+{
+	struct cni_ctx *ctx = job->ctx;
+	size_t n = 0;
+
+	if (!ctx->conf.prev_result) {
+		for (size_t i = 0; i < job->ipam.n_ips && n < max; i++)
+			addrs[n++] = job->ipam.ips[i].cidr;
+	} else {
+		json_t *ips = json_object_get(ctx->conf.prev_result, "ips"), *ip;
+		int mine;
+		size_t i;
+
+		(void)pod_iface_in(ctx->conf.prev_result, ctx->ifname, &mine);
+		json_array_foreach(ips, i, ip)
+		{
+			json_t *a = json_object_get(ip, "address");
+			json_t *idx = json_object_get(ip, "interface");
+
+			if (!json_is_string(a) || n == max)
+				continue;
+			if (json_is_integer(idx) && json_integer_value(idx) != mine)
+				continue;
+			addrs[n++] = json_string_value(a);
+		}
+	}
+	return n;
+}
+
+static int add_steps(struct add_job *job)
+{
+	struct cni_ctx *ctx = job->ctx;
+	struct rn_error err = { 0 };
+	const char *addrs[32];
+	char devinfo[PATH_MAX];
+	size_t n_addrs;
+	int r;
+
+	if (cni_devinfo_path(ctx, devinfo, sizeof(devinfo)) < 0)
+		return -1;
+	if (resolve_and_lock(job) < 0)
+		return -1;
+	if (state_init(job, job->plan.n_rdma ? devinfo : NULL) < 0 ||
+	    state_write(job, "wrote the state file") < 0)
+		return -1;
+
+	if (!ctx->conf.prev_result && ctx->conf.ipam_type) {
+		struct cni_delegate_env env = { .command = "ADD" };
+		_cleanup_json_ json_t *doc = NULL;
+
+		if (cni_delegate(ctx, &env, NULL, &doc) < 0)
+			return -1;
+		job->ipam_added = true;
+		if (cni_ipam_result_parse(ctx, doc, &job->ipam) < 0)
+			return -1;
+		cni_fault_point("IPAM ADD");
+	}
+	r = rn_attach_move_in(&job->plan, job->pod, cni_step, NULL, &err);
+	if (r < 0)
+		return cni_fail_lib(ctx, 0, &err);
+	if (!ctx->conf.prev_result) {
+		r = rn_attach_configure(job->pod, ctx->ifname, job->ipam.ips, job->ipam.n_ips,
+					job->ipam.routes, job->ipam.n_routes, cni_step, NULL, &err);
+		if (r < 0)
+			return cni_fail_lib(ctx, 0, &err);
+	}
+	n_addrs = pod_addrs(job, addrs, RN_ARRAY_SIZE(addrs));
+	r = rn_attach_wait_gids(job->pod, &job->plan, addrs, n_addrs, ctx->conf.gid_timeout_ms,
+				&err);
+	if (r < 0)
+		return cni_fail_lib(ctx, 0, &err);
+	if (job->plan.n_rdma) {
+		if (cni_devinfo_write(ctx, devinfo, &job->plan) < 0)
+			return -1;
+		cni_fault_point("wrote the device-info file");
+	}
+	for (size_t i = 0; i < n_addrs; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "ip.%zu", i);
+		if (rn_cni_state_set(&job->st, key, addrs[i], &err) < 0)
+			return cni_fail_lib(ctx, CNI_ERR_IO, &err);
+	}
+	if (rn_cni_state_set(&job->st, "phase", "ready", &err) < 0)
+		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
+	return state_write(job, "marked the state ready");
+}
+
+int cni_cmd_add(struct cni_ctx *ctx)
+{
+	static struct add_job job; /* large */
+	struct rn_error err = { 0 };
+	_cleanup_close_ int pod = -1;
+	_cleanup_close_ int self = -1;
+	_cleanup_cni_state_ struct rn_cni_state old = { 0 };
+	int mine, r;
+
+	memset(&job, 0, sizeof(job));
+	job.ctx = ctx;
+	job.pod = -1;
+	if (rn_cni_state_name(ctx->conf.name, ctx->container_id, ctx->ifname, job.name,
+			      sizeof(job.name), &err) < 0)
+		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "%s", err.msg);
+	if (ctx->conf.prev_result) {
+		if (ctx->conf.ipam_type)
+			return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
+					"'ipam' is for main mode: after a previous plugin "
+					"(prevResult present) the addresses are its business");
+		if (!pod_iface_in(ctx->conf.prev_result, ctx->ifname, &mine))
+			return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
+					"prevResult has no interface named %s: rdma-netns chained "
+					"after another plugin needs the interface it created",
+					ctx->ifname);
+	}
+	pod = rn_netns_open_path(ctx->netns, &err);
+	if (pod < 0)
+		return cni_fail(ctx, CNI_ERR_INVALID_ENV, "CNI_NETNS: %s", err.msg);
+	job.pod = pod;
+	self = rn_netns_open_self(&err);
+	if (self < 0)
+		return cni_fail_lib(ctx, 0, &err);
+	r = rn_netns_same(pod, self, &err);
+	if (r < 0)
+		return cni_fail_lib(ctx, 0, &err);
+	if (r == 1)
+		return cni_fail(ctx, CNI_ERR_INVALID_ENV,
+				"CNI_NETNS %s is the host's own network namespace, not a pod's",
+				ctx->netns);
+	if (!ctx->conf.prev_result && ctx->conf.ipam_type && cni_delegate_check(ctx) < 0)
+		return -1;
+	if (rn_cni_state_dir_init(ctx->state_dir, &err) < 0)
+		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
+	r = rn_cni_state_read(ctx->state_dir, job.name, &old, &err);
+	if (r == 0)
+		return cni_fail(ctx, RN_CNI_EXISTS,
+				"container %s already has %s on network %s (ADD twice?); DEL it "
+				"first",
+				ctx->container_id, ctx->ifname, ctx->conf.name);
+	if (r != -ENOENT)
+		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
+
+	r = add_steps(&job);
+	if (r < 0) {
+		rollback(&job);
+	} else {
+		r = cni_print(ctx->conf.prev_result ? cni_result_chained(ctx)
+						    : cni_result_main(ctx, &job.plan, &job.ipam));
+	}
+	if (r < 0 && !ctx->code)
+		cni_fail(ctx, CNI_ERR_IO, "cannot write the result to stdout");
+	rn_attach_unlock(job.locks, job.n_locks);
+	rn_cni_state_free(&job.st);
+	cni_ipam_result_free(&job.ipam);
+	return r;
+}

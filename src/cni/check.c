@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+/* CHECK (the attachment is as ADD left it) and STATUS (ADD can be served). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cni.h"
+#include "rdmans/cleanup.h"
+#include "rdmans/netns.h"
+#include "rdmans/rdma.h"
+
+int cni_cmd_check(struct cni_ctx *ctx)
+{
+	_cleanup_cni_state_ struct rn_cni_state st = { 0 };
+	struct rn_attach_plan plan;
+	struct rn_error err = { 0 };
+	const char *addrs[32], *phase, *mode, *netns;
+	_cleanup_close_ int pod = -1;
+	char name[256];
+	size_t n = 0;
+	int r;
+
+	if (ctx->conf.ver < 40)
+		return cni_fail(ctx, CNI_ERR_INCOMPATIBLE,
+				"CHECK needs cniVersion 0.4.0 or later (the configuration says %s)",
+				ctx->conf.version);
+	if (rn_cni_state_name(ctx->conf.name, ctx->container_id, ctx->ifname, name, sizeof(name),
+			      &err) < 0)
+		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "%s", err.msg);
+	r = rn_cni_state_read(ctx->state_dir, name, &st, &err);
+	if (r == -ENOENT)
+		return cni_fail(ctx, RN_CNI_CHECK_FAILED,
+				"container %s has no %s on network %s (no ADD, or DEL removed it)",
+				ctx->container_id, ctx->ifname, ctx->conf.name);
+	if (r < 0)
+		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
+	phase = rn_cni_state_get(&st, "phase");
+	if (!phase || strcmp(phase, "ready") != 0)
+		return cni_fail(ctx, RN_CNI_CHECK_FAILED,
+				"the ADD of %s for container %s did not finish; DEL it",
+				ctx->ifname, ctx->container_id);
+	if (rn_attach_plan_load(&st, &plan, &err) < 0)
+		return cni_fail(ctx, CNI_ERR_IO, "state file %s/%s is damaged: %s", ctx->state_dir,
+				name, err.msg);
+	netns = rn_cni_state_get(&st, "netns");
+	pod = rn_netns_open_path(netns, &err);
+	if (pod < 0)
+		return cni_fail(ctx, RN_CNI_CHECK_FAILED, "the pod's network namespace is gone: %s",
+				err.msg);
+	while (n < RN_ARRAY_SIZE(addrs) && rn_cni_state_geti(&st, "ip", n, NULL)) {
+		addrs[n] = rn_cni_state_geti(&st, "ip", n, NULL);
+		n++;
+	}
+	if (rn_attach_verify(pod, &plan, addrs, n, &err) < 0)
+		return cni_fail(ctx, RN_CNI_CHECK_FAILED, "%s", err.msg);
+	mode = rn_cni_state_get(&st, "mode");
+	if (ctx->conf.ipam_type && (!mode || strcmp(mode, "main") == 0)) {
+		struct cni_delegate_env env = { .command = "CHECK" };
+
+		return cni_delegate(ctx, &env, NULL, NULL);
+	}
+	return 0;
+}
+
+int cni_cmd_status(struct cni_ctx *ctx)
+{
+	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
+	struct rn_error err = { 0 };
+	bool exclusive = false;
+	int r;
+
+	if (rn_cni_state_dir_init(ctx->state_dir, &err) < 0)
+		return cni_fail(ctx, CNI_ERR_NOT_AVAILABLE, "cannot use the state directory: %s",
+				err.msg);
+	r = rn_rdma_open(&rdma, &err);
+	if (r == 0)
+		r = rn_rdma_netns_mode_get(rdma, &exclusive, &err);
+	if (r == -EPROTONOSUPPORT) {
+		if (ctx->conf.require_rdma)
+			return cni_fail(ctx, CNI_ERR_NOT_AVAILABLE,
+					"this node has no RDMA: %s. Networks without RDMA need "
+					"\"requireRdma\": false",
+					err.msg);
+	} else if (r < 0) {
+		return cni_fail(ctx, CNI_ERR_NOT_AVAILABLE, "cannot read the RDMA netns mode: %s",
+				err.msg);
+	} else if (!exclusive) {
+		return cni_fail(ctx, CNI_ERR_NOT_AVAILABLE,
+				"the RDMA subsystem is in shared netns mode: RDMA devices cannot "
+				"move into pods. Run 'rdmans system set netns exclusive --persist' "
+				"and reboot the node");
+	}
+	if (ctx->conf.ipam_type && !ctx->conf.prev_result &&
+	    cni_delegate_supports(ctx, "1.1.0")) {
+		struct cni_delegate_env env = { .command = "STATUS" };
+
+		return cni_delegate(ctx, &env, NULL, NULL);
+	}
+	return 0;
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * rdma-netns: the CNI plugin front end. The library does the work
+ * (rdmans/attach.h, rdmans/cni_state.h); this reads the CNI environment and
+ * configuration, delegates IPAM, and writes results and errors in the
+ * caller's CNI version.
+ */
+#ifndef RDMANS_CNI_H
+#define RDMANS_CNI_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rdmans/attach.h"
+#include "rdmans/cni_state.h"
+#include "rdmans/error.h"
+
+/* Error codes from the CNI spec. */
+enum {
+	CNI_ERR_INCOMPATIBLE = 1,
+	CNI_ERR_UNSUPPORTED_FIELD = 2,
+	CNI_ERR_UNKNOWN_CONTAINER = 3,
+	CNI_ERR_INVALID_ENV = 4,
+	CNI_ERR_IO = 5,
+	CNI_ERR_DECODE = 6,
+	CNI_ERR_INVALID_CONFIG = 7,
+	CNI_ERR_TRY_AGAIN = 11,
+	CNI_ERR_NOT_AVAILABLE = 50,
+	CNI_ERR_LIMITED = 51,
+};
+
+/* Plugin-specific codes (100+), documented in rdma-netns(8). */
+enum {
+	RN_CNI_NO_DEVICE = 100, /* the selected device is not on the host */
+	RN_CNI_IN_USE = 101, /* the device belongs to another attachment */
+	RN_CNI_SHARED_MODE = 102, /* RDMA netns mode is shared */
+	RN_CNI_NO_RDMA = 103, /* no RDMA device behind the netdev (requireRdma) */
+	RN_CNI_MANAGEMENT = 104, /* the netdev carries the host's default route */
+	RN_CNI_EXISTS = 105, /* the attachment or the pod interface name exists already */
+	RN_CNI_NO_GID = 106, /* the RoCE v2 GID of the pod address did not appear */
+	RN_CNI_CHECK_FAILED = 107, /* CHECK: the attachment is not as ADD left it */
+	RN_CNI_IPAM = 108, /* the IPAM plugin could not be run or answered nonsense */
+	RN_CNI_KERNEL = 109, /* a kernel operation failed */
+};
+
+#define CNI_VERSIONS_N 5
+extern const char *const cni_versions[CNI_VERSIONS_N];
+
+struct cni_conf {
+	json_t *root; /* owns everything below */
+	const char *raw; /* stdin as read, for delegates */
+	size_t raw_len;
+	const char *version; /* "1.1.0"; NULL when the config did not say */
+	int ver; /* 30, 31, 40, 100, 110 */
+	const char *name;
+	const char *type;
+	struct rn_attach_select sel;
+	bool require_rdma;
+	bool allow_default_route;
+	int gid_timeout_ms;
+	int return_timeout_ms;
+	json_t *ipam; /* object or NULL */
+	const char *ipam_type;
+	json_t *prev_result; /* object or NULL */
+	json_t *nccl; /* object or NULL */
+	const char *devinfo_file; /* runtimeConfig.CNIDeviceInfoFile */
+	json_t *valid_attachments; /* GC: array or NULL */
+};
+
+struct cni_ctx {
+	const char *command;
+	const char *container_id;
+	const char *netns;
+	const char *ifname;
+	const char *path; /* CNI_PATH */
+	char pod_namespace[256], pod_name[256], pod_uid[128], infra_id[128];
+	struct cni_conf conf;
+	char state_dir[PATH_MAX];
+	char devinfo_dir[PATH_MAX];
+	/* the failure to report */
+	int code;
+	char msg[RN_ERROR_MSG_MAX];
+	char details[RN_ERROR_MSG_MAX];
+};
+
+/* Records the failure (first one wins unless `force`); returns -1. */
+int cni_fail(struct cni_ctx *ctx, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A library error, with a CNI code chosen from its errno unless `code` is not 0. */
+int cni_fail_lib(struct cni_ctx *ctx, int code, const struct rn_error *err);
+
+/* conf.c: parses stdin. Returns -1 with ctx's failure set. */
+int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len);
+void cni_conf_free(struct cni_conf *conf);
+int cni_version_parse(const char *v); /* 30, 31, 40, 100, 110, or -1 */
+
+/* result.c */
+struct cni_ipam_result {
+	size_t n_ips;
+	struct rn_attach_ip ips[16];
+	size_t n_routes;
+	struct rn_attach_route routes[32];
+	json_t *dns; /* object or NULL (owned) */
+};
+void cni_ipam_result_free(struct cni_ipam_result *res);
+int cni_ipam_result_parse(struct cni_ctx *ctx, json_t *doc, struct cni_ipam_result *out);
+/* The result of a main-mode ADD in the caller's version. */
+json_t *cni_result_main(const struct cni_ctx *ctx, const struct rn_attach_plan *plan,
+			const struct cni_ipam_result *ipam);
+/* prevResult passed on (chained mode), with the caller's cniVersion. */
+json_t *cni_result_chained(const struct cni_ctx *ctx);
+/* Writes doc to stdout (and takes it). */
+int cni_print(json_t *doc);
+/* Writes ctx's failure as a CNI error document to stdout. */
+void cni_print_error(const struct cni_ctx *ctx);
+
+/* delegate.c: IPAM delegation by the spec (exec ipam.type from CNI_PATH). */
+struct cni_delegate_env {
+	const char *command; /* CNI_COMMAND for the delegate */
+	const char *container_id; /* NULL: as ours */
+	const char *ifname;
+	const char *netns;
+};
+/*
+ * Runs the IPAM plugin with stdin `input` (the config as received unless
+ * given). ret_doc (optional) gets its parsed stdout. Its error is copied
+ * into ctx (its code, "IPAM plugin TYPE: its message").
+ */
+int cni_delegate(struct cni_ctx *ctx, const struct cni_delegate_env *env, const char *input,
+		 json_t **ret_doc);
+/* -1 (failure set) when CNI_PATH has no IPAM plugin of that type. */
+int cni_delegate_check(struct cni_ctx *ctx);
+/* Whether the IPAM plugin lists `version` among its supported versions. */
+bool cni_delegate_supports(struct cni_ctx *ctx, const char *version);
+
+/* devinfo.c: the Network Plumbing WG device-info file for Multus. */
+int cni_devinfo_path(struct cni_ctx *ctx, char *buf, size_t len);
+int cni_devinfo_write(struct cni_ctx *ctx, const char *path, const struct rn_attach_plan *plan);
+int cni_devinfo_remove(struct cni_ctx *ctx, const char *path);
+
+/* The commands. Each returns 0 or -1 with ctx's failure set. */
+int cni_cmd_add(struct cni_ctx *ctx);
+int cni_cmd_del(struct cni_ctx *ctx);
+int cni_cmd_check(struct cni_ctx *ctx);
+int cni_cmd_status(struct cni_ctx *ctx);
+int cni_cmd_gc(struct cni_ctx *ctx);
+
+/*
+ * del.c: DEL of one attachment from its state (also GC and ADD's rollback):
+ * devices home, IPAM DEL (call_ipam), device-info file and state removed.
+ * take_locks: take the device locks (ADD's rollback holds them already).
+ * container_id/ifname: the IPAM DEL's, NULL for the caller's.
+ */
+int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_state *st,
+		 bool call_ipam, bool take_locks, const char *container_id, const char *ifname);
+
+/* Fault injection (test builds, meson -Dfault_injection=true): see main.c. */
+void cni_fault_point(const char *what);
+int cni_step(void *arg, const char *what, struct rn_error *err);
+
+static inline void cni_json_decrefp(json_t **j)
+{
+	if (*j)
+		json_decref(*j);
+}
+#define _cleanup_json_ __attribute__((cleanup(cni_json_decrefp)))
+
+#endif

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * DEL and GC. DEL succeeds when things are gone already: no state, no
+ * netns, a second DEL. Devices a destroyed netns gave back to the host are
+ * waited for and get their names back.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cni.h"
+#include "rdmans/cleanup.h"
+
+#define LOCK_TIMEOUT_MS 60000
+#define GC_GRACE_S 300 /* an ADD younger than this may still be running */
+
+int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_state *st,
+		 bool call_ipam, bool take_locks, const char *container_id, const char *ifname)
+{
+	struct rn_attach_plan plan;
+	struct rn_error err = { 0 };
+	int locks[2 * RN_ATTACH_MAX];
+	size_t n_locks = 0;
+	const char *devinfo = rn_cni_state_get(st, "devinfo");
+	int r = -1;
+
+	if (rn_attach_plan_load(st, &plan, &err) < 0)
+		return cni_fail(ctx, CNI_ERR_IO, "state file %s/%s is damaged: %s", ctx->state_dir,
+				state_name, err.msg);
+	if (take_locks &&
+	    rn_attach_lock(ctx->state_dir, &plan, LOCK_TIMEOUT_MS, locks, &n_locks, &err) < 0)
+		return cni_fail_lib(ctx, CNI_ERR_TRY_AGAIN, &err);
+	if (rn_attach_move_out(&plan, rn_cni_state_get(st, "netns"), ctx->conf.return_timeout_ms,
+			       cni_step, NULL, &err) < 0) {
+		cni_fail_lib(ctx, 0, &err);
+		goto out;
+	}
+	if (call_ipam && ctx->conf.ipam_type) {
+		struct cni_delegate_env env = { .command = "DEL",
+						.container_id = container_id,
+						.ifname = ifname };
+
+		if (cni_delegate(ctx, &env, NULL, NULL) < 0)
+			goto out;
+		cni_fault_point("IPAM DEL");
+	}
+	if (devinfo && cni_devinfo_remove(ctx, devinfo) < 0)
+		goto out;
+	if (rn_cni_state_remove(ctx->state_dir, state_name, &err) < 0) {
+		cni_fail_lib(ctx, CNI_ERR_IO, &err);
+		goto out;
+	}
+	cni_fault_point("removed the state file");
+	r = 0;
+out:
+	rn_attach_unlock(locks, n_locks);
+	return r;
+}
+
+int cni_cmd_del(struct cni_ctx *ctx)
+{
+	_cleanup_cni_state_ struct rn_cni_state st = { 0 };
+	struct rn_error err = { 0 };
+	char name[256];
+	const char *mode;
+	int r;
+
+	if (rn_cni_state_name(ctx->conf.name, ctx->container_id, ctx->ifname, name, sizeof(name),
+			      &err) < 0)
+		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "%s", err.msg);
+	r = rn_cni_state_read(ctx->state_dir, name, &st, &err);
+	if (r == -ENOENT) {
+		/*
+		 * Nothing of ours is left (a second DEL, or ADD never got that
+		 * far): release the address anyway, the IPAM plugin's DEL is
+		 * idempotent.
+		 */
+		if (ctx->conf.ipam_type) {
+			struct cni_delegate_env env = { .command = "DEL" };
+
+			return cni_delegate(ctx, &env, NULL, NULL);
+		}
+		return 0;
+	}
+	if (r < 0)
+		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
+	mode = rn_cni_state_get(&st, "mode");
+	return cni_teardown(ctx, name, &st, !mode || strcmp(mode, "chained") != 0, true, NULL,
+			    NULL);
+}
+
+static bool attachment_valid(json_t *valid, const char *cid, const char *ifname)
+{
+	json_t *item;
+	size_t i;
+
+	json_array_foreach(valid, i, item)
+	{
+		const char *c = json_string_value(json_object_get(item, "containerID"));
+		const char *f = json_string_value(json_object_get(item, "ifname"));
+
+		if (c && f && strcmp(c, cid) == 0 && strcmp(f, ifname) == 0)
+			return true;
+	}
+	return false;
+}
+
+int cni_cmd_gc(struct cni_ctx *ctx)
+{
+	char **names = NULL;
+	size_t n = 0;
+	struct rn_error err = { 0 };
+	bool ipam_gc = false;
+	int failed = 0;
+
+	if (rn_cni_state_list(ctx->state_dir, &names, &n, &err) < 0)
+		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
+	if (ctx->conf.ipam_type)
+		ipam_gc = cni_delegate_supports(ctx, "1.1.0");
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_cni_state_ struct rn_cni_state st = { 0 };
+		const char *net, *cid, *ifname, *phase, *mode, *created;
+
+		if (rn_cni_state_read(ctx->state_dir, names[i], &st, NULL) < 0)
+			continue;
+		net = rn_cni_state_get(&st, "network");
+		cid = rn_cni_state_get(&st, "container_id");
+		ifname = rn_cni_state_get(&st, "ifname");
+		phase = rn_cni_state_get(&st, "phase");
+		mode = rn_cni_state_get(&st, "mode");
+		created = rn_cni_state_get(&st, "created");
+		if (!net || !cid || !ifname || strcmp(net, ctx->conf.name) != 0)
+			continue;
+		if (attachment_valid(ctx->conf.valid_attachments, cid, ifname))
+			continue;
+		if (phase && strcmp(phase, "adding") == 0 && created &&
+		    time(NULL) - strtoll(created, NULL, 10) < GC_GRACE_S)
+			continue; /* an ADD may still be running */
+		if (cni_teardown(ctx, names[i], &st,
+				 !ipam_gc && (!mode || strcmp(mode, "chained") != 0), true, cid,
+				 ifname) < 0)
+			failed = 1;
+	}
+	rn_cni_state_names_free(names, n);
+	if (ipam_gc) {
+		struct cni_delegate_env env = { .command = "GC" };
+
+		if (cni_delegate(ctx, &env, NULL, NULL) < 0)
+			failed = 1;
+	}
+	return failed ? -1 : 0;
+}

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The Network Plumbing WG device-info file (device-info-spec 1.1.0) that
+ * Multus copies into the pod's network-status annotation:
+ *   {"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:3b:00.0","rdma-device":"irdma0"}}
+ * Written to runtimeConfig.CNIDeviceInfoFile when Multus gives one (it must
+ * lie under the devinfo directory), else where Multus would look for it:
+ *   /var/run/k8s.cni.cncf.io/devinfo/cni/NETWORK-CONTAINERID_IFNAME
+ * A file that is there already (Multus copies the device plugin's) is
+ * updated, keeping what it says.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cni.h"
+#include "rdmans/cleanup.h"
+#include "rdmans/util.h"
+
+static int mkdir_parents(const char *path)
+{
+	char buf[PATH_MAX];
+	char *slash;
+
+	if (rn_path(buf, sizeof(buf), "%s", path) < 0)
+		return -ENAMETOOLONG;
+	slash = strrchr(buf, '/');
+	if (!slash || slash == buf)
+		return 0;
+	*slash = '\0';
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int cni_devinfo_path(struct cni_ctx *ctx, char *buf, size_t len)
+{
+	const char *given = ctx->conf.devinfo_file;
+	size_t base = strlen(ctx->devinfo_dir);
+
+	if (given) {
+		if (strncmp(given, ctx->devinfo_dir, base) != 0 || given[base] != '/')
+			return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
+					"'runtimeConfig.CNIDeviceInfoFile' %s is outside %s; "
+					"refusing to write there",
+					given, ctx->devinfo_dir);
+		if (rn_path(buf, len, "%s", given) < 0)
+			return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
+					"'runtimeConfig.CNIDeviceInfoFile' is too long");
+		return 0;
+	}
+	if (rn_path(buf, len, "%s/cni/%s-%s_%s", ctx->devinfo_dir, ctx->conf.name,
+		    ctx->container_id, ctx->ifname) < 0)
+		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "device-info path too long");
+	return 0;
+}
+
+int cni_devinfo_write(struct cni_ctx *ctx, const char *path, const struct rn_attach_plan *plan)
+{
+	_cleanup_json_ json_t *doc = NULL;
+	char tmp[PATH_MAX + 16], names[RN_ATTACH_MAX * RN_RDMA_NAME_MAX];
+	json_t *pci;
+	size_t n = 0;
+	int r;
+
+	doc = json_load_file(path, 0, NULL);
+	if (!json_is_object(doc)) {
+		if (doc)
+			json_decref(doc);
+		doc = json_object();
+	}
+	pci = json_object_get(doc, "pci");
+	if (!json_is_object(pci)) {
+		pci = json_object();
+		json_object_set_new(doc, "pci", pci);
+	}
+	json_object_set_new(doc, "type", json_string("pci"));
+	json_object_set_new(doc, "version", json_string("1.1.0"));
+	if (plan->bus_id[0] && strchr(plan->bus_id, ':') &&
+	    !json_is_string(json_object_get(pci, "pci-address")))
+		json_object_set_new(pci, "pci-address", json_string(plan->bus_id));
+	names[0] = '\0';
+	for (size_t i = 0; i < plan->n_rdma; i++)
+		n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", i ? "," : "",
+				      plan->rdma[i]);
+	if (plan->n_rdma)
+		json_object_set_new(pci, "rdma-device", json_string(names));
+
+	r = mkdir_parents(path);
+	if (r < 0)
+		return cni_fail(ctx, CNI_ERR_IO, "cannot create the directory of %s: %s", path,
+				strerror(-r));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (json_dump_file(doc, tmp, JSON_COMPACT) < 0) {
+		(void)unlink(tmp);
+		return cni_fail(ctx, CNI_ERR_IO, "cannot write device-info file %s", tmp);
+	}
+	if (rename(tmp, path) < 0) {
+		r = errno;
+		(void)unlink(tmp);
+		return cni_fail(ctx, CNI_ERR_IO, "cannot write device-info file %s: %s", path,
+				strerror(r));
+	}
+	return 0;
+}
+
+int cni_devinfo_remove(struct cni_ctx *ctx, const char *path)
+{
+	if (unlink(path) < 0 && errno != ENOENT)
+		return cni_fail(ctx, CNI_ERR_IO, "cannot remove device-info file %s: %s", path,
+				strerror(errno));
+	return 0;
+}

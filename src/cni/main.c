@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * rdma-netns: a CNI plugin that moves a netdev and its RDMA devices into a
+ * pod (main mode) or the RDMA devices behind the interface a previous
+ * plugin created (chained mode), and brings them back on DEL. See
+ * rdma-netns(8).
+ *
+ * The runtime calls it with CNI_* in the environment and the network
+ * configuration on stdin; it answers on stdout.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cni.h"
+#include "rdmans/cleanup.h"
+#include "rdmans/util.h"
+
+#define STDIN_MAX (4 * 1024 * 1024)
+
+/* ---- fault injection (meson -Dfault_injection=true; never in a release build) ---- */
+
+#ifdef RDMA_NETNS_FAULT_INJECTION
+static long fault_at = -1;
+static long fault_n;
+
+/*
+ * RDMA_NETNS_FAULT_STEP=N kills the plugin (SIGKILL, no cleanup at all)
+ * right after the Nth change it makes: the runtime then sees a plugin that
+ * died half way, as after an OOM kill or a node hiccup.
+ */
+void cni_fault_point(const char *what)
+{
+	fault_n++;
+	if (fault_n == fault_at) {
+		fprintf(stderr, "rdma-netns: fault injection: killed after step %ld (%s)\n",
+			fault_n, what);
+		fflush(stderr);
+		raise(SIGKILL);
+	}
+}
+
+static void fault_init(void)
+{
+	const char *v = getenv("RDMA_NETNS_FAULT_STEP");
+
+	if (v && *v)
+		fault_at = strtol(v, NULL, 10);
+}
+
+static void fault_report(const char *command)
+{
+	if (fault_at >= 0)
+		fprintf(stderr, "rdma-netns: fault injection: %s made %ld steps\n", command,
+			fault_n);
+}
+#else
+void cni_fault_point(const char *what)
+{
+	(void)what;
+}
+
+static void fault_init(void)
+{
+}
+
+static void fault_report(const char *command)
+{
+	(void)command;
+}
+#endif
+
+int cni_step(void *arg, const char *what, struct rn_error *err)
+{
+	(void)arg;
+	(void)err;
+	cni_fault_point(what);
+	return 0;
+}
+
+/* ---- environment ---- */
+
+static int read_stdin(struct cni_ctx *ctx, char **ret, size_t *ret_len)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	for (;;) {
+		ssize_t n;
+
+		if (len + 1 >= cap) {
+			char *p;
+
+			cap = cap ? cap * 2 : 16384;
+			if (cap > STDIN_MAX + 1)
+				return cni_fail(ctx, CNI_ERR_DECODE,
+						"the network configuration on stdin is larger than "
+						"%d bytes",
+						STDIN_MAX);
+			p = realloc(buf, cap);
+			if (!p)
+				return cni_fail(ctx, CNI_ERR_IO, "out of memory");
+			buf = p;
+		}
+		n = read(STDIN_FILENO, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			if (errno == EBADF)
+				break; /* no stdin at all: an empty configuration */
+			return cni_fail(ctx, CNI_ERR_IO, "cannot read stdin: %s", strerror(errno));
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (!buf) {
+		buf = calloc(1, 1);
+		if (!buf)
+			return cni_fail(ctx, CNI_ERR_IO, "out of memory");
+	}
+	buf[len] = '\0';
+	*ret = TAKE_PTR(buf);
+	*ret_len = len;
+	return 0;
+}
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+static int require_env(struct cni_ctx *ctx, const char *name, const char *value)
+{
+	if (!value)
+		return cni_fail(ctx, CNI_ERR_INVALID_ENV,
+				"%s is not set: rdma-netns is a CNI plugin, run by a container "
+				"runtime (CNI_COMMAND=%s needs %s)",
+				name, ctx->command, name);
+	return 0;
+}
+
+/* CNI_ARGS: "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=n;IgnoreUnknown=1" */
+static int parse_cni_args(struct cni_ctx *ctx, const char *args)
+{
+	static const struct {
+		const char *key;
+		size_t off, len;
+	} known[] = {
+		{ "K8S_POD_NAMESPACE", offsetof(struct cni_ctx, pod_namespace), 256 },
+		{ "K8S_POD_NAME", offsetof(struct cni_ctx, pod_name), 256 },
+		{ "K8S_POD_UID", offsetof(struct cni_ctx, pod_uid), 128 },
+		{ "K8S_POD_INFRA_CONTAINER_ID", offsetof(struct cni_ctx, infra_id), 128 },
+	};
+	_cleanup_free_ char *copy = NULL;
+	char *save = NULL;
+
+	if (!args)
+		return 0;
+	copy = strdup(args);
+	if (!copy)
+		return cni_fail(ctx, CNI_ERR_IO, "out of memory");
+	for (char *kv = strtok_r(copy, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
+		char *eq = strchr(kv, '=');
+
+		if (!eq || eq == kv)
+			return cni_fail(ctx, CNI_ERR_INVALID_ENV,
+					"CNI_ARGS is malformed at '%s' (expected "
+					"KEY=VALUE;KEY=VALUE)",
+					kv);
+		*eq = '\0';
+		for (size_t i = 0; i < RN_ARRAY_SIZE(known); i++) {
+			if (strcmp(kv, known[i].key) != 0)
+				continue;
+			if (strlen(eq + 1) >= known[i].len || strchr(eq + 1, '\n'))
+				return cni_fail(ctx, CNI_ERR_INVALID_ENV,
+						"CNI_ARGS: %s is too long or not one line", kv);
+			snprintf((char *)ctx + known[i].off, known[i].len, "%s", eq + 1);
+		}
+	}
+	return 0;
+}
+
+static int check_env(struct cni_ctx *ctx)
+{
+	struct rn_error err = { 0 };
+	bool add_like = !strcmp(ctx->command, "ADD") || !strcmp(ctx->command, "CHECK");
+	bool del = !strcmp(ctx->command, "DEL");
+
+	if (add_like || del) {
+		if (require_env(ctx, "CNI_CONTAINERID", ctx->container_id) < 0 ||
+		    require_env(ctx, "CNI_IFNAME", ctx->ifname) < 0)
+			return -1;
+		if (add_like && require_env(ctx, "CNI_NETNS", ctx->netns) < 0)
+			return -1;
+		if (rn_cni_state_name("x", ctx->container_id, ctx->ifname, (char[256]){ 0 }, 256,
+				      &err) < 0)
+			return cni_fail(ctx, CNI_ERR_INVALID_ENV, "CNI_CONTAINERID/CNI_IFNAME: %s",
+					err.msg);
+		if (ctx->netns && ctx->netns[0] != '/')
+			return cni_fail(ctx, CNI_ERR_INVALID_ENV,
+					"CNI_NETNS must be an absolute path, not '%s'", ctx->netns);
+	}
+	return parse_cni_args(ctx, env("CNI_ARGS"));
+}
+
+/* ---- VERSION ---- */
+
+static int cmd_version(struct cni_ctx *ctx)
+{
+	json_t *doc = json_pack("{s:s,s:[sssss]}", "cniVersion",
+				ctx->conf.version ? ctx->conf.version
+						  : cni_versions[CNI_VERSIONS_N - 1],
+				"supportedVersions", cni_versions[0], cni_versions[1],
+				cni_versions[2], cni_versions[3], cni_versions[4]);
+
+	if (cni_print(doc) < 0)
+		return cni_fail(ctx, CNI_ERR_IO, "cannot write to stdout");
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(struct cni_ctx *ctx);
+} commands[] = {
+	{ "ADD", cni_cmd_add },	      { "DEL", cni_cmd_del }, { "CHECK", cni_cmd_check },
+	{ "STATUS", cni_cmd_status }, { "GC", cni_cmd_gc },   { "VERSION", cmd_version },
+};
+
+int main(int argc, char **argv)
+{
+	static struct cni_ctx ctx; /* large: keep it off the stack */
+	_cleanup_free_ char *input = NULL;
+	int (*fn)(struct cni_ctx *) = NULL;
+	size_t len = 0;
+	int r = -1;
+
+	(void)argv;
+	(void)signal(SIGPIPE, SIG_IGN);
+	fault_init();
+	if (argc > 1 && isatty(STDIN_FILENO) && !env("CNI_COMMAND")) {
+		fprintf(stderr, "rdma-netns: a CNI plugin; container runtimes run it with "
+				"CNI_COMMAND=ADD|DEL|CHECK|STATUS|GC|VERSION and the network "
+				"configuration on stdin (see rdma-netns(8))\n");
+		return 2;
+	}
+	ctx.command = env("CNI_COMMAND");
+	ctx.container_id = env("CNI_CONTAINERID");
+	ctx.netns = env("CNI_NETNS");
+	ctx.ifname = env("CNI_IFNAME");
+	ctx.path = env("CNI_PATH");
+	snprintf(ctx.state_dir, sizeof(ctx.state_dir), "%s",
+		 env("RDMA_NETNS_STATE_DIR") ?: RN_CNI_STATE_DIR);
+	snprintf(ctx.devinfo_dir, sizeof(ctx.devinfo_dir), "%s",
+		 env("RDMA_NETNS_DEVINFO_DIR") ?: "/var/run/k8s.cni.cncf.io/devinfo");
+
+	if (!ctx.command) {
+		ctx.command = "";
+		cni_fail(&ctx, CNI_ERR_INVALID_ENV,
+			 "CNI_COMMAND is not set: rdma-netns is a CNI plugin, run by a container "
+			 "runtime with CNI_COMMAND=ADD|DEL|CHECK|STATUS|GC|VERSION");
+		goto out;
+	}
+	for (size_t i = 0; i < RN_ARRAY_SIZE(commands); i++)
+		if (strcmp(ctx.command, commands[i].name) == 0)
+			fn = commands[i].fn;
+	if (!fn) {
+		cni_fail(&ctx, CNI_ERR_INVALID_ENV,
+			 "unknown CNI_COMMAND '%s' (ADD, DEL, CHECK, STATUS, GC or VERSION)",
+			 ctx.command);
+		goto out;
+	}
+	if (read_stdin(&ctx, &input, &len) < 0)
+		goto out;
+	while (len > 0 && strchr(" \t\r\n", input[len - 1]))
+		input[--len] = '\0'; /* only whitespace reads as nothing */
+	if (strcmp(ctx.command, "VERSION") == 0 && len == 0) {
+		r = fn(&ctx);
+		goto out;
+	}
+	if (cni_conf_parse(&ctx, input, len) < 0 || check_env(&ctx) < 0)
+		goto out;
+	r = fn(&ctx);
+out:
+	fault_report(ctx.command);
+	if (r < 0) {
+		if (!ctx.code)
+			cni_fail(&ctx, RN_CNI_KERNEL, "%s failed", ctx.command);
+		fprintf(stderr, "rdma-netns: %s: %s\n", ctx.command, ctx.msg);
+		cni_print_error(&ctx);
+	}
+	cni_conf_free(&ctx.conf);
+	return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,538 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * rdmans-hook: an OCI hook (createRuntime; prestart on older runtimes).
+ *
+ * The runtime gives the container's state on stdin ({ociVersion, id, status,
+ * pid, bundle, annotations}); the bundle's config.json names the rootfs.
+ * When the annotations (or --device, from a CDI spec) ask for it, the hook
+ *  1. moves the RDMA devices asked for into the container's netns, unless
+ *     they are there already (several containers of a pod, restarts);
+ *  2. resolves the NCCL settings from what the netns now holds;
+ *  3. writes /etc/nccl.conf (merged with the image's own) and
+ *     /etc/profile.d/rdmans-nccl.sh through the rootfs, every path resolved
+ *     inside it (openat2 RESOLVE_IN_ROOT): at this stage /proc/PID/root is
+ *     still the host's root, and an image's symlinks must not lead there.
+ * Without such annotations it does nothing. It refuses a container that
+ * shares the host's netns. Any failure is one line on stderr and exit 1,
+ * which makes the runtime fail the container's creation.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rdmans/cleanup.h"
+#include "rdmans/discover.h"
+#include "rdmans/nccl.h"
+#include "rdmans/nccl_json.h"
+#include "rdmans/netns.h"
+#include "rdmans/rootfs.h"
+#include "rdmans/util.h"
+
+#ifndef RDMANS_VERSION
+#define RDMANS_VERSION "unknown"
+#endif
+
+#define ANN_DEVICES "rdmans.io/devices"
+#define ANN_NCCL "rdmans.io/nccl"
+#define ANN_PROFILE "rdmans.io/nccl-profile"
+#define ANN_CONF "rdmans.io/nccl-conf"
+
+#define MAX_DEVICES 64
+#define MAX_STATE_BYTES (1 << 20)
+#define MAX_NCCL_CONF_BYTES (1 << 20)
+#define NCCL_CONF "/etc/nccl.conf"
+#define PROFILE_SCRIPT "/etc/profile.d/rdmans-nccl.sh"
+
+struct hook {
+	/* from the command line */
+	const char *config, *cni_config, *profile;
+	char *devices[MAX_DEVICES];
+	size_t n_devices;
+	/* from the state and config.json */
+	char id[256];
+	pid_t pid;
+	char bundle[PATH_MAX];
+	char rootfs[PATH_MAX];
+	bool readonly;
+	bool sandbox; /* a pod's infra container: devices yes, files no */
+	const char *ann_nccl, *ann_profile, *ann_conf;
+	json_t *state, *config_json;
+};
+
+static void hook_free(struct hook *h)
+{
+	for (size_t i = 0; i < h->n_devices; i++)
+		free(h->devices[i]);
+	if (h->state)
+		json_decref(h->state);
+	if (h->config_json)
+		json_decref(h->config_json);
+}
+
+static int fail(const struct hook *h, const char *msg)
+{
+	if (h->id[0])
+		fprintf(stderr, "rdmans-hook: container %s: %s\n", h->id, msg);
+	else
+		fprintf(stderr, "rdmans-hook: %s\n", msg);
+	return 1;
+}
+
+static int fail_err(const struct hook *h, const struct rn_error *err)
+{
+	return fail(h, err->msg[0] ? err->msg : strerror(err->code));
+}
+
+/* "irdma0,irdma1" -> h->devices (deduplicated). */
+static int add_devices(struct hook *h, const char *list, const char *from, struct rn_error *err)
+{
+	_cleanup_free_ char *copy = strdup(list);
+	char *save = NULL;
+
+	if (!copy)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	for (char *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+		bool dup = false;
+		int r = rn_name_check("RDMA device", t, RN_RDMA_NAME_MAX - 1, err);
+
+		if (r < 0)
+			return rn_error_wrap(err, "%s", from);
+		for (size_t i = 0; i < h->n_devices; i++)
+			dup = dup || strcmp(h->devices[i], t) == 0;
+		if (dup)
+			continue;
+		if (h->n_devices == MAX_DEVICES)
+			return rn_error_set(err, E2BIG, "%s: more than %d RDMA devices", from,
+					    MAX_DEVICES);
+		h->devices[h->n_devices] = strdup(t);
+		if (!h->devices[h->n_devices])
+			return rn_error_set(err, ENOMEM, "out of memory");
+		h->n_devices++;
+	}
+	return 0;
+}
+
+static int read_stdin(char **ret, struct rn_error *err)
+{
+	_cleanup_free_ char *buf = malloc(MAX_STATE_BYTES + 1);
+	size_t len = 0;
+
+	if (!buf)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	for (;;) {
+		ssize_t n = read(STDIN_FILENO, buf + len, MAX_STATE_BYTES + 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return rn_error_errno(err, errno, "cannot read the OCI state on stdin");
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > MAX_STATE_BYTES)
+			return rn_error_set(err, EFBIG,
+					    "the OCI state on stdin is larger than 1 MiB: not a "
+					    "runtime's state");
+	}
+	buf[len] = '\0';
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+static const char *annotation(const struct hook *h, const char *key)
+{
+	json_t *v = json_object_get(json_object_get(h->state, "annotations"), key);
+
+	if (!v)
+		v = json_object_get(json_object_get(h->config_json, "annotations"), key);
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static int parse_state(struct hook *h, const char *text, struct rn_error *err)
+{
+	json_error_t jerr;
+	json_t *id, *pid, *bundle, *ann;
+
+	h->state = json_loads(text, 0, &jerr);
+	if (!h->state || !json_is_object(h->state))
+		return rn_error_set(err, EINVAL,
+				    "the input on stdin is not an OCI state (expected the "
+				    "runtime's JSON {ociVersion, id, pid, bundle, ...}; %s%s)",
+				    h->state ? "got something else" : "parse error: ",
+				    h->state ? "" : jerr.text);
+	id = json_object_get(h->state, "id");
+	pid = json_object_get(h->state, "pid");
+	bundle = json_object_get(h->state, "bundle");
+	ann = json_object_get(h->state, "annotations");
+	if (json_is_string(id))
+		snprintf(h->id, sizeof(h->id), "%s", json_string_value(id));
+	if (!json_is_string(id) || !json_is_string(bundle) || !json_is_integer(pid))
+		return rn_error_set(err, EINVAL,
+				    "the OCI state on stdin lacks %s (rdmans-hook runs as a "
+				    "createRuntime or prestart hook, where the runtime passes "
+				    "them)",
+				    !json_is_string(id)	      ? "\"id\""
+				    : !json_is_string(bundle) ? "\"bundle\""
+							      : "a numeric \"pid\"");
+	if (json_integer_value(pid) <= 0 || json_integer_value(pid) > INT_MAX)
+		return rn_error_set(err, EINVAL,
+				    "the OCI state says pid %" JSON_INTEGER_FORMAT
+				    ": the container has no process yet (run rdmans-hook at "
+				    "createRuntime or prestart, not earlier)",
+				    json_integer_value(pid));
+	if (ann && !json_is_object(ann))
+		return rn_error_set(err, EINVAL,
+				    "\"annotations\" in the OCI state is not an object");
+	h->pid = (pid_t)json_integer_value(pid);
+	if ((size_t)snprintf(h->bundle, sizeof(h->bundle), "%s", json_string_value(bundle)) >=
+		    sizeof(h->bundle) ||
+	    h->bundle[0] != '/')
+		return rn_error_set(err, EINVAL,
+				    "bundle '%s' in the OCI state is not an absolute path",
+				    json_string_value(bundle));
+	return 0;
+}
+
+static int read_config(struct hook *h, struct rn_error *err)
+{
+	char path[PATH_MAX + 16];
+	json_error_t jerr;
+	json_t *root, *rpath, *ro;
+
+	snprintf(path, sizeof(path), "%s/config.json", h->bundle);
+	h->config_json = json_load_file(path, 0, &jerr);
+	if (!h->config_json)
+		return rn_error_set(err, EINVAL, "cannot read the bundle's %s: %s", path,
+				    jerr.text);
+	root = json_object_get(h->config_json, "root");
+	rpath = json_object_get(root, "path");
+	ro = json_object_get(root, "readonly");
+	if (!json_is_string(rpath) || !json_string_value(rpath)[0])
+		return rn_error_set(err, EINVAL, "%s has no root.path", path);
+	h->readonly = json_is_true(ro);
+	if (json_string_value(rpath)[0] == '/')
+		snprintf(h->rootfs, sizeof(h->rootfs), "%s", json_string_value(rpath));
+	else if ((size_t)snprintf(h->rootfs, sizeof(h->rootfs), "%s/%s", h->bundle,
+				  json_string_value(rpath)) >= sizeof(h->rootfs))
+		return rn_error_set(err, ENAMETOOLONG, "the rootfs path is too long");
+	return 0;
+}
+
+/* ---- devices ---- */
+
+static bool in_devs(const struct rn_rdma_devs *devs, const char *name)
+{
+	for (size_t i = 0; i < devs->n; i++)
+		if (strcmp(devs->devs[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+static int move_devices(struct hook *h, int nsfd, bool *moved, struct rn_error *err)
+{
+	_cleanup_rdma_devs_ struct rn_rdma_devs here = { 0 };
+	char desc[64];
+	int r;
+
+	*moved = false;
+	snprintf(desc, sizeof(desc), "the netns of PID %d", (int)h->pid);
+	r = rn_rdma_dump_in(nsfd, &here, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < h->n_devices; i++) {
+		struct rn_located_dev loc = { 0 };
+		struct rn_move_request req = { .dev = h->devices[i],
+					       .target_nsfd = nsfd,
+					       .target_desc = desc };
+		struct rn_move_result res;
+
+		if (in_devs(&here, h->devices[i]))
+			continue; /* moved by an earlier container of the pod, or a restart */
+		r = rn_discover_find(h->devices[i], &loc, NULL, err);
+		if (r < 0)
+			return r;
+		rn_rdma_dev_free(&loc.dev);
+		if (!loc.netns.is_host)
+			return rn_error_set(err, EBUSY,
+					    "RDMA device %s is in another pod's network namespace "
+					    "(%s%s): it is not taken from there",
+					    h->devices[i], loc.netns.name[0] ? "netns " : "",
+					    loc.netns.name[0] ? loc.netns.name : loc.netns.path);
+		r = rn_move(&req, &res, err);
+		if (r == -EALREADY) {
+			rn_error_clear(err);
+			continue;
+		}
+		if (r < 0)
+			return r;
+		*moved = true;
+	}
+	return 0;
+}
+
+/* ---- settings ---- */
+
+static bool settled(const struct hook *h, const struct rn_nccl_node *node,
+		    const struct rn_nccl_result *res)
+{
+	/* every device asked for is seen, and no used RoCE port is waiting for its GID */
+	for (size_t d = 0; d < h->n_devices; d++) {
+		bool seen = false;
+
+		for (size_t i = 0; i < node->n_ports; i++)
+			seen = seen || strcmp(node->ports[i].dev, h->devices[d]) == 0;
+		if (!seen)
+			return false;
+	}
+	for (size_t i = 0; i < res->n_ports; i++)
+		if (res->ports[i].used && res->ports[i].gid_status == RN_NCCL_GID_NO_MATCH)
+			return false;
+	return true;
+}
+
+/*
+ * Probes and resolves. Right after a move the kernel re-registers the device
+ * and refills its GID table: give it up to `patience_ms` to settle.
+ */
+static int resolve(struct hook *h, int nsfd, const struct rn_nccl_layer *layers, size_t n,
+		   int patience_ms, struct rn_nccl_result *out, struct rn_error *err)
+{
+	struct rn_nccl_request req = { .layers = layers, .n_layers = n };
+	struct timespec start, now;
+	int r;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
+		long waited;
+
+		rn_nccl_result_free(out);
+		rn_error_clear(err);
+		r = rn_nccl_probe(nsfd, &node, err);
+		if (r == 0)
+			r = rn_nccl_resolve(&node, &req, out, err);
+		if (r < 0 && r != -ENODEV)
+			return r;
+		if (r == 0 && settled(h, &node, out))
+			return 0;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		waited = (now.tv_sec - start.tv_sec) * 1000 +
+			 (now.tv_nsec - start.tv_nsec) / 1000000;
+		if (waited >= patience_ms)
+			return r;
+		usleep(50 * 1000);
+	}
+}
+
+static int load_layers(struct hook *h, struct rn_nccl_layer *layers, size_t *n,
+		       struct rn_error *err)
+{
+	const char *root = getenv("RDMANS_CONFIG_ROOT");
+	char path[PATH_MAX];
+	int r;
+
+	*n = 0;
+	snprintf(path, sizeof(path), "%s%s", h->config || !root ? "" : root,
+		 h->config ? h->config : RN_NCCL_CONFIG);
+	if (h->config || access(path, F_OK) == 0) {
+		rn_nccl_layer_init(&layers[*n], RN_NCCL_SRC_CONFIG, path);
+		r = rn_nccl_layer_from_file(&layers[(*n)++], path, false, err);
+		if (r < 0)
+			return r;
+	}
+	if (h->cni_config) {
+		rn_nccl_layer_init(&layers[*n], RN_NCCL_SRC_CNI, h->cni_config);
+		r = rn_nccl_layer_from_file(&layers[(*n)++], h->cni_config, true, err);
+		if (r < 0)
+			return r;
+	}
+	if (h->profile) {
+		/* the node's choice (hooks.d, CDI spec): a pod's annotations beat it */
+		rn_nccl_layer_init(&layers[*n], RN_NCCL_SRC_CONFIG, "rdmans-hook --profile");
+		r = rn_nccl_layer_set_profile(&layers[(*n)++], h->profile, err);
+		if (r < 0)
+			return r;
+	}
+	if (h->ann_nccl) {
+		rn_nccl_layer_init(&layers[*n], RN_NCCL_SRC_ANNOTATION, ANN_NCCL);
+		r = rn_nccl_layer_from_json(&layers[(*n)++], h->ann_nccl, err);
+		if (r < 0)
+			return r;
+	}
+	if (h->ann_profile) {
+		rn_nccl_layer_init(&layers[*n], RN_NCCL_SRC_ANNOTATION, ANN_PROFILE);
+		r = rn_nccl_layer_set_profile(&layers[(*n)++], h->ann_profile, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int write_files(struct hook *h, const struct rn_nccl_result *res, struct rn_error *err)
+{
+	_cleanup_free_ char *existing = NULL, *conf = NULL, *sh = NULL;
+	_cleanup_close_ int rootfd = -1;
+	char header[512];
+	int r;
+
+	if (h->readonly)
+		return rn_error_set(
+			err, EROFS,
+			"its root filesystem is read-only (root.readonly in config.json), so "
+			"rdmans-hook cannot write " NCCL_CONF
+			" there; NCCL in it would run without the resolved settings. Set the "
+			"annotation " ANN_CONF ": \"off\" to start it anyway (then give NCCL its "
+			"settings through the environment: 'rdmans env --netns PID' prints them)");
+	rootfd = rn_rootfs_open(h->rootfs, err);
+	if (rootfd < 0)
+		return rootfd;
+	r = rn_rootfs_read(rootfd, NCCL_CONF, MAX_NCCL_CONF_BYTES, &existing, err);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	rn_error_clear(err);
+	snprintf(header, sizeof(header), "written by rdmans-hook for container %.200s", h->id);
+	r = rn_nccl_conf_merge(res, existing, header, &conf, err);
+	if (r == 0)
+		r = rn_nccl_render(res, RN_NCCL_FMT_SH, false, &sh, err);
+	if (r == 0)
+		r = rn_rootfs_write(rootfd, NCCL_CONF, conf, 0644, err);
+	if (r == 0)
+		r = rn_rootfs_write(rootfd, PROFILE_SCRIPT, sh, 0644, err);
+	if (r == -EROFS)
+		rn_error_wrap(err, "set the annotation " ANN_CONF
+				   ": \"off\" to start it without the file");
+	return r;
+}
+
+/* ---- main ---- */
+
+static void usage(FILE *out)
+{
+	fputs("Usage: rdmans-hook [--device DEV]... [--profile NAME] [--config FILE] "
+	      "[--cni-config FILE]\n"
+	      "An OCI hook (createRuntime or prestart): reads the container's state on stdin.\n"
+	      "Annotations: " ANN_DEVICES ": DEV[,DEV...]  " ANN_NCCL ": {\"profile\":..., "
+	      "\"env\":{...}}\n"
+	      "             " ANN_PROFILE ": NAME  " ANN_CONF ": off\n"
+	      "See rdmans-hook(8).\n",
+	      out);
+}
+
+static int run(struct hook *h, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "device", required_argument, NULL, 'd' },
+		{ "profile", required_argument, NULL, 'p' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "cni-config", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct rn_nccl_layer layers[8];
+	size_t n_layers = 0;
+	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
+	_cleanup_free_ char *input = NULL;
+	_cleanup_close_ int nsfd = -1, hostfd = -1;
+	struct rn_error err = { 0 };
+	const char *ann_devices;
+	bool moved = false, files;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "d:p:c:n:hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			if (add_devices(h, optarg, "--device", &err) < 0)
+				return fail_err(h, &err);
+			break;
+		case 'p':
+			if (rn_nccl_profile_check(optarg, &err) < 0)
+				return fail_err(h, &err);
+			h->profile = optarg;
+			break;
+		case 'c':
+			h->config = optarg;
+			break;
+		case 'n':
+			h->cni_config = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("rdmans-hook %s\n", RDMANS_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		return fail(h,
+			    "unexpected argument (the state comes on stdin; see rdmans-hook(8))");
+
+	if (read_stdin(&input, &err) < 0 || parse_state(h, input, &err) < 0 ||
+	    read_config(h, &err) < 0)
+		return fail_err(h, &err);
+
+	ann_devices = annotation(h, ANN_DEVICES);
+	h->ann_nccl = annotation(h, ANN_NCCL);
+	h->ann_profile = annotation(h, ANN_PROFILE);
+	h->ann_conf = annotation(h, ANN_CONF);
+	h->sandbox = (annotation(h, "io.kubernetes.cri-o.ContainerType") &&
+		      strcmp(annotation(h, "io.kubernetes.cri-o.ContainerType"), "sandbox") == 0) ||
+		     (annotation(h, "io.kubernetes.cri.container-type") &&
+		      strcmp(annotation(h, "io.kubernetes.cri.container-type"), "sandbox") == 0);
+	if (ann_devices && add_devices(h, ann_devices, "annotation " ANN_DEVICES, &err) < 0)
+		return fail_err(h, &err);
+	if (h->ann_conf && strcmp(h->ann_conf, "off") != 0 && strcmp(h->ann_conf, "on") != 0)
+		return fail(h, "annotation " ANN_CONF " must be \"on\" or \"off\"");
+	files = !h->sandbox && !(h->ann_conf && strcmp(h->ann_conf, "off") == 0);
+
+	/* Nothing asked for: not our container. */
+	if (h->n_devices == 0 && !h->ann_nccl && !h->ann_profile)
+		return 0;
+
+	nsfd = rn_netns_open_pid(h->pid, &err);
+	if (nsfd < 0)
+		return fail_err(h, &err);
+	hostfd = rn_netns_open_host(&err);
+	if (hostfd < 0)
+		return fail_err(h, &err);
+	r = rn_netns_same(nsfd, hostfd, &err);
+	if (r < 0)
+		return fail_err(h, &err);
+	if (r == 1)
+		return fail(h, "it shares the host's network namespace (hostNetwork, or no "
+			       "network namespace in its config.json): rdmans-hook neither moves "
+			       "RDMA devices into it nor writes NCCL settings for it; remove the "
+			       "rdmans.io annotations or give it a network namespace");
+
+	r = load_layers(h, layers, &n_layers, &err);
+	if (r == 0 && h->n_devices)
+		r = move_devices(h, nsfd, &moved, &err);
+	if (r == 0 && files)
+		r = resolve(h, nsfd, layers, n_layers, moved ? 3000 : 0, &res, &err);
+	if (r == 0 && files)
+		r = write_files(h, &res, &err);
+	for (size_t i = 0; i < n_layers; i++)
+		rn_nccl_layer_free(&layers[i]);
+	if (r < 0)
+		return fail_err(h, &err);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct hook h = { 0 };
+	int rc = run(&h, argc, argv);
+
+	hook_free(&h);
+	return rc;
+}

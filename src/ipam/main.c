@@ -1,0 +1,633 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * rdma-netns-ipam: the CNI IPAM plugin. Reads the CNI environment and the
+ * network configuration, calls the library (rdmans/ipam.h), and writes the
+ * result or the error in the caller's CNI version. Logs go to ipam.log_file
+ * (or stderr), never the configuration itself: it may hold etcd credentials.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rdmans/cleanup.h"
+#include "rdmans/ipam.h"
+
+#ifndef RDMANS_VERSION
+#define RDMANS_VERSION "unknown"
+#endif
+
+#define MAX_STDIN (1024 * 1024)
+
+/* CNI spec error codes */
+enum {
+	CNI_INCOMPATIBLE = 1,
+	CNI_UNKNOWN_CONTAINER = 3,
+	CNI_INVALID_ENV = 4,
+	CNI_IO = 5,
+	CNI_DECODE = 6,
+	CNI_INVALID_CONFIG = 7,
+	CNI_TRY_AGAIN = 11,
+	CNI_NOT_AVAILABLE = 50,
+};
+
+/* Ours (100+), documented in rdma-netns-ipam(8). */
+enum {
+	IPAM_EXHAUSTED = 100,	/* no free address left in a range */
+	IPAM_DENIED = 101,	/* the store refused our credentials or role */
+	IPAM_CHECK_FAILED = 102, /* CHECK: the addresses are not held as ADD left them */
+};
+
+static const char *const versions[] = { "0.1.0", "0.2.0", "0.3.0", "0.3.1",
+					"0.4.0", "1.0.0", "1.1.0" };
+#define LATEST "1.1.0"
+
+struct plugin {
+	const char *command;
+	const char *container_id;
+	const char *ifname;
+	char pod_namespace[256];
+	char pod_name[256];
+	char *stdin_text;
+	json_t *doc;
+	const char *version; /* the caller's cniVersion */
+	struct rn_ipam_config cfg;
+	bool have_cfg;
+	FILE *log;
+	enum rn_ipam_log_level log_level;
+};
+
+/* jansson's json_decrefp(), as a scope-bound cleanup */
+#define _cleanup_json_ __attribute__((cleanup(json_decrefp)))
+
+/* ---- logging: one line per event, never the configuration ---------------- */
+
+static void logf_(struct plugin *p, enum rn_ipam_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void logf_(struct plugin *p, enum rn_ipam_log_level level, const char *fmt, ...)
+{
+	static const char *const names[] = { "error", "info", "debug" };
+	FILE *out = p->log ? p->log : stderr;
+	char when[40];
+	struct timespec ts;
+	struct tm tm;
+	va_list ap;
+
+	if (level > p->log_level)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	fprintf(out, "%s.%03ldZ [%s] %s %s", when, ts.tv_nsec / 1000000, names[level],
+		p->command ? p->command : "-", p->container_id ? p->container_id : "-");
+	if (p->ifname)
+		fprintf(out, "/%s", p->ifname);
+	fputs(": ", out);
+	va_start(ap, fmt);
+	vfprintf(out, fmt, ap);
+	va_end(ap);
+	fputc('\n', out);
+	fflush(out);
+}
+
+static void open_log(struct plugin *p)
+{
+	int fd;
+
+	p->log_level = p->cfg.log_level;
+	if (!p->cfg.log_file)
+		return;
+	fd = open(p->cfg.log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (fd >= 0)
+		p->log = fdopen(fd, "a");
+	if (!p->log) {
+		if (fd >= 0)
+			close(fd);
+		fprintf(stderr, "rdma-netns-ipam: cannot open log_file %s: %s\n", p->cfg.log_file,
+			strerror(errno));
+	}
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+static const char *out_version(const struct plugin *p)
+{
+	return p->version ? p->version : LATEST;
+}
+
+static int fail(struct plugin *p, int code, const char *msg, const char *details)
+{
+	_cleanup_json_ json_t *doc = json_pack("{s:s,s:i,s:s}", "cniVersion", out_version(p),
+					       "code", code, "msg", msg);
+
+	if (details && *details)
+		json_object_set_new(doc, "details", json_string(details));
+	json_dumpf(doc, stdout, JSON_COMPACT);
+	fputc('\n', stdout);
+	fflush(stdout);
+	logf_(p, RN_IPAM_LOG_ERROR, "%s (code %d)%s%s", msg, code, details ? ": " : "",
+	      details ? details : "");
+	return 1;
+}
+
+/* The CNI code for a library error. */
+static int code_for(const struct rn_error *err)
+{
+	switch (err->code) {
+	case ENOSPC:
+		return IPAM_EXHAUSTED;
+	case EACCES:
+	case EPERM:
+		return IPAM_DENIED;
+	case EHOSTUNREACH:
+	case ECONNREFUSED:
+	case ETIMEDOUT:
+	case EAGAIN:
+		return CNI_TRY_AGAIN;
+	case EINVAL:
+		return CNI_INVALID_CONFIG;
+	case EBADMSG:
+		return CNI_DECODE;
+	default:
+		return CNI_IO;
+	}
+}
+
+static int fail_err(struct plugin *p, const char *what, const struct rn_error *err)
+{
+	return fail(p, code_for(err), what, err->msg);
+}
+
+static int version_index(const char *v)
+{
+	for (size_t i = 0; i < RN_ARRAY_SIZE(versions); i++)
+		if (strcmp(versions[i], v) == 0)
+			return (int)i;
+	return -1;
+}
+
+static bool version_at_least(const struct plugin *p, const char *v)
+{
+	return version_index(out_version(p)) >= version_index(v);
+}
+
+static json_t *ip_json(const struct rn_ipam_lease_addr *a)
+{
+	char ip[RN_IP_STRLEN], cidr[RN_CIDR_STRLEN + 4];
+
+	snprintf(cidr, sizeof(cidr), "%s/%u", rn_ip_format(a->ip.family, a->ip.v, ip, sizeof(ip)),
+		 a->prefix);
+	return json_string(cidr);
+}
+
+static json_t *gateway_json(const struct rn_ipam_lease_addr *a)
+{
+	char gw[RN_IP_STRLEN];
+
+	return json_string(rn_ip_format(a->ip.family, a->gateway, gw, sizeof(gw)));
+}
+
+/* Result in the caller's version: 0.1/0.2 (ip4/ip6), 0.3/0.4 (ips with version), 1.x. */
+static int print_result(struct plugin *p, const struct rn_ipam_lease *lease)
+{
+	_cleanup_json_ json_t *doc = json_pack("{s:s}", "cniVersion", out_version(p));
+	_cleanup_json_ json_t *routes = NULL, *dns = NULL;
+	bool legacy = !version_at_least(p, "0.3.0");
+
+	if (p->cfg.routes_json)
+		routes = json_loads(p->cfg.routes_json, 0, NULL);
+	if (p->cfg.dns_json)
+		dns = json_loads(p->cfg.dns_json, 0, NULL);
+	if (legacy) {
+		bool seen4 = false, seen6 = false;
+
+		for (size_t i = 0; i < lease->n; i++) {
+			const struct rn_ipam_lease_addr *a = &lease->addr[i];
+			bool v4 = a->ip.family == AF_INET;
+			json_t *o, *r = json_array(), *rt;
+			size_t k;
+
+			if ((v4 && seen4) || (!v4 && seen6))
+				return fail(p, CNI_INCOMPATIBLE,
+					    "CNI version 0.2.0 and older carry one address per family",
+					    "use cniVersion 0.3.0 or later with several ranges of "
+					    "one family");
+			seen4 = seen4 || v4;
+			seen6 = seen6 || !v4;
+			o = json_pack("{s:o}", "ip", ip_json(a));
+			if (a->has_gateway)
+				json_object_set_new(o, "gateway", gateway_json(a));
+			json_array_foreach(routes, k, rt)
+			{
+				struct rn_ip dst;
+				unsigned prefix;
+
+				if (rn_cidr_parse(json_string_value(json_object_get(rt, "dst")), &dst,
+						  &prefix) == 0 &&
+				    dst.family == a->ip.family)
+					json_array_append(r, rt);
+			}
+			if (json_array_size(r))
+				json_object_set_new(o, "routes", r);
+			else
+				json_decref(r);
+			json_object_set_new(doc, v4 ? "ip4" : "ip6", o);
+		}
+	} else {
+		json_t *ips = json_array();
+		bool with_version = !version_at_least(p, "1.0.0");
+
+		for (size_t i = 0; i < lease->n; i++) {
+			const struct rn_ipam_lease_addr *a = &lease->addr[i];
+			json_t *o = json_object();
+
+			if (with_version)
+				json_object_set_new(o, "version",
+						    json_string(a->ip.family == AF_INET ? "4" : "6"));
+			json_object_set_new(o, "address", ip_json(a));
+			if (a->has_gateway)
+				json_object_set_new(o, "gateway", gateway_json(a));
+			json_array_append_new(ips, o);
+		}
+		json_object_set_new(doc, "ips", ips);
+		if (routes)
+			json_object_set(doc, "routes", routes);
+	}
+	if (dns)
+		json_object_set(doc, "dns", dns);
+	json_dumpf(doc, stdout, JSON_COMPACT);
+	fputc('\n', stdout);
+	fflush(stdout);
+	return 0;
+}
+
+/* ---- input ----------------------------------------------------------------- */
+
+static int read_stdin(struct plugin *p)
+{
+	size_t len = 0;
+	char *buf = malloc(MAX_STDIN + 1);
+
+	if (!buf)
+		return -ENOMEM;
+	while (len <= MAX_STDIN) {
+		ssize_t n = read(STDIN_FILENO, buf + len, MAX_STDIN + 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			free(buf);
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > MAX_STDIN) {
+		free(buf);
+		return -EFBIG;
+	}
+	buf[len] = '\0';
+	p->stdin_text = buf;
+	return 0;
+}
+
+/* K8S_POD_NAMESPACE and K8S_POD_NAME from "K=V;K=V" (others are ignored). */
+static int parse_cni_args(struct plugin *p, const char *args)
+{
+	while (args && *args) {
+		const char *semi = strchr(args, ';'), *eq;
+		size_t len = semi ? (size_t)(semi - args) : strlen(args);
+		char *dst = NULL;
+		size_t size = 0, klen;
+
+		eq = memchr(args, '=', len);
+		if (!eq)
+			return -EINVAL;
+		klen = (size_t)(eq - args);
+		if (klen == 17 && memcmp(args, "K8S_POD_NAMESPACE", 17) == 0)
+			dst = p->pod_namespace, size = sizeof(p->pod_namespace);
+		else if (klen == 12 && memcmp(args, "K8S_POD_NAME", 12) == 0)
+			dst = p->pod_name, size = sizeof(p->pod_name);
+		if (dst) {
+			size_t vlen = len - klen - 1;
+
+			if (vlen >= size)
+				return -EINVAL;
+			memcpy(dst, eq + 1, vlen);
+			dst[vlen] = '\0';
+		}
+		args += len + (semi ? 1 : 0);
+	}
+	return 0;
+}
+
+static void owner_of(const struct plugin *p, struct rn_ipam_owner *o)
+{
+	o->container_id = p->container_id;
+	o->ifname = p->ifname;
+	o->pod_namespace = p->pod_namespace;
+	o->pod_name = p->pod_name;
+}
+
+static void log_lease(struct plugin *p, const char *verb, const struct rn_ipam_lease *l)
+{
+	char line[1024] = "";
+	size_t n = 0;
+
+	for (size_t i = 0; i < l->n && n < sizeof(line) - 64; i++) {
+		char ip[RN_IP_STRLEN];
+
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s/%u", i ? " " : "",
+				      rn_ip_format(l->addr[i].ip.family, l->addr[i].ip.v, ip,
+						   sizeof(ip)),
+				      l->addr[i].prefix);
+	}
+	logf_(p, RN_IPAM_LOG_INFO, "%s %s (pod %s/%s, node %s, store %s)", verb, line,
+	      p->pod_namespace[0] ? p->pod_namespace : "-",
+	      p->pod_name[0] ? p->pod_name : "-", p->cfg.node,
+	      p->cfg.store == RN_IPAM_STORE_ETCD ? "etcd" : "local");
+}
+
+/* What the configuration says, minus anything secret. */
+static void log_config(struct plugin *p)
+{
+	if (p->log_level < RN_IPAM_LOG_DEBUG)
+		return;
+	logf_(p, RN_IPAM_LOG_DEBUG, "network '%s' scope '%s' overlapping %s, %zu range(s)%s%s",
+	      p->cfg.network, p->cfg.scope, p->cfg.overlapping ? "on" : "off", p->cfg.n_ranges,
+	      p->cfg.flat_file ? ", defaults from " : "",
+	      p->cfg.flat_file ? p->cfg.flat_file : "");
+	for (size_t i = 0; i < p->cfg.n_ranges; i++) {
+		char a[RN_IP_STRLEN], b[RN_IP_STRLEN];
+		const struct rn_ipam_range *r = &p->cfg.ranges[i];
+
+		logf_(p, RN_IPAM_LOG_DEBUG, "range %s: %s - %s, %zu exclude span(s)%s", r->cidr,
+		      rn_ip_format(r->family, r->start, a, sizeof(a)),
+		      rn_ip_format(r->family, r->end, b, sizeof(b)), r->n_exclude,
+		      r->has_gateway ? ", gateway reserved" : "");
+	}
+	if (p->cfg.store == RN_IPAM_STORE_ETCD)
+		logf_(p, RN_IPAM_LOG_DEBUG,
+		      "store etcd: %zu endpoint(s), first %s, prefix %s, TLS %s, user %s",
+		      p->cfg.etcd.n_endpoints, p->cfg.etcd.endpoints[0],
+		      p->cfg.etcd.key_prefix ? p->cfg.etcd.key_prefix : RN_IPAM_DEFAULT_ETCD_PREFIX,
+		      p->cfg.etcd.ca_file || p->cfg.etcd.cert_file ? "on" : "off",
+		      p->cfg.etcd.username ? p->cfg.etcd.username : "(none)");
+	else
+		logf_(p, RN_IPAM_LOG_DEBUG, "store local: %s", p->cfg.data_dir);
+}
+
+/* ---- commands -------------------------------------------------------------- */
+
+static int cmd_add(struct plugin *p, struct rn_ipam_store *s)
+{
+	struct rn_ipam_owner o;
+	struct rn_ipam_lease lease;
+	struct rn_error err = { 0 };
+
+	owner_of(p, &o);
+	if (rn_ipam_add(s, &p->cfg, &o, &lease, &err) < 0)
+		return fail_err(p, "address allocation failed", &err);
+	log_lease(p, lease.existing ? "holds" : "allocated", &lease);
+	return print_result(p, &lease);
+}
+
+static int cmd_del(struct plugin *p, struct rn_ipam_store *s)
+{
+	struct rn_ipam_owner o;
+	struct rn_error err = { 0 };
+	size_t released = 0;
+
+	owner_of(p, &o);
+	if (rn_ipam_del(s, &p->cfg, &o, &released, &err) < 0)
+		return fail_err(p, "address release failed", &err);
+	logf_(p, RN_IPAM_LOG_INFO, "released %zu address(es)", released);
+	return 0;
+}
+
+/* Is "a.b.c.d/nn" among prevResult's ips? */
+static bool in_prev_result(json_t *prev, const struct rn_ipam_lease_addr *a)
+{
+	json_t *ips = json_object_get(prev, "ips"), *ip;
+	size_t i;
+
+	json_array_foreach(ips, i, ip)
+	{
+		struct rn_ip got;
+		unsigned prefix;
+
+		if (rn_cidr_parse(json_string_value(json_object_get(ip, "address")), &got,
+				  &prefix) == 0 &&
+		    got.family == a->ip.family && got.v == a->ip.v && prefix == a->prefix)
+			return true;
+	}
+	return false;
+}
+
+static int cmd_check(struct plugin *p, struct rn_ipam_store *s)
+{
+	struct rn_ipam_owner o;
+	struct rn_ipam_lease lease;
+	struct rn_error err = { 0 };
+	json_t *prev = json_object_get(p->doc, "prevResult");
+
+	owner_of(p, &o);
+	if (rn_ipam_check(s, &p->cfg, &o, &lease, &err) < 0)
+		return fail(p, err.code == ENOENT ? IPAM_CHECK_FAILED : code_for(&err),
+			    "CHECK failed", err.msg);
+	if (json_is_object(prev)) {
+		for (size_t i = 0; i < lease.n; i++) {
+			if (!in_prev_result(prev, &lease.addr[i])) {
+				char ip[RN_IP_STRLEN], msg[256];
+
+				snprintf(msg, sizeof(msg),
+					 "address %s/%u is held but missing from prevResult",
+					 rn_ip_format(lease.addr[i].ip.family, lease.addr[i].ip.v,
+						      ip, sizeof(ip)),
+					 lease.addr[i].prefix);
+				return fail(p, IPAM_CHECK_FAILED, "CHECK failed", msg);
+			}
+		}
+	}
+	log_lease(p, "holds", &lease);
+	return 0;
+}
+
+static int cmd_status(struct plugin *p, struct rn_ipam_store *s)
+{
+	struct rn_error err = { 0 };
+
+	if (rn_ipam_status(s, &p->cfg, &err) < 0)
+		return fail(p, CNI_NOT_AVAILABLE, "rdma-netns-ipam cannot serve ADD", err.msg);
+	logf_(p, RN_IPAM_LOG_DEBUG, "STATUS ok");
+	return 0;
+}
+
+static int cmd_gc(struct plugin *p, struct rn_ipam_store *s)
+{
+	json_t *list = json_object_get(p->doc, "cni.dev/valid-attachments"), *item;
+	_cleanup_free_ struct rn_ipam_valid *valid = NULL;
+	struct rn_error err = { 0 };
+	size_t released = 0, i;
+
+	if (!list)
+		list = json_object_get(p->doc, "cni.dev/attachments");
+	if (!json_is_array(list))
+		return fail(p, CNI_INVALID_CONFIG, "GC needs the valid attachments",
+			    "the configuration has no \"cni.dev/valid-attachments\" list");
+	valid = calloc(json_array_size(list) + 1, sizeof(*valid));
+	if (!valid)
+		return fail(p, CNI_IO, "out of memory", NULL);
+	json_array_foreach(list, i, item)
+	{
+		valid[i].container_id = json_string_value(json_object_get(item, "containerID"));
+		valid[i].ifname = json_string_value(json_object_get(item, "ifname"));
+		if (!valid[i].container_id || !valid[i].ifname)
+			return fail(p, CNI_INVALID_CONFIG, "GC: bad valid-attachments entry",
+				    "each entry needs \"containerID\" and \"ifname\" strings");
+	}
+	if (rn_ipam_gc(s, &p->cfg, valid, json_array_size(list), &released, &err) < 0)
+		return fail_err(p, "GC failed", &err);
+	logf_(p, RN_IPAM_LOG_INFO, "released %zu address(es) of node %s, network %s", released,
+	      p->cfg.node, p->cfg.network);
+	return 0;
+}
+
+static int cmd_version(struct plugin *p)
+{
+	_cleanup_json_ json_t *doc = json_pack("{s:s,s:[]}", "cniVersion", LATEST,
+					       "supportedVersions");
+	json_t *list = json_object_get(doc, "supportedVersions");
+
+	for (size_t i = 0; i < RN_ARRAY_SIZE(versions); i++)
+		json_array_append_new(list, json_string(versions[i]));
+	json_dumpf(doc, stdout, JSON_COMPACT);
+	fputc('\n', stdout);
+	return 0;
+}
+
+static const char *config_root(void)
+{
+	/* tests point the flat-file search at a scratch tree */
+	const char *root = secure_getenv("RDMANS_CONFIG_ROOT");
+
+	return root ? root : "";
+}
+
+static int run(struct plugin *p)
+{
+	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
+	struct rn_error err = { 0 };
+	json_error_t jerr;
+	bool add_like, store_only;
+	const char *args;
+	unsigned flags;
+	int r;
+
+	p->command = getenv("CNI_COMMAND");
+	if (!p->command || !*p->command) {
+		printf("CNI plugin " RN_IPAM_PLUGIN_NAME " version %s (CNI %s - %s)\n",
+		       RDMANS_VERSION, versions[0], LATEST);
+		return 0;
+	}
+	r = read_stdin(p);
+	if (r < 0)
+		return fail(p, CNI_IO, "cannot read the network configuration from stdin",
+			    strerror(-r));
+	if (strcmp(p->command, "VERSION") == 0)
+		return cmd_version(p);
+
+	p->doc = json_loads(p->stdin_text, 0, &jerr);
+	if (!json_is_object(p->doc))
+		return fail(p, CNI_DECODE, "the network configuration is not a JSON object",
+			    jerr.text);
+	p->version = json_string_value(json_object_get(p->doc, "cniVersion"));
+	if (!p->version)
+		p->version = "0.1.0"; /* libcni's reading of a config without one */
+	if (version_index(p->version) < 0) {
+		const char *asked = p->version;
+		char msg[128];
+
+		p->version = LATEST;
+		snprintf(msg, sizeof(msg), "cniVersion %.32s is not one of 0.1.0 ... 1.1.0", asked);
+		return fail(p, CNI_INCOMPATIBLE, "incompatible CNI version", msg);
+	}
+
+	add_like = strcmp(p->command, "ADD") == 0 || strcmp(p->command, "CHECK") == 0;
+	store_only = strcmp(p->command, "DEL") == 0 || strcmp(p->command, "GC") == 0;
+	if (!add_like && !store_only && strcmp(p->command, "STATUS") != 0)
+		return fail(p, CNI_INVALID_ENV, "unknown CNI_COMMAND",
+			    "CNI_COMMAND must be ADD, DEL, CHECK, STATUS, GC or VERSION");
+	if (strcmp(p->command, "CHECK") == 0 && !version_at_least(p, "0.4.0"))
+		return fail(p, CNI_INCOMPATIBLE, "CHECK needs cniVersion 0.4.0 or later", NULL);
+	if ((strcmp(p->command, "STATUS") == 0 || strcmp(p->command, "GC") == 0) &&
+	    !version_at_least(p, "1.1.0"))
+		return fail(p, CNI_INCOMPATIBLE, "STATUS and GC need cniVersion 1.1.0", NULL);
+
+	p->container_id = getenv("CNI_CONTAINERID");
+	p->ifname = getenv("CNI_IFNAME");
+	flags = store_only ? RN_IPAM_CONFIG_STORE_ONLY : 0;
+	if (rn_ipam_config_parse(p->stdin_text, config_root(), flags, &p->cfg, &err) < 0)
+		return fail(p, err.code == EBADMSG ? CNI_DECODE : CNI_INVALID_CONFIG,
+			    "invalid IPAM configuration", err.msg);
+	p->have_cfg = true;
+	open_log(p);
+	log_config(p);
+
+	if (add_like || strcmp(p->command, "DEL") == 0) {
+		struct rn_ipam_owner o;
+		char id[RN_IPAM_ID_MAX];
+
+		if (!p->container_id || !*p->container_id)
+			return fail(p, CNI_INVALID_ENV, "CNI_CONTAINERID is not set", NULL);
+		if (!p->ifname || !*p->ifname)
+			return fail(p, CNI_INVALID_ENV, "CNI_IFNAME is not set", NULL);
+		args = getenv("CNI_ARGS");
+		if (parse_cni_args(p, args) < 0)
+			return fail(p, CNI_INVALID_ENV, "CNI_ARGS is not K=V;K=V",
+				    "K8S_POD_NAMESPACE and K8S_POD_NAME must fit 255 bytes");
+		owner_of(p, &o);
+		if (rn_ipam_attachment_id(&o, id, sizeof(id), &err) < 0)
+			return fail(p, CNI_INVALID_ENV, "invalid CNI environment", err.msg);
+	}
+
+	if (rn_ipam_store_open(&p->cfg, &s, &err) < 0)
+		return fail_err(p, "cannot open the IPAM store", &err);
+	if (strcmp(p->command, "ADD") == 0)
+		return cmd_add(p, s);
+	if (strcmp(p->command, "DEL") == 0)
+		return cmd_del(p, s);
+	if (strcmp(p->command, "CHECK") == 0)
+		return cmd_check(p, s);
+	if (strcmp(p->command, "STATUS") == 0)
+		return cmd_status(p, s);
+	return cmd_gc(p, s);
+}
+
+int main(void)
+{
+	struct plugin p = { 0 };
+	int r;
+
+	p.log_level = RN_IPAM_LOG_ERROR;
+	r = run(&p);
+	if (p.doc)
+		json_decref(p.doc);
+	if (p.stdin_text) {
+		/* it may hold an etcd password */
+		explicit_bzero(p.stdin_text, strlen(p.stdin_text));
+		free(p.stdin_text);
+	}
+	if (p.have_cfg)
+		rn_ipam_config_free(&p.cfg);
+	if (p.log)
+		fclose(p.log);
+	return r;
+}

@@ -1,0 +1,1496 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Attaching netdevs and RDMA devices to a pod and bringing them home
+ * (rdmans/attach.h). Builds on rn_link_* (rtnetlink), rn_rdma_* (RDMA
+ * netlink), rn_sysfs_* and rn_netns_run().
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rdmans/attach.h"
+#include "rdmans/discover.h"
+#include "rdmans/link.h"
+#include "rdmans/netns.h"
+#include "rdmans/rdma.h"
+#include "rdmans/sysfs.h"
+#include "rdmans/util.h"
+
+/* ---- small helpers ---- */
+
+/* Copies what fits of src (NULL: ""). */
+static void copy(char *dst, size_t len, const char *src)
+{
+	size_t n = src ? strnlen(src, len - 1) : 0;
+
+	memcpy(dst, src ? src : "", n);
+	dst[n] = '\0';
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static int run_step(rn_attach_step_fn step, void *arg, const char *what, struct rn_error *err)
+{
+	return step ? step(arg, what, err) : 0;
+}
+
+static bool plan_has_rdma(const struct rn_attach_plan *plan, const char *name)
+{
+	for (size_t i = 0; i < plan->n_rdma; i++)
+		if (strcmp(plan->rdma[i], name) == 0)
+			return true;
+	return false;
+}
+
+static int plan_add_rdma(struct rn_attach_plan *plan, const char *name, struct rn_error *err)
+{
+	if (plan_has_rdma(plan, name))
+		return 0;
+	if (plan->n_rdma == RN_ATTACH_MAX)
+		return rn_error_set(err, E2BIG, "more than %d RDMA devices selected",
+				    RN_ATTACH_MAX);
+	copy(plan->rdma[plan->n_rdma++], RN_RDMA_NAME_MAX, name);
+	return 0;
+}
+
+static void fill_netdev(struct rn_attach_netdev *nd, const struct rn_link *l)
+{
+	memset(nd, 0, sizeof(*nd));
+	copy(nd->name, sizeof(nd->name), l->name);
+	copy(nd->pod_name, sizeof(nd->pod_name), l->name);
+	copy(nd->mac, sizeof(nd->mac), l->mac);
+	copy(nd->kind, sizeof(nd->kind), l->kind);
+	copy(nd->alias, sizeof(nd->alias), l->alias);
+	nd->ifindex = l->ifindex;
+	nd->was_up = l->up;
+}
+
+static int plan_add_netdev(struct rn_attach_plan *plan, const struct rn_link *l,
+			   struct rn_error *err)
+{
+	for (size_t i = 0; i < plan->n_netdevs; i++)
+		if (plan->netdevs[i].ifindex == l->ifindex)
+			return 0;
+	if (plan->n_netdevs == RN_ATTACH_MAX)
+		return rn_error_set(err, E2BIG, "more than %d netdevs belong to the selected device",
+				    RN_ATTACH_MAX);
+	fill_netdev(&plan->netdevs[plan->n_netdevs++], l);
+	return 0;
+}
+
+static int plan_add_netdev_name(struct rn_attach_plan *plan, const char *name,
+				struct rn_error *err)
+{
+	struct rn_link l;
+	int r;
+
+	r = rn_link_by_name(name, &l, err);
+	if (r < 0)
+		return r;
+	return plan_add_netdev(plan, &l, err);
+}
+
+static int plan_add_netdev_index(struct rn_attach_plan *plan, int ifindex, struct rn_error *err)
+{
+	struct rn_link l;
+	int r;
+
+	r = rn_link_by_index(ifindex, &l, err);
+	if (r < 0)
+		return r;
+	return plan_add_netdev(plan, &l, err);
+}
+
+/* The RDMA devices of this netns; no RDMA netlink is an empty list, not an error. */
+static int home_rdma_dump(struct rn_rdma_devs *devs, bool *kernel, bool *exclusive,
+			  struct rn_error *err)
+{
+	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
+	int r;
+
+	memset(devs, 0, sizeof(*devs));
+	*kernel = false;
+	if (exclusive)
+		*exclusive = false;
+	r = rn_rdma_open(&rdma, err);
+	if (r == -EPROTONOSUPPORT) {
+		rn_error_clear(err);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	*kernel = true;
+	if (exclusive) {
+		r = rn_rdma_netns_mode_get(rdma, exclusive, err);
+		if (r < 0)
+			return r;
+	}
+	return rn_rdma_dev_dump(rdma, devs, err);
+}
+
+static const struct rn_rdma_dev *devs_find(const struct rn_rdma_devs *devs, const char *name)
+{
+	for (size_t i = 0; i < devs->n; i++)
+		if (strcmp(devs->devs[i].name, name) == 0)
+			return &devs->devs[i];
+	return NULL;
+}
+
+/* RDMA devices with a port bound to netdev ifindex (RDMA netlink). */
+static int add_rdma_bound_to(struct rn_attach_plan *plan, const struct rn_rdma_devs *devs,
+			     int ifindex, struct rn_error *err)
+{
+	for (size_t i = 0; i < devs->n; i++)
+		for (size_t p = 0; p < devs->devs[i].nports; p++)
+			if ((int)devs->devs[i].ports[p].ndev_index == ifindex) {
+				int r = plan_add_rdma(plan, devs->devs[i].name, err);
+
+				if (r < 0)
+					return r;
+				break;
+			}
+	return 0;
+}
+
+/* Netdevs bound to the ports of the plan's RDMA devices (RDMA netlink). */
+static int add_netdevs_bound(struct rn_attach_plan *plan, const struct rn_rdma_devs *devs,
+			     struct rn_error *err)
+{
+	for (size_t i = 0; i < plan->n_rdma; i++) {
+		const struct rn_rdma_dev *d = devs_find(devs, plan->rdma[i]);
+
+		for (size_t p = 0; d && p < d->nports; p++) {
+			int r;
+
+			if (!d->ports[p].ndev_index)
+				continue;
+			r = plan_add_netdev_index(plan, (int)d->ports[p].ndev_index, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* RDMA devices of netdevs[0]: bound by netlink, else tied by sysfs. */
+static int add_rdma_of_netdev(struct rn_attach_plan *plan, const struct rn_rdma_devs *devs,
+			      struct rn_error *err)
+{
+	char names[RN_ATTACH_MAX][RN_RDMA_NAME_MAX];
+	size_t n = 0;
+	int r;
+
+	r = add_rdma_bound_to(plan, devs, plan->netdevs[0].ifindex, err);
+	if (r < 0 || plan->n_rdma > 0)
+		return r;
+	r = rn_sysfs_rdma_by_netdev(plan->netdevs[0].name, names, RN_ATTACH_MAX, &n, err);
+	if (r == -ENODEV || r == -ENOENT) {
+		rn_error_clear(err);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n && i < RN_ATTACH_MAX; i++) {
+		r = plan_add_rdma(plan, names[i], err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+enum sel_kind { SEL_NETDEV, SEL_HWADDR, SEL_RDMA, SEL_BUS };
+
+static const char *const sel_key[] = { "device", "hwaddr", "rdmaDevice", "deviceID" };
+
+static int resolve_one(enum sel_kind kind, const char *value, const struct rn_rdma_devs *devs,
+		       struct rn_attach_plan *plan, struct rn_error *err)
+{
+	struct rn_link l;
+	int r;
+
+	switch (kind) {
+	case SEL_NETDEV:
+		r = rn_link_by_name(value, &l, err);
+		if (r == -ENODEV)
+			return rn_error_set(err, ENODEV,
+					    "netdev %s not found on the host ('ip link' lists them)",
+					    value);
+		if (r < 0)
+			return r;
+		r = plan_add_netdev(plan, &l, err);
+		if (r == 0)
+			r = add_rdma_of_netdev(plan, devs, err);
+		if (r == 0)
+			r = add_netdevs_bound(plan, devs, err);
+		return r;
+	case SEL_HWADDR:
+		r = rn_link_by_mac(value, &l, err);
+		if (r < 0)
+			return r;
+		r = plan_add_netdev(plan, &l, err);
+		if (r == 0)
+			r = add_rdma_of_netdev(plan, devs, err);
+		if (r == 0)
+			r = add_netdevs_bound(plan, devs, err);
+		return r;
+	case SEL_RDMA: {
+		struct rn_sysfs_rdma_dev sd;
+
+		r = rn_name_check("RDMA device", value, RN_RDMA_NAME_MAX - 1, err);
+		if (r < 0)
+			return r;
+		if (!devs_find(devs, value) && rn_sysfs_rdma_get(value, &sd, NULL) < 0)
+			return rn_error_set(err, ENODEV,
+					    "RDMA device %s not found on the host ('rdmans dev' "
+					    "lists them)",
+					    value);
+		r = plan_add_rdma(plan, value, err);
+		if (r == 0)
+			r = add_netdevs_bound(plan, devs, err);
+		if (r < 0)
+			return r;
+		if (plan->n_netdevs == 0 && rn_sysfs_rdma_get(value, &sd, NULL) == 0)
+			for (size_t i = 0; r == 0 && i < sd.n_netdevs; i++)
+				r = plan_add_netdev_name(plan, sd.netdevs[i], err);
+		if (r < 0)
+			return r;
+		if (plan->n_netdevs == 0)
+			return rn_error_set(err, ENODEV,
+					    "RDMA device %s has no netdev bound to its ports; "
+					    "rdma-netns moves a netdev with it (not a RoCE "
+					    "device?)",
+					    value);
+		return 0;
+	}
+	case SEL_BUS: {
+		char rnames[RN_ATTACH_MAX][RN_RDMA_NAME_MAX];
+		char nnames[RN_ATTACH_MAX][IF_NAMESIZE];
+		size_t rn = 0, nn = 0;
+
+		r = rn_sysfs_rdma_by_bus_id(value, rnames, RN_ATTACH_MAX, &rn, err);
+		if (r < 0)
+			return r;
+		r = rn_sysfs_netdevs_by_bus_id(value, nnames, RN_ATTACH_MAX, &nn, err);
+		if (r < 0)
+			return r;
+		if (rn > RN_ATTACH_MAX || nn > RN_ATTACH_MAX)
+			return rn_error_set(err, E2BIG,
+					    "device %s has more than %d RDMA devices or netdevs",
+					    value, RN_ATTACH_MAX);
+		for (size_t i = 0; i < rn; i++) {
+			r = plan_add_rdma(plan, rnames[i], err);
+			if (r < 0)
+				return r;
+		}
+		/* Netdevs bound to those RDMA devices' ports first (they name the pod interface). */
+		r = add_netdevs_bound(plan, devs, err);
+		if (r < 0)
+			return r;
+		if (plan->n_netdevs == 0)
+			for (size_t i = 0; i < nn; i++) {
+				r = plan_add_netdev_name(plan, nnames[i], err);
+				if (r < 0)
+					return r;
+			}
+		/* A function whose RDMA device sits elsewhere: the ones bound to its netdevs. */
+		for (size_t i = 0; r == 0 && i < plan->n_netdevs; i++)
+			r = add_rdma_bound_to(plan, devs, plan->netdevs[i].ifindex, err);
+		if (r < 0)
+			return r;
+		if (plan->n_netdevs == 0)
+			return rn_error_set(err, ENODEV,
+					    "device %s has no netdev on the host%s",
+					    value,
+					    rn ? "" : " and no RDMA device (moved into a pod already?)");
+		copy(plan->bus_id, sizeof(plan->bus_id), value);
+		return 0;
+	}
+	}
+	return rn_error_set(err, EINVAL, "unknown selection");
+}
+
+/* Two resolutions agree when they name the same first netdev. */
+static bool plans_agree(const struct rn_attach_plan *a, const struct rn_attach_plan *b)
+{
+	return a->n_netdevs && b->n_netdevs && a->netdevs[0].ifindex == b->netdevs[0].ifindex;
+}
+
+int rn_attach_resolve(const struct rn_attach_select *sel, const char *ifname,
+		      struct rn_attach_plan *plan, struct rn_error *err)
+{
+	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
+	const char *values[] = { sel->netdev, sel->hwaddr, sel->rdma_dev, sel->bus_id };
+	struct rn_attach_plan *first = plan, other;
+	int first_kind = -1;
+	bool kernel = false, exclusive = false;
+	int r;
+
+	memset(plan, 0, sizeof(*plan));
+	r = rn_name_check("interface", ifname, IF_NAMESIZE - 1, err);
+	if (r < 0)
+		return r;
+	r = home_rdma_dump(&devs, &kernel, &exclusive, err);
+	if (r < 0)
+		return r;
+	for (int k = SEL_NETDEV; k <= SEL_BUS; k++) {
+		struct rn_attach_plan *p = first_kind < 0 ? first : &other;
+
+		if (!values[k])
+			continue;
+		memset(p, 0, sizeof(*p));
+		r = resolve_one((enum sel_kind)k, values[k], &devs, p, err);
+		if (r < 0)
+			return r;
+		if (first_kind < 0) {
+			first_kind = k;
+			continue;
+		}
+		if (!plans_agree(first, p))
+			return rn_error_set(err, EINVAL,
+					    "'%s' %s and '%s' %s do not name the same device (%s "
+					    "vs %s); give one of them",
+					    sel_key[first_kind], values[first_kind], sel_key[k],
+					    values[k], first->netdevs[0].name,
+					    p->n_netdevs ? p->netdevs[0].name : "no netdev");
+	}
+	if (first_kind < 0)
+		return rn_error_set(err, EINVAL,
+				    "no device selected: set one of 'device', 'hwaddr', "
+				    "'rdmaDevice', 'deviceID' or 'pciBusID' (Multus passes "
+				    "'runtimeConfig.deviceID' from the device plugin)");
+	plan->rdma_kernel = kernel;
+	plan->exclusive = exclusive;
+	copy(plan->netdevs[0].pod_name, IF_NAMESIZE, ifname);
+	if (!plan->bus_id[0]) {
+		char bdf[RN_BUS_ID_MAX];
+
+		if (rn_sysfs_netdev_pci(plan->netdevs[0].name, bdf, sizeof(bdf), NULL) == 0)
+			copy(plan->bus_id, sizeof(plan->bus_id), bdf);
+	}
+	return 0;
+}
+
+/* ---- chained mode ---- */
+
+struct pod_probe {
+	const char *ifname;
+	struct rn_link link;
+	char bdf[RN_BUS_ID_MAX];
+};
+
+static int pod_probe_here(void *arg, struct rn_error *err)
+{
+	struct pod_probe *p = arg;
+	int r;
+
+	r = rn_link_by_name(p->ifname, &p->link, err);
+	if (r < 0)
+		return r;
+	if (rn_sysfs_netdev_pci(p->ifname, p->bdf, sizeof(p->bdf), NULL) < 0)
+		p->bdf[0] = '\0';
+	return 0;
+}
+
+int rn_attach_resolve_chained(int pod_nsfd, const char *ifname,
+			      const struct rn_attach_select *hints, struct rn_attach_plan *plan,
+			      struct rn_error *err)
+{
+	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
+	struct pod_probe probe = { .ifname = ifname };
+	struct rn_attach_netdev *nd;
+	const char *bus = NULL;
+	bool kernel = false, exclusive = false;
+	int r;
+
+	memset(plan, 0, sizeof(*plan));
+	plan->chained = true;
+	if (hints->netdev || hints->hwaddr)
+		return rn_error_set(err, EINVAL,
+				    "'device' and 'hwaddr' select a netdev on the host; in "
+				    "chained mode the previous plugin chose it already (use "
+				    "'rdmaDevice' or 'deviceID' to name the RDMA device)");
+	r = rn_name_check("interface", ifname, IF_NAMESIZE - 1, err);
+	if (r < 0)
+		return r;
+	r = rn_netns_run_sysfs(pod_nsfd, pod_probe_here, &probe, err);
+	if (r == -ENODEV)
+		return rn_error_set(err, ENODEV,
+				    "the previous plugin left no netdev named %s in the pod", ifname);
+	if (r < 0)
+		return r;
+	nd = &plan->netdevs[0];
+	fill_netdev(nd, &probe.link);
+	plan->n_netdevs = 1;
+	/* host-device keeps the host name in the alias */
+	if (probe.link.alias[0] && rn_name_check("netdev", probe.link.alias, IF_NAMESIZE - 1,
+						 NULL) == 0)
+		copy(nd->name, sizeof(nd->name), probe.link.alias);
+	nd->alias[0] = '\0';
+
+	r = home_rdma_dump(&devs, &kernel, &exclusive, err);
+	if (r < 0)
+		return r;
+	plan->rdma_kernel = kernel;
+	plan->exclusive = exclusive;
+	if (hints->rdma_dev) {
+		struct rn_sysfs_rdma_dev sd;
+
+		r = rn_name_check("RDMA device", hints->rdma_dev, RN_RDMA_NAME_MAX - 1, err);
+		if (r < 0)
+			return r;
+		if (!devs_find(&devs, hints->rdma_dev) &&
+		    rn_sysfs_rdma_get(hints->rdma_dev, &sd, NULL) < 0)
+			return rn_error_set(err, ENODEV, "RDMA device %s not found on the host",
+					    hints->rdma_dev);
+		r = plan_add_rdma(plan, hints->rdma_dev, err);
+		if (r < 0)
+			return r;
+	}
+	bus = hints->bus_id ? hints->bus_id : probe.bdf[0] ? probe.bdf : NULL;
+	if (bus) {
+		char names[RN_ATTACH_MAX][RN_RDMA_NAME_MAX];
+		size_t n = 0;
+
+		copy(plan->bus_id, sizeof(plan->bus_id), bus);
+		if (!hints->rdma_dev) {
+			r = rn_sysfs_rdma_by_bus_id(bus, names, RN_ATTACH_MAX, &n, err);
+			if (r < 0)
+				return r;
+			for (size_t i = 0; i < n && i < RN_ATTACH_MAX; i++) {
+				r = plan_add_rdma(plan, names[i], err);
+				if (r < 0)
+					return r;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- moving in ---- */
+
+struct name_probe {
+	const char *name;
+	struct rn_link link;
+	bool found;
+};
+
+static int name_probe_here(void *arg, struct rn_error *err)
+{
+	struct name_probe *p = arg;
+
+	p->found = rn_link_by_name(p->name, &p->link, NULL) == 0;
+	return 0;
+}
+
+int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, rn_attach_step_fn step,
+		      void *arg, struct rn_error *err)
+{
+	_cleanup_close_ int home = -1;
+	char what[128];
+	int r;
+
+	home = rn_netns_open_self(err);
+	if (home < 0)
+		return home;
+	r = rn_netns_same(home, pod_nsfd, err);
+	if (r < 0)
+		return r;
+	if (r == 1)
+		return rn_error_set(err, EINVAL,
+				    "the pod's network namespace is the host's own; refusing to "
+				    "move devices into it");
+	if (!plan->chained) {
+		for (size_t i = 0; i < plan->n_netdevs; i++) {
+			struct name_probe p = { .name = plan->netdevs[i].pod_name };
+
+			r = rn_netns_run(pod_nsfd, name_probe_here, &p, err);
+			if (r < 0)
+				return r;
+			if (p.found)
+				return rn_error_set(err, EEXIST,
+						    "the pod already has a netdev named %s; choose "
+						    "another interface name",
+						    p.name);
+		}
+	}
+	/* RDMA devices first: a driver that cannot change netns refuses before a netdev moved. */
+	for (size_t i = 0; i < plan->n_rdma; i++) {
+		r = rn_move_rdma_dev(plan->rdma[i], home, pod_nsfd, err);
+		if (r < 0)
+			return r;
+		snprintf(what, sizeof(what), "moved RDMA device %s", plan->rdma[i]);
+		r = run_step(step, arg, what, err);
+		if (r < 0)
+			return r;
+	}
+	if (plan->chained)
+		return 0;
+	for (size_t i = 0; i < plan->n_netdevs; i++) {
+		const struct rn_attach_netdev *nd = &plan->netdevs[i];
+
+		if (strcmp(nd->name, nd->pod_name) != 0) {
+			/* Remembered by the netdev itself, as host-device does. */
+			r = rn_link_set_alias(nd->ifindex, nd->name, nd->name, err);
+			if (r < 0)
+				return r;
+			snprintf(what, sizeof(what), "set the alias of %s", nd->name);
+			r = run_step(step, arg, what, err);
+			if (r < 0)
+				return r;
+		}
+		r = rn_link_move(nd->ifindex, nd->name, pod_nsfd,
+				 strcmp(nd->name, nd->pod_name) ? nd->pod_name : NULL, err);
+		if (r < 0)
+			return r;
+		snprintf(what, sizeof(what), "moved netdev %s", nd->name);
+		r = run_step(step, arg, what, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- configuring the pod interface ---- */
+
+struct conf_job {
+	const char *ifname;
+	const struct rn_attach_ip *ips;
+	size_t n_ips;
+	const struct rn_attach_route *routes;
+	size_t n_routes;
+	rn_attach_step_fn step;
+	void *arg;
+};
+
+static int family_of(const char *addr)
+{
+	return strchr(addr, ':') ? AF_INET6 : AF_INET;
+}
+
+static int configure_here(void *arg, struct rn_error *err)
+{
+	struct conf_job *job = arg;
+	struct rn_link l;
+	char what[128];
+	int r;
+
+	r = rn_link_by_name(job->ifname, &l, err);
+	if (r < 0)
+		return r;
+	r = rn_link_set_up(l.ifindex, l.name, true, err);
+	if (r < 0)
+		return r;
+	r = run_step(job->step, job->arg, "brought the pod interface up", err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < job->n_ips; i++) {
+		r = rn_link_addr_add(l.ifindex, l.name, job->ips[i].cidr, err);
+		if (r < 0)
+			return r;
+		snprintf(what, sizeof(what), "added address %s", job->ips[i].cidr);
+		r = run_step(job->step, job->arg, what, err);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < job->n_routes; i++) {
+		const struct rn_attach_route *rt = &job->routes[i];
+		const char *gw = rt->gw[0] ? rt->gw : NULL;
+
+		for (size_t k = 0; !gw && k < job->n_ips; k++)
+			if (job->ips[k].gateway[0] &&
+			    family_of(job->ips[k].gateway) == family_of(rt->dst))
+				gw = job->ips[k].gateway;
+		r = rn_link_route_add(l.ifindex, l.name, rt->dst, gw, err);
+		if (r == -EEXIST) {
+			rn_error_clear(err);
+			r = 0;
+		}
+		if (r < 0)
+			return r;
+		snprintf(what, sizeof(what), "added route %s", rt->dst);
+		r = run_step(job->step, job->arg, what, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int rn_attach_configure(int pod_nsfd, const char *ifname, const struct rn_attach_ip *ips,
+			size_t n_ips, const struct rn_attach_route *routes, size_t n_routes,
+			rn_attach_step_fn step, void *arg, struct rn_error *err)
+{
+	struct conf_job job = { .ifname = ifname,
+				.ips = ips,
+				.n_ips = n_ips,
+				.routes = routes,
+				.n_routes = n_routes,
+				.step = step,
+				.arg = arg };
+
+	return rn_netns_run(pod_nsfd, configure_here, &job, err);
+}
+
+/* ---- GIDs ---- */
+
+struct gid_addr {
+	uint8_t raw[16];
+	char text[64];
+};
+
+static int parse_gid_addrs(const char *const *addrs, size_t n, struct gid_addr *out,
+			   struct rn_error *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		char ip[64];
+		char *slash;
+
+		copy(ip, sizeof(ip), addrs[i]);
+		slash = strchr(ip, '/');
+		if (slash)
+			*slash = '\0';
+		copy(out[i].text, sizeof(out[i].text), ip);
+		memset(out[i].raw, 0, 16);
+		if (strchr(ip, ':')) {
+			if (inet_pton(AF_INET6, ip, out[i].raw) != 1)
+				return rn_error_set(err, EINVAL, "'%s' is not an IP address",
+						    addrs[i]);
+		} else {
+			out[i].raw[10] = out[i].raw[11] = 0xff;
+			if (inet_pton(AF_INET, ip, out[i].raw + 12) != 1)
+				return rn_error_set(err, EINVAL, "'%s' is not an IP address",
+						    addrs[i]);
+		}
+	}
+	return 0;
+}
+
+struct gid_job {
+	char devs[RN_ATTACH_MAX][RN_RDMA_NAME_MAX];
+	size_t n_devs;
+	const struct gid_addr *addrs;
+	size_t n_addrs;
+	char missing[256]; /* "irdma0: 10.0.0.5", "" when all present */
+};
+
+static int gid_probe_here(void *arg, struct rn_error *err)
+{
+	struct gid_job *job = arg;
+
+	job->missing[0] = '\0';
+	for (size_t d = 0; d < job->n_devs; d++) {
+		struct rn_gid_table t = { 0 };
+		int r;
+
+		r = rn_sysfs_gids(job->devs[d], &t, err);
+		if (r < 0)
+			return r;
+		for (size_t a = 0; a < job->n_addrs && !job->missing[0]; a++) {
+			bool found = false;
+
+			for (size_t i = 0; i < t.n && !found; i++)
+				found = t.entries[i].type == RN_GID_ROCE_V2 &&
+					memcmp(t.entries[i].raw, job->addrs[a].raw, 16) == 0;
+			if (!found)
+				snprintf(job->missing, sizeof(job->missing), "%s: %s", job->devs[d],
+					 job->addrs[a].text);
+		}
+		rn_gid_table_free(&t);
+		if (job->missing[0])
+			return 0;
+	}
+	return 0;
+}
+
+struct roce_probe {
+	const struct rn_attach_plan *plan;
+	struct gid_job *job;
+};
+
+/* In the pod: the plan's RDMA devices bound to netdevs[0] with an Ethernet link layer. */
+static int roce_probe_here(void *arg, struct rn_error *err)
+{
+	struct roce_probe *p = arg;
+	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
+	struct rn_link l;
+	bool kernel;
+	int r;
+
+	r = rn_link_by_name(p->plan->netdevs[0].pod_name, &l, err);
+	if (r < 0)
+		return r;
+	r = home_rdma_dump(&devs, &kernel, NULL, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < p->plan->n_rdma; i++) {
+		const struct rn_rdma_dev *d = devs_find(&devs, p->plan->rdma[i]);
+		struct rn_sysfs_rdma_dev sd;
+		bool bound = false;
+
+		for (size_t k = 0; d && k < d->nports; k++)
+			bound |= (int)d->ports[k].ndev_index == l.ifindex;
+		if (!bound || rn_sysfs_rdma_get(d->name, &sd, NULL) < 0 ||
+		    strcmp(sd.link_layer, "Ethernet") != 0)
+			continue;
+		copy(p->job->devs[p->job->n_devs++], RN_RDMA_NAME_MAX, d->name);
+	}
+	return 0;
+}
+
+static int gid_check(int pod_nsfd, const struct rn_attach_plan *plan, const char *const *addrs,
+		     size_t n_addrs, int timeout_ms, struct rn_error *err)
+{
+	_cleanup_free_ struct gid_addr *parsed = NULL;
+	struct gid_job job = { 0 };
+	struct roce_probe probe = { .plan = plan, .job = &job };
+	long deadline = now_ms() + timeout_ms;
+	unsigned int pause_us = 2000;
+	int r;
+
+	if (plan->n_rdma == 0 || n_addrs == 0 || plan->n_netdevs == 0)
+		return 0;
+	parsed = calloc(n_addrs, sizeof(*parsed));
+	if (!parsed)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	r = parse_gid_addrs(addrs, n_addrs, parsed, err);
+	if (r < 0)
+		return r;
+	job.addrs = parsed;
+	job.n_addrs = n_addrs;
+	r = rn_netns_run_sysfs(pod_nsfd, roce_probe_here, &probe, err);
+	if (r < 0)
+		return r;
+	if (job.n_devs == 0)
+		return 0; /* InfiniBand, or no device bound to the pod interface */
+	for (;;) {
+		r = rn_netns_run_sysfs(pod_nsfd, gid_probe_here, &job, err);
+		if (r < 0)
+			return r;
+		if (!job.missing[0])
+			return 0;
+		if (now_ms() >= deadline)
+			break;
+		usleep(pause_us);
+		if (pause_us < 50000)
+			pause_us *= 2;
+	}
+	return rn_error_set(err, ETIMEDOUT,
+			    "no RoCE v2 GID for the pod address on RDMA device %s after %d ms "
+			    "(is the port up? 'rdmans gids --netns' shows the table)",
+			    job.missing, timeout_ms);
+}
+
+int rn_attach_wait_gids(int pod_nsfd, const struct rn_attach_plan *plan, const char *const *addrs,
+			size_t n_addrs, int timeout_ms, struct rn_error *err)
+{
+	return gid_check(pod_nsfd, plan, addrs, n_addrs, timeout_ms, err);
+}
+
+/* ---- CHECK ---- */
+
+struct verify_job {
+	const struct rn_attach_plan *plan;
+	const char *const *addrs;
+	size_t n_addrs;
+};
+
+static bool same_cidr(const char *a, const char *b)
+{
+	unsigned char ra[16], rb[16];
+	char x[64], y[64];
+	char *sa, *sb;
+	int fa, fb;
+
+	copy(x, sizeof(x), a);
+	copy(y, sizeof(y), b);
+	sa = strchr(x, '/');
+	sb = strchr(y, '/');
+	if (!sa || !sb || strcmp(sa, sb) != 0)
+		return false;
+	*sa = *sb = '\0';
+	fa = family_of(x);
+	fb = family_of(y);
+	return fa == fb && inet_pton(fa, x, ra) == 1 && inet_pton(fb, y, rb) == 1 &&
+	       memcmp(ra, rb, fa == AF_INET ? 4 : 16) == 0;
+}
+
+static int verify_here(void *arg, struct rn_error *err)
+{
+	struct verify_job *job = arg;
+	const struct rn_attach_plan *plan = job->plan;
+	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
+	char cidrs[32][64];
+	struct rn_link l;
+	size_t n = 0;
+	bool kernel;
+	int r;
+
+	for (size_t i = 0; i < plan->n_netdevs; i++) {
+		const struct rn_attach_netdev *nd = &plan->netdevs[i];
+
+		r = rn_link_by_name(nd->pod_name, &l, err);
+		if (r < 0)
+			return rn_error_set(err, ENODEV, "netdev %s is no longer in the pod",
+					    nd->pod_name);
+		if (nd->mac[0] && strcasecmp(l.mac, nd->mac) != 0)
+			return rn_error_set(err, ENODEV,
+					    "the pod's %s is not the netdev attached at ADD (MAC %s, "
+					    "expected %s)",
+					    nd->pod_name, l.mac, nd->mac);
+		if (i > 0 || plan->chained)
+			continue;
+		if (!l.up)
+			return rn_error_set(err, ENETDOWN, "netdev %s in the pod is down",
+					    nd->pod_name);
+		r = rn_link_addr_list(l.ifindex, AF_UNSPEC, cidrs, RN_ARRAY_SIZE(cidrs), &n, err);
+		if (r < 0)
+			return r;
+		for (size_t a = 0; a < job->n_addrs; a++) {
+			bool found = false;
+
+			for (size_t k = 0; k < n && k < RN_ARRAY_SIZE(cidrs) && !found; k++)
+				found = same_cidr(cidrs[k], job->addrs[a]);
+			if (!found)
+				return rn_error_set(err, EADDRNOTAVAIL,
+						    "address %s is no longer on %s in the pod",
+						    job->addrs[a], nd->pod_name);
+		}
+	}
+	if (plan->n_rdma == 0)
+		return 0;
+	r = home_rdma_dump(&devs, &kernel, NULL, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < plan->n_rdma; i++)
+		if (!devs_find(&devs, plan->rdma[i]))
+			return rn_error_set(err, ENODEV, "RDMA device %s is no longer in the pod",
+					    plan->rdma[i]);
+	return 0;
+}
+
+int rn_attach_verify(int pod_nsfd, const struct rn_attach_plan *plan, const char *const *addrs,
+		     size_t n_addrs, struct rn_error *err)
+{
+	struct verify_job job = { .plan = plan, .addrs = addrs, .n_addrs = n_addrs };
+	int r;
+
+	r = rn_netns_run(pod_nsfd, verify_here, &job, err);
+	if (r < 0)
+		return r;
+	return gid_check(pod_nsfd, plan, addrs, n_addrs, 0, err);
+}
+
+/* ---- bringing everything home ---- */
+
+struct find_job {
+	const struct rn_attach_netdev *nd;
+	bool in_pod; /* look for pod_name first */
+	struct rn_link link;
+	bool found;
+};
+
+/* By its name (pod or host) with a matching MAC, else by MAC, else by ifindex with the MAC. */
+static int find_here(void *arg, struct rn_error *err)
+{
+	struct find_job *job = arg;
+	const struct rn_attach_netdev *nd = job->nd;
+	const char *names[] = { job->in_pod ? nd->pod_name : nd->name,
+				job->in_pod ? nd->name : nd->pod_name };
+	struct rn_link l;
+
+	job->found = false;
+	for (size_t i = 0; i < RN_ARRAY_SIZE(names); i++)
+		if (rn_link_by_name(names[i], &l, NULL) == 0 &&
+		    (!nd->mac[0] || strcasecmp(l.mac, nd->mac) == 0)) {
+			job->link = l;
+			job->found = true;
+			return 0;
+		}
+	if (nd->mac[0] && rn_link_by_mac(nd->mac, &l, NULL) == 0) {
+		job->link = l;
+		job->found = true;
+		return 0;
+	}
+	if (nd->ifindex > 0 && rn_link_by_index(nd->ifindex, &l, NULL) == 0 &&
+	    (!nd->mac[0] || strcasecmp(l.mac, nd->mac) == 0)) {
+		job->link = l;
+		job->found = true;
+	}
+	return 0;
+}
+
+struct send_home_job {
+	const struct rn_link *link;
+	const char *name;
+	int home_fd;
+};
+
+static int send_home_here(void *arg, struct rn_error *err)
+{
+	struct send_home_job *job = arg;
+
+	return rn_link_move(job->link->ifindex, job->link->name, job->home_fd,
+			    strcmp(job->link->name, job->name) ? job->name : NULL, err);
+}
+
+/* Moves netdev `l`, found in the netns of from_fd, home under its host name. */
+static int netdev_send_home(const struct rn_attach_netdev *nd, const struct rn_link *l,
+			    int from_fd, int home_fd, struct rn_error *err)
+{
+	struct send_home_job job = { .link = l, .name = nd->name, .home_fd = home_fd };
+	int r;
+
+	r = rn_netns_run(from_fd, send_home_here, &job, err);
+	if (r == -EEXIST)
+		return rn_error_set(err, EEXIST,
+				    "cannot bring netdev %s home: the host has another netdev named "
+				    "%s now; rename that one and run DEL again",
+				    l->name, nd->name);
+	return r;
+}
+
+/* At home: its host name, alias and up/down as before the attach. */
+static int netdev_restore(const struct rn_attach_netdev *nd, const struct rn_link *found,
+			  struct rn_error *err)
+{
+	struct rn_link l = *found;
+	int r;
+
+	if (strcmp(l.name, nd->name) != 0) {
+		struct rn_link other;
+
+		if (rn_link_by_name(nd->name, &other, NULL) == 0 && other.ifindex != l.ifindex)
+			return rn_error_set(err, EEXIST,
+					    "cannot rename netdev %s back to %s: the host has another "
+					    "netdev named %s now; rename that one and run DEL again",
+					    l.name, nd->name, nd->name);
+		r = rn_link_rename(l.ifindex, l.name, nd->name, err);
+		if (r < 0)
+			return r;
+		copy(l.name, sizeof(l.name), nd->name);
+	}
+	if (strcmp(l.alias, nd->alias) != 0) {
+		r = rn_link_set_alias(l.ifindex, l.name, nd->alias, err);
+		if (r < 0)
+			return r;
+	}
+	if (l.up != nd->was_up) {
+		r = rn_link_set_up(l.ifindex, l.name, nd->was_up, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static bool is_physical(const struct rn_attach_netdev *nd)
+{
+	return nd->kind[0] == '\0';
+}
+
+struct out_state {
+	bool rdma_home[RN_ATTACH_MAX];
+	bool netdev_done[RN_ATTACH_MAX];
+	bool netdev_seen_in_pod[RN_ATTACH_MAX];
+};
+
+static int out_from_pod(const struct rn_attach_plan *plan, int pod_fd, int home_fd,
+			struct out_state *os, rn_attach_step_fn step, void *arg, struct rn_error *err)
+{
+	char what[128];
+	int r;
+
+	if (plan->n_rdma > 0 && plan->rdma_kernel) {
+		_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
+
+		r = rn_rdma_dump_in(pod_fd, &devs, err);
+		if (r < 0)
+			return rn_error_wrap(err, "cannot list the RDMA devices in the pod");
+		for (size_t i = 0; i < plan->n_rdma; i++) {
+			if (!devs_find(&devs, plan->rdma[i]))
+				continue;
+			r = rn_move_rdma_dev(plan->rdma[i], pod_fd, home_fd, err);
+			if (r < 0)
+				return rn_error_wrap(err, "cannot bring RDMA device %s home",
+						     plan->rdma[i]);
+			os->rdma_home[i] = true;
+			snprintf(what, sizeof(what), "brought RDMA device %s home", plan->rdma[i]);
+			r = run_step(step, arg, what, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	if (plan->chained)
+		return 0;
+	for (size_t i = 0; i < plan->n_netdevs; i++) {
+		const struct rn_attach_netdev *nd = &plan->netdevs[i];
+		struct find_job job = { .nd = nd, .in_pod = true };
+
+		r = rn_netns_run(pod_fd, find_here, &job, err);
+		if (r < 0)
+			return r;
+		if (!job.found)
+			continue;
+		os->netdev_seen_in_pod[i] = true;
+		r = netdev_send_home(nd, &job.link, pod_fd, home_fd, err);
+		if (r < 0)
+			return r;
+		snprintf(what, sizeof(what), "brought netdev %s home", nd->name);
+		r = run_step(step, arg, what, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* One pass at home; *ret_pending gets what is still missing. */
+static int out_at_home(const struct rn_attach_plan *plan, bool pod_alive, struct out_state *os,
+		       size_t *ret_pending, rn_attach_step_fn step, void *arg, struct rn_error *err)
+{
+	size_t pending = 0;
+	int r;
+
+	if (plan->n_rdma > 0 && plan->rdma_kernel) {
+		_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
+		bool kernel;
+
+		r = home_rdma_dump(&devs, &kernel, NULL, err);
+		if (r < 0)
+			return r;
+		for (size_t i = 0; i < plan->n_rdma; i++) {
+			if (!os->rdma_home[i])
+				os->rdma_home[i] = devs_find(&devs, plan->rdma[i]) != NULL;
+			pending += !os->rdma_home[i];
+		}
+	}
+	for (size_t i = 0; !plan->chained && i < plan->n_netdevs; i++) {
+		const struct rn_attach_netdev *nd = &plan->netdevs[i];
+		struct find_job job = { .nd = nd };
+		char what[128];
+
+		if (os->netdev_done[i])
+			continue;
+		(void)find_here(&job, NULL);
+		if (job.found) {
+			r = netdev_restore(nd, &job.link, err);
+			if (r < 0)
+				return r;
+			os->netdev_done[i] = true;
+			snprintf(what, sizeof(what), "restored netdev %s", nd->name);
+			r = run_step(step, arg, what, err);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		/* A virtual netdev not in a live pod died with its netns (or was deleted). */
+		if (!is_physical(nd) && (!pod_alive || !os->netdev_seen_in_pod[i])) {
+			os->netdev_done[i] = true;
+			continue;
+		}
+		pending++;
+	}
+	*ret_pending = pending;
+	return 0;
+}
+
+struct mac_hunt {
+	const struct rn_attach_netdev *nd;
+	int home_fd;
+	bool moved;
+};
+
+static int hunt_here(void *arg, struct rn_error *err)
+{
+	struct mac_hunt *h = arg;
+	struct find_job job = { .nd = h->nd, .in_pod = true };
+	struct send_home_job send;
+
+	(void)find_here(&job, NULL);
+	if (!job.found)
+		return 0;
+	send = (struct send_home_job){ .link = &job.link, .name = h->nd->name,
+				       .home_fd = h->home_fd };
+	h->moved = true;
+	return send_home_here(&send, err);
+}
+
+/* After the wait: look for what is still missing in every other netns. */
+static int out_hunt(const struct rn_attach_plan *plan, int home_fd, bool pod_alive,
+		    struct out_state *os, struct rn_error *err)
+{
+	_cleanup_free_ struct rn_netns_entry *nets = NULL;
+	struct rn_netns_id home_id;
+	size_t n_nets = 0;
+	int r;
+
+	for (size_t i = 0; plan->rdma_kernel && i < plan->n_rdma; i++) {
+		struct rn_located_dev loc = { 0 };
+		_cleanup_close_ int fd = -1;
+
+		if (os->rdma_home[i])
+			continue;
+		r = rn_discover_find(plan->rdma[i], &loc, NULL, NULL);
+		if (r < 0) {
+			/* Nowhere to be seen: in transit from a dying netns, or unplugged. */
+			os->rdma_home[i] = !pod_alive || r == -ENODEV;
+			continue;
+		}
+		fd = rn_netns_open_path(loc.netns.path, NULL);
+		rn_rdma_dev_free(&loc.dev);
+		if (fd < 0)
+			continue;
+		r = rn_netns_same(fd, home_fd, err);
+		if (r == 0)
+			r = rn_move_rdma_dev(plan->rdma[i], fd, home_fd, err);
+		if (r < 0)
+			return rn_error_wrap(err, "cannot bring RDMA device %s home", plan->rdma[i]);
+		os->rdma_home[i] = true;
+	}
+
+	if (plan->chained)
+		return 0;
+	r = rn_netns_id(home_fd, &home_id, err);
+	if (r < 0)
+		return r;
+	r = rn_netns_list(&nets, &n_nets, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < plan->n_netdevs; i++) {
+		struct mac_hunt h = { .nd = &plan->netdevs[i], .home_fd = home_fd };
+
+		if (os->netdev_done[i])
+			continue;
+		for (size_t k = 0; k < n_nets && !h.moved; k++) {
+			_cleanup_close_ int fd = -1;
+
+			if (rn_netns_id_equal(&nets[k].id, &home_id))
+				continue;
+			fd = rn_netns_open_path(nets[k].path, NULL);
+			if (fd < 0)
+				continue;
+			r = rn_netns_run(fd, hunt_here, &h, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+int rn_attach_move_out(const struct rn_attach_plan *plan, const char *pod_netns, int timeout_ms,
+		       rn_attach_step_fn step, void *arg, struct rn_error *err)
+{
+	_cleanup_close_ int home = -1;
+	_cleanup_close_ int pod = -1;
+	struct out_state os = { 0 };
+	long deadline = now_ms() + timeout_ms;
+	size_t pending = 0;
+	bool pod_alive = false;
+	bool hunted = false;
+	int r;
+
+	home = rn_netns_open_self(err);
+	if (home < 0)
+		return home;
+	if (pod_netns && *pod_netns) {
+		pod = rn_netns_open_path(pod_netns, NULL);
+		if (pod >= 0 && rn_netns_same(pod, home, NULL) == 0)
+			pod_alive = true;
+	}
+	if (pod_alive) {
+		r = out_from_pod(plan, pod, home, &os, step, arg, err);
+		if (r < 0)
+			return r;
+	}
+	for (;;) {
+		r = out_at_home(plan, pod_alive, &os, &pending, step, arg, err);
+		if (r < 0)
+			return r;
+		if (pending == 0)
+			return 0;
+		if (now_ms() >= deadline) {
+			if (hunted)
+				break;
+			r = out_hunt(plan, home, pod_alive, &os, err);
+			if (r < 0)
+				return r;
+			hunted = true;
+			continue;
+		}
+		usleep(20000);
+	}
+	for (size_t i = 0; plan->rdma_kernel && i < plan->n_rdma; i++)
+		if (!os.rdma_home[i])
+			return rn_error_set(err, EAGAIN,
+					    "RDMA device %s has not come back to the host after %d "
+					    "ms; try DEL again later",
+					    plan->rdma[i], timeout_ms);
+	for (size_t i = 0; i < plan->n_netdevs; i++)
+		if (!os.netdev_done[i])
+			return rn_error_set(err, EAGAIN,
+					    "netdev %s (MAC %s) has not come back to the host after "
+					    "%d ms; try DEL again later",
+					    plan->netdevs[i].name, plan->netdevs[i].mac, timeout_ms);
+	return 0;
+}
+
+/* ---- state ---- */
+
+int rn_attach_plan_save(const struct rn_attach_plan *plan, struct rn_cni_state *st,
+			struct rn_error *err)
+{
+	char key[64];
+	int r;
+
+#define SET(k, ...)                                                                                \
+	do {                                                                                       \
+		r = rn_cni_state_setf(st, err, k, __VA_ARGS__);                                    \
+		if (r < 0)                                                                         \
+			return r;                                                                  \
+	} while (0)
+
+	SET("mode", "%s", plan->chained ? "chained" : "main");
+	if (plan->bus_id[0])
+		SET("bus_id", "%s", plan->bus_id);
+	SET("rdma_kernel", "%d", plan->rdma_kernel);
+	SET("netdevs", "%zu", plan->n_netdevs);
+	for (size_t i = 0; i < plan->n_netdevs; i++) {
+		const struct rn_attach_netdev *nd = &plan->netdevs[i];
+
+		snprintf(key, sizeof(key), "netdev.%zu.name", i);
+		SET(key, "%s", nd->name);
+		snprintf(key, sizeof(key), "netdev.%zu.pod_name", i);
+		SET(key, "%s", nd->pod_name);
+		snprintf(key, sizeof(key), "netdev.%zu.mac", i);
+		SET(key, "%s", nd->mac);
+		snprintf(key, sizeof(key), "netdev.%zu.ifindex", i);
+		SET(key, "%d", nd->ifindex);
+		snprintf(key, sizeof(key), "netdev.%zu.kind", i);
+		SET(key, "%s", nd->kind);
+		snprintf(key, sizeof(key), "netdev.%zu.alias", i);
+		SET(key, "%s", nd->alias);
+		snprintf(key, sizeof(key), "netdev.%zu.up", i);
+		SET(key, "%d", nd->was_up);
+	}
+	SET("rdma", "%zu", plan->n_rdma);
+	for (size_t i = 0; i < plan->n_rdma; i++) {
+		snprintf(key, sizeof(key), "rdma.%zu.name", i);
+		SET(key, "%s", plan->rdma[i]);
+	}
+#undef SET
+	return 0;
+}
+
+static int load_count(const struct rn_cni_state *st, const char *key, size_t *ret,
+		      struct rn_error *err)
+{
+	unsigned long v = 0;
+	int r = rn_cni_state_get_uint(st, key, &v);
+
+	if (r == -ENOENT) {
+		*ret = 0;
+		return 0;
+	}
+	if (r < 0 || v > RN_ATTACH_MAX)
+		return rn_error_set(err, EINVAL, "state: bad value for '%s'", key);
+	*ret = v;
+	return 0;
+}
+
+int rn_attach_plan_load(const struct rn_cni_state *st, struct rn_attach_plan *plan,
+			struct rn_error *err)
+{
+	const char *mode = rn_cni_state_get(st, "mode");
+	const char *v;
+	int r;
+
+	memset(plan, 0, sizeof(*plan));
+	plan->chained = mode && strcmp(mode, "chained") == 0;
+	copy(plan->bus_id, sizeof(plan->bus_id), rn_cni_state_get(st, "bus_id"));
+	v = rn_cni_state_get(st, "rdma_kernel");
+	plan->rdma_kernel = !v || strcmp(v, "0") != 0;
+	plan->exclusive = true;
+	r = load_count(st, "netdevs", &plan->n_netdevs, err);
+	if (r < 0)
+		return r;
+	r = load_count(st, "rdma", &plan->n_rdma, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < plan->n_netdevs; i++) {
+		struct rn_attach_netdev *nd = &plan->netdevs[i];
+
+		copy(nd->name, sizeof(nd->name), rn_cni_state_geti(st, "netdev", i, "name"));
+		copy(nd->pod_name, sizeof(nd->pod_name),
+		     rn_cni_state_geti(st, "netdev", i, "pod_name"));
+		copy(nd->mac, sizeof(nd->mac), rn_cni_state_geti(st, "netdev", i, "mac"));
+		copy(nd->kind, sizeof(nd->kind), rn_cni_state_geti(st, "netdev", i, "kind"));
+		copy(nd->alias, sizeof(nd->alias), rn_cni_state_geti(st, "netdev", i, "alias"));
+		v = rn_cni_state_geti(st, "netdev", i, "ifindex");
+		nd->ifindex = v ? atoi(v) : 0;
+		v = rn_cni_state_geti(st, "netdev", i, "up");
+		nd->was_up = v && strcmp(v, "1") == 0;
+		if (rn_name_check("netdev", nd->name, IF_NAMESIZE - 1, NULL) < 0 ||
+		    rn_name_check("netdev", nd->pod_name, IF_NAMESIZE - 1, NULL) < 0)
+			return rn_error_set(err, EINVAL, "state: netdev %zu has no valid name", i);
+	}
+	for (size_t i = 0; i < plan->n_rdma; i++) {
+		copy(plan->rdma[i], RN_RDMA_NAME_MAX, rn_cni_state_geti(st, "rdma", i, "name"));
+		if (rn_name_check("RDMA device", plan->rdma[i], RN_RDMA_NAME_MAX - 1, NULL) < 0)
+			return rn_error_set(err, EINVAL, "state: RDMA device %zu has no valid name",
+					    i);
+	}
+	return 0;
+}
+
+/* ---- ownership and locks ---- */
+
+static bool state_claims(const struct rn_cni_state *st, const struct rn_attach_plan *plan,
+			 const struct rn_attach_select *sel)
+{
+	unsigned long n_nd = 0, n_rd = 0;
+	const char *bus = rn_cni_state_get(st, "bus_id");
+
+	(void)rn_cni_state_get_uint(st, "netdevs", &n_nd);
+	(void)rn_cni_state_get_uint(st, "rdma", &n_rd);
+	for (size_t i = 0; i < n_nd && i < RN_ATTACH_MAX; i++) {
+		const char *mac = rn_cni_state_geti(st, "netdev", i, "mac");
+		const char *name = rn_cni_state_geti(st, "netdev", i, "name");
+
+		for (size_t k = 0; mac && *mac && plan && k < plan->n_netdevs; k++)
+			if (strcasecmp(mac, plan->netdevs[k].mac) == 0)
+				return true;
+		if (sel && sel->hwaddr && mac && strcasecmp(mac, sel->hwaddr) == 0)
+			return true;
+		if (sel && sel->netdev && name && strcmp(name, sel->netdev) == 0)
+			return true;
+	}
+	for (size_t i = 0; i < n_rd && i < RN_ATTACH_MAX; i++) {
+		const char *name = rn_cni_state_geti(st, "rdma", i, "name");
+
+		if (!name)
+			continue;
+		if (plan && plan_has_rdma(plan, name))
+			return true;
+		if (sel && sel->rdma_dev && strcmp(name, sel->rdma_dev) == 0)
+			return true;
+	}
+	return sel && sel->bus_id && bus && strcmp(bus, sel->bus_id) == 0;
+}
+
+int rn_attach_find_owner(const char *dir, const char *self, const struct rn_attach_plan *plan,
+			 const struct rn_attach_select *sel, char *ret_name, size_t len,
+			 struct rn_cni_state *ret_state, struct rn_error *err)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int r, found = 0;
+
+	r = rn_cni_state_list(dir, &names, &n, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n && !found; i++) {
+		_cleanup_cni_state_ struct rn_cni_state st = { 0 };
+
+		if (self && strcmp(names[i], self) == 0)
+			continue;
+		if (rn_cni_state_read(dir, names[i], &st, NULL) < 0)
+			continue;
+		if (!state_claims(&st, plan, sel))
+			continue;
+		found = 1;
+		if (ret_name)
+			copy(ret_name, len, names[i]);
+		if (ret_state) {
+			*ret_state = st;
+			st = (struct rn_cni_state){ 0 };
+		}
+	}
+	rn_cni_state_names_free(names, n);
+	return found;
+}
+
+struct lock_keys {
+	size_t n;
+	char v[2 * RN_ATTACH_MAX][96];
+};
+
+static int cmp_key(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+static void lock_keys_of(const struct rn_attach_plan *plan, struct lock_keys *k)
+{
+	k->n = 0;
+	for (size_t i = 0; i < plan->n_rdma; i++)
+		snprintf(k->v[k->n++], sizeof(k->v[0]), "rdma:%s", plan->rdma[i]);
+	for (size_t i = 0; i < plan->n_netdevs; i++) {
+		char mac[18];
+
+		copy(mac, sizeof(mac), plan->netdevs[i].mac);
+		for (char *p = mac; *p; p++)
+			if (*p >= 'A' && *p <= 'F')
+				*p = (char)(*p - 'A' + 'a');
+		snprintf(k->v[k->n++], sizeof(k->v[0]), "mac:%s", mac[0] ? mac : "none");
+	}
+	qsort(k->v, k->n, sizeof(k->v[0]), cmp_key);
+}
+
+int rn_attach_lock(const char *dir, const struct rn_attach_plan *plan, int timeout_ms, int *fds,
+		   size_t *ret_n, struct rn_error *err)
+{
+	struct lock_keys k;
+	int r;
+
+	*ret_n = 0;
+	lock_keys_of(plan, &k);
+	for (size_t i = 0; i < k.n; i++) {
+		char what[160];
+
+		if (i > 0 && strcmp(k.v[i], k.v[i - 1]) == 0)
+			continue;
+		snprintf(what, sizeof(what), "device %s", k.v[i]);
+		r = rn_cni_lock(dir, k.v[i], what, timeout_ms, &fds[*ret_n], err);
+		if (r < 0) {
+			rn_attach_unlock(fds, *ret_n);
+			*ret_n = 0;
+			return r;
+		}
+		(*ret_n)++;
+	}
+	return 0;
+}
+
+bool rn_attach_locks_cover(const struct rn_attach_plan *locked, const struct rn_attach_plan *plan)
+{
+	struct lock_keys have, need;
+
+	lock_keys_of(locked, &have);
+	lock_keys_of(plan, &need);
+	for (size_t i = 0; i < need.n; i++) {
+		bool found = false;
+
+		for (size_t k = 0; k < have.n && !found; k++)
+			found = strcmp(need.v[i], have.v[k]) == 0;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+void rn_attach_unlock(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
+}

@@ -1,0 +1,539 @@
+// SPDX-License-Identifier: Apache-2.0
+/* State files and locks of the rdma-netns CNI plugin (format: rdmans/cni_state.h). */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rdmans/cni_state.h"
+#include "rdmans/util.h"
+
+#define STATE_FILE_MAX (256 * 1024)
+
+void rn_cni_state_free(struct rn_cni_state *st)
+{
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->n; i++) {
+		free(st->v[i].key);
+		free(st->v[i].value);
+	}
+	free(st->v);
+	st->v = NULL;
+	st->n = 0;
+}
+
+static bool key_valid(const char *key)
+{
+	if (!key || !*key)
+		return false;
+	for (const char *p = key; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' && *p != '-')
+			return false;
+	return true;
+}
+
+static struct rn_kv *state_find(const struct rn_cni_state *st, const char *key)
+{
+	for (size_t i = 0; i < st->n; i++)
+		if (strcmp(st->v[i].key, key) == 0)
+			return &st->v[i];
+	return NULL;
+}
+
+int rn_cni_state_set(struct rn_cni_state *st, const char *key, const char *value,
+		     struct rn_error *err)
+{
+	struct rn_kv *kv;
+	_cleanup_free_ char *copy = NULL;
+	_cleanup_free_ char *kcopy = NULL;
+
+	if (!key_valid(key))
+		return rn_error_set(err, EINVAL, "invalid state key '%s'", key ? key : "");
+	copy = strdup(value ? value : "");
+	if (!copy)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	kv = state_find(st, key);
+	if (kv) {
+		free(kv->value);
+		kv->value = TAKE_PTR(copy);
+		return 0;
+	}
+	kcopy = strdup(key);
+	kv = realloc(st->v, (st->n + 1) * sizeof(*kv));
+	if (!kcopy || !kv) {
+		if (kv)
+			st->v = kv;
+		return rn_error_set(err, ENOMEM, "out of memory");
+	}
+	st->v = kv;
+	st->v[st->n].key = TAKE_PTR(kcopy);
+	st->v[st->n].value = TAKE_PTR(copy);
+	st->n++;
+	return 0;
+}
+
+int rn_cni_state_setf(struct rn_cni_state *st, struct rn_error *err, const char *key,
+		      const char *fmt, ...)
+{
+	_cleanup_free_ char *value = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&value, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		value = NULL;
+		return rn_error_set(err, ENOMEM, "out of memory");
+	}
+	return rn_cni_state_set(st, key, value, err);
+}
+
+const char *rn_cni_state_get(const struct rn_cni_state *st, const char *key)
+{
+	const struct rn_kv *kv = state_find(st, key);
+
+	return kv ? kv->value : NULL;
+}
+
+const char *rn_cni_state_geti(const struct rn_cni_state *st, const char *key, size_t i,
+			      const char *field)
+{
+	char full[256];
+
+	if (field)
+		snprintf(full, sizeof(full), "%s.%zu.%s", key, i, field);
+	else
+		snprintf(full, sizeof(full), "%s.%zu", key, i);
+	return rn_cni_state_get(st, full);
+}
+
+int rn_cni_state_get_uint(const struct rn_cni_state *st, const char *key, unsigned long *ret)
+{
+	const char *v = rn_cni_state_get(st, key);
+	char *end;
+
+	if (!v)
+		return -ENOENT;
+	if (!isdigit((unsigned char)*v))
+		return -EINVAL;
+	errno = 0;
+	*ret = strtoul(v, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	return 0;
+}
+
+/* ---- directory ---- */
+
+static int check_dir(const char *dir, struct rn_error *err)
+{
+	struct stat st;
+
+	if (lstat(dir, &st) < 0)
+		return rn_error_errno(err, errno, "cannot inspect state directory %s", dir);
+	if (!S_ISDIR(st.st_mode))
+		return rn_error_set(err, ENOTDIR,
+				    "state directory %s is not a directory (a symlink or file "
+				    "there is refused; remove it)",
+				    dir);
+	if (geteuid() == 0 && st.st_uid != 0)
+		return rn_error_set(err, EPERM,
+				    "state directory %s is not owned by root; fix with 'chown "
+				    "root: %s'",
+				    dir, dir);
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return rn_error_set(err, EPERM,
+				    "state directory %s is writable by others; fix with 'chmod "
+				    "700 %s'",
+				    dir, dir);
+	return 0;
+}
+
+static int mkdir_p(const char *dir, struct rn_error *err)
+{
+	char path[PATH_MAX];
+	size_t len = strlen(dir);
+
+	if (len == 0 || len >= sizeof(path))
+		return rn_error_set(err, EINVAL, "invalid state directory '%s'", dir);
+	memcpy(path, dir, len + 1);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			return rn_error_errno(err, errno, "cannot create %s", path);
+		*p = '/';
+	}
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return rn_error_errno(err, errno, "cannot create state directory %s", path);
+	return 0;
+}
+
+int rn_cni_state_dir_init(const char *dir, struct rn_error *err)
+{
+	char locks[PATH_MAX];
+	int r;
+
+	r = mkdir_p(dir, err);
+	if (r < 0)
+		return r;
+	r = check_dir(dir, err);
+	if (r < 0)
+		return r;
+	if (rn_path(locks, sizeof(locks), "%s/locks", dir) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "state directory %s: path too long", dir);
+	if (mkdir(locks, 0700) < 0 && errno != EEXIST)
+		return rn_error_errno(err, errno, "cannot create %s", locks);
+	return 0;
+}
+
+/* ---- names ---- */
+
+/* The CNI spec's rule for network names and container IDs. */
+static int id_check(const char *what, const char *s, struct rn_error *err)
+{
+	if (!s || !*s)
+		return rn_error_set(err, EINVAL, "%s is empty", what);
+	if (strlen(s) > 1024)
+		return rn_error_set(err, EINVAL, "%s is too long (%zu bytes)", what, strlen(s));
+	if (!isalnum((unsigned char)s[0]))
+		return rn_error_set(err, EINVAL, "%s '%s' must start with a letter or a digit",
+				    what, s);
+	for (const char *p = s; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' && *p != '-')
+			return rn_error_set(err, EINVAL,
+					    "%s '%s' may only contain letters, digits, '_', '.' "
+					    "and '-'",
+					    what, s);
+	return 0;
+}
+
+static uint64_t fnv1a(const char *a, const char *b, const char *c)
+{
+	const char *parts[] = { a, ":", b, ":", c };
+	uint64_t h = 14695981039346656037ULL;
+
+	for (size_t i = 0; i < RN_ARRAY_SIZE(parts); i++)
+		for (const char *p = parts[i]; *p; p++) {
+			h ^= (unsigned char)*p;
+			h *= 1099511628211ULL;
+		}
+	return h;
+}
+
+int rn_cni_state_name(const char *network, const char *container_id, const char *ifname,
+		      char *buf, size_t len, struct rn_error *err)
+{
+	int r;
+
+	r = id_check("network name", network, err);
+	if (r < 0)
+		return r;
+	r = id_check("container ID", container_id, err);
+	if (r < 0)
+		return r;
+	r = rn_name_check("interface", ifname, 15, err);
+	if (r < 0)
+		return r;
+	if (strchr(ifname, ':'))
+		return rn_error_set(err, EINVAL, "interface name '%s' must not contain ':'",
+				    ifname);
+	if (strlen(network) + strlen(container_id) + strlen(ifname) + 2 <= 200) {
+		if (rn_path(buf, len, "%s:%s:%s", network, container_id, ifname) < 0)
+			return rn_error_set(err, ENAMETOOLONG, "state name buffer too small");
+		return 0;
+	}
+	if (rn_path(buf, len, "%.80s:%.64s:~%016llx", network, container_id,
+		    (unsigned long long)fnv1a(network, container_id, ifname)) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "state name buffer too small");
+	return 0;
+}
+
+/* ---- files ---- */
+
+static int state_path(const char *dir, const char *name, char *buf, size_t len,
+		      struct rn_error *err)
+{
+	if (!name || !*name || strchr(name, '/') || name[0] == '.')
+		return rn_error_set(err, EINVAL, "invalid state file name '%s'",
+				    name ? name : "");
+	if (rn_path(buf, len, "%s/%s", dir, name) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "state file path too long: %s/%s", dir,
+				    name);
+	return 0;
+}
+
+static void unescape(char *s)
+{
+	char *w = s;
+
+	for (char *p = s; *p; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			*w++ = *p == 'n' ? '\n' : *p;
+		} else {
+			*w++ = *p;
+		}
+	}
+	*w = '\0';
+}
+
+int rn_cni_state_read(const char *dir, const char *name, struct rn_cni_state *out,
+		      struct rn_error *err)
+{
+	char path[PATH_MAX];
+	_cleanup_fclose_ FILE *f = NULL;
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0, total = 0;
+	ssize_t n;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	r = state_path(dir, name, path, sizeof(path), err);
+	if (r < 0)
+		return r;
+	f = fopen(path, "re");
+	if (!f) {
+		if (errno == ENOENT)
+			return rn_error_set(err, ENOENT, "no state file %s", path);
+		return rn_error_errno(err, errno, "cannot open state file %s", path);
+	}
+	while ((n = getline(&line, &cap, f)) > 0) {
+		char *eq;
+
+		total += (size_t)n;
+		if (total > STATE_FILE_MAX) {
+			rn_cni_state_free(out);
+			return rn_error_set(err, EFBIG, "state file %s is too large", path);
+		}
+		if (line[n - 1] == '\n')
+			line[--n] = '\0';
+		if (n == 0 || line[0] == '#')
+			continue;
+		eq = strchr(line, '=');
+		if (!eq)
+			continue; /* not ours to judge: skip */
+		*eq = '\0';
+		unescape(eq + 1);
+		if (!key_valid(line))
+			continue;
+		r = rn_cni_state_set(out, line, eq + 1, err);
+		if (r < 0) {
+			rn_cni_state_free(out);
+			return r;
+		}
+	}
+	if (ferror(f)) {
+		rn_cni_state_free(out);
+		return rn_error_errno(err, EIO, "cannot read state file %s", path);
+	}
+	return 0;
+}
+
+static int write_escaped(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\') {
+			if (fputs("\\\\", f) < 0)
+				return -1;
+		} else if (*s == '\n') {
+			if (fputs("\\n", f) < 0)
+				return -1;
+		} else if (fputc(*s, f) == EOF) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int fsync_dir(const char *dir)
+{
+	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 || fsync(fd) < 0)
+		return -errno;
+	return 0;
+}
+
+int rn_cni_state_write(const char *dir, const char *name, const struct rn_cni_state *st,
+		       struct rn_error *err)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	_cleanup_close_ int fd = -1;
+	FILE *f;
+	int r, e;
+
+	r = state_path(dir, name, path, sizeof(path), err);
+	if (r < 0)
+		return r;
+	if (rn_path(tmp, sizeof(tmp), "%s/.%s.%d.tmp", dir, name, (int)getpid()) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "state file path too long: %s", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return rn_error_errno(err, errno, "cannot create %s", tmp);
+	f = fdopen(fd, "w");
+	if (!f) {
+		e = errno;
+		(void)unlink(tmp);
+		return rn_error_errno(err, e, "cannot write %s", tmp);
+	}
+	TAKE_FD(fd); /* f owns it */
+	r = fprintf(f, "# rdma-netns attachment state (format: include/rdmans/cni_state.h)\n") < 0
+		    ? -1
+		    : 0;
+	for (size_t i = 0; r == 0 && i < st->n; i++) {
+		if (fprintf(f, "%s=", st->v[i].key) < 0 || write_escaped(f, st->v[i].value) < 0 ||
+		    fputc('\n', f) == EOF)
+			r = -1;
+	}
+	if (r == 0 && (fflush(f) != 0 || fsync(fileno(f)) < 0))
+		r = -1;
+	e = errno ? errno : EIO;
+	if (fclose(f) != 0 && r == 0) {
+		r = -1;
+		e = errno;
+	}
+	if (r < 0) {
+		(void)unlink(tmp);
+		return rn_error_errno(err, e, "cannot write state file %s", tmp);
+	}
+	if (rename(tmp, path) < 0) {
+		e = errno;
+		(void)unlink(tmp);
+		return rn_error_errno(err, e, "cannot rename %s to %s", tmp, path);
+	}
+	(void)fsync_dir(dir);
+	return 0;
+}
+
+int rn_cni_state_remove(const char *dir, const char *name, struct rn_error *err)
+{
+	char path[PATH_MAX];
+	int r;
+
+	r = state_path(dir, name, path, sizeof(path), err);
+	if (r < 0)
+		return r;
+	if (unlink(path) < 0 && errno != ENOENT)
+		return rn_error_errno(err, errno, "cannot remove state file %s", path);
+	(void)fsync_dir(dir);
+	return 0;
+}
+
+void rn_cni_state_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int rn_cni_state_list(const char *dir, char ***ret_names, size_t *ret_n, struct rn_error *err)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+
+	*ret_names = NULL;
+	*ret_n = 0;
+	d = opendir(dir);
+	if (!d) {
+		if (errno == ENOENT)
+			return 0;
+		return rn_error_errno(err, errno, "cannot list state directory %s", dir);
+	}
+	while ((de = readdir(d))) {
+		char *copy;
+
+		if (de->d_name[0] == '.' || strcmp(de->d_name, "locks") == 0)
+			continue;
+		if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
+			continue;
+		if (n == cap) {
+			char **v;
+
+			cap = cap ? cap * 2 : 16;
+			v = realloc(names, cap * sizeof(*v));
+			if (!v)
+				goto oom;
+			names = v;
+		}
+		copy = strdup(de->d_name);
+		if (!copy)
+			goto oom;
+		names[n++] = copy;
+	}
+	if (n > 1)
+		qsort(names, n, sizeof(*names), cmp_str);
+	*ret_names = names;
+	*ret_n = n;
+	return 0;
+oom:
+	rn_cni_state_names_free(names, n);
+	return rn_error_set(err, ENOMEM, "out of memory listing %s", dir);
+}
+
+/* ---- locks ---- */
+
+int rn_cni_lock(const char *dir, const char *key, const char *what, int timeout_ms, int *ret_fd,
+		struct rn_error *err)
+{
+	char path[PATH_MAX], safe[128];
+	_cleanup_close_ int fd = -1;
+	struct timespec start, now;
+	size_t i;
+
+	*ret_fd = -1;
+	for (i = 0; key[i] && i < sizeof(safe) - 1; i++) {
+		char c = key[i];
+
+		safe[i] = isalnum((unsigned char)c) || c == '_' || c == '.' || c == ':' || c == '-'
+				  ? c
+				  : '_';
+	}
+	safe[i] = '\0';
+	if (i == 0 || safe[0] == '.')
+		return rn_error_set(err, EINVAL, "invalid lock name '%s'", key);
+	if (rn_path(path, sizeof(path), "%s/locks/%s.lock", dir, safe) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "lock path too long under %s", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return rn_error_errno(err, errno, "cannot open lock %s", path);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		long elapsed;
+
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			break;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return rn_error_errno(err, errno, "cannot lock %s", path);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		elapsed = (now.tv_sec - start.tv_sec) * 1000 +
+			  (now.tv_nsec - start.tv_nsec) / 1000000;
+		if (elapsed >= timeout_ms)
+			return rn_error_set(err, EAGAIN,
+					    "%s is busy: another ADD or DEL has held it for %d ms; "
+					    "try again later",
+					    what, timeout_ms);
+		usleep(5000);
+	}
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}

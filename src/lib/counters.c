@@ -1,0 +1,783 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Counters and link state of every RDMA port in every netns (see counters.h).
+ *
+ * A scrape walks the namespaces once: in each, a thread joined to it dumps
+ * the devices, ports and netlink statistics over one RDMA netlink socket;
+ * only a namespace that holds devices gets a private sysfs mounted for the
+ * sysfs part. Nothing is kept between scrapes.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rdmans/cleanup.h"
+#include "rdmans/cni_state.h"
+#include "rdmans/counters.h"
+#include "rdmans/rdma.h"
+#include "rdmans/util.h"
+
+/* ---- counter lists ---- */
+
+void rn_counters_free(struct rn_counters *c)
+{
+	if (!c)
+		return;
+	free(c->v);
+	c->v = NULL;
+	c->n = c->cap = 0;
+}
+
+const struct rn_counter *rn_counters_find(const struct rn_counters *c, const char *name)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (strcmp(c->v[i].name, name) == 0)
+			return &c->v[i];
+	return NULL;
+}
+
+static int counters_append(struct rn_counters *c, const char *name, uint64_t value)
+{
+	struct rn_counter *e;
+
+	if (strlen(name) >= sizeof(e->name))
+		return 0; /* no kernel counter name is that long; skip rather than truncate */
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 32;
+		struct rn_counter *v = realloc(c->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->v = v;
+		c->cap = cap;
+	}
+	e = &c->v[c->n++];
+	memcpy(e->name, name, strlen(name) + 1);
+	e->value = value;
+	return 0;
+}
+
+int rn_counters_set(struct rn_counters *c, const char *name, uint64_t value)
+{
+	struct rn_counter *e = (struct rn_counter *)rn_counters_find(c, name);
+
+	if (e) {
+		e->value = value;
+		return 0;
+	}
+	return counters_append(c, name, value);
+}
+
+int rn_counters_add_new(struct rn_counters *c, const char *name, uint64_t value)
+{
+	if (rn_counters_find(c, name))
+		return 0;
+	return counters_append(c, name, value);
+}
+
+static int cmp_counter(const void *a, const void *b)
+{
+	return strcmp(((const struct rn_counter *)a)->name, ((const struct rn_counter *)b)->name);
+}
+
+void rn_counters_sort(struct rn_counters *c)
+{
+	if (c->n > 1)
+		qsort(c->v, c->n, sizeof(*c->v), cmp_counter);
+}
+
+/* ---- sysfs ---- */
+
+static int parse_u64(const char *s, uint64_t *ret)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+/* Copies src into dst, truncating. */
+static void set_str(char *dst, size_t len, const char *src)
+{
+	size_t n = strnlen(src, len - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/*
+ * The sysfs this thread reads: rn_sysfs_root(), or, while the scrape's
+ * worker reads a pod's, "/proc/self/fd/N" of a sysfs made for that netns.
+ */
+static __thread const char *tls_root;
+
+static const char *sys_root(void)
+{
+	return tls_root ? tls_root : rn_sysfs_root();
+}
+
+/* ROOT/class/infiniband/DEV/NAME */
+static int dev_file(char *buf, size_t len, const char *dev, const char *name)
+{
+	return rn_path(buf, len, "%s/class/infiniband/%s/%s", sys_root(), dev, name);
+}
+
+/* ROOT/class/infiniband/DEV/ports/PORT/NAME */
+static int port_file(char *buf, size_t len, const char *dev, uint32_t port, const char *name)
+{
+	return rn_path(buf, len, "%s/class/infiniband/%s/ports/%u/%s", sys_root(), dev, port, name);
+}
+
+/* ROOT/class/net/IF/NAME */
+static int net_file(char *buf, size_t len, const char *ifname, const char *name)
+{
+	return rn_path(buf, len, "%s/class/net/%s/%s", sys_root(), ifname, name);
+}
+
+int rn_counters_read_dir(const char *relpath, struct rn_counters *c, struct rn_error *err)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	char dir[PATH_MAX];
+	struct dirent *de;
+	int dfd, r;
+
+	r = rn_path(dir, sizeof(dir), "%s/%s", sys_root(), relpath);
+	if (r < 0)
+		return rn_error_set(err, ENAMETOOLONG, "path %s/%s is too long", sys_root(),
+				    relpath);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 0;
+		return rn_error_errno(err, errno, "cannot open %s", dir);
+	}
+	d = fdopendir(dfd);
+	if (!d) {
+		int e = errno;
+
+		close(dfd);
+		return rn_error_errno(err, e, "cannot list %s", dir);
+	}
+	while ((de = readdir(d))) {
+		_cleanup_close_ int fd = -1;
+		char text[64];
+		uint64_t v;
+		ssize_t n;
+
+		if (de->d_name[0] == '.' || strcmp(de->d_name, "lifespan") == 0)
+			continue;
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		n = read(fd, text, sizeof(text) - 1);
+		if (n <= 0)
+			continue; /* PMA counters fail to read without a MAD interface */
+		text[n] = '\0';
+		while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' '))
+			text[--n] = '\0';
+		if (parse_u64(text, &v) < 0)
+			continue;
+		r = rn_counters_add_new(c, de->d_name, v);
+		if (r < 0)
+			return rn_error_set(err, ENOMEM, "out of memory reading %s", dir);
+	}
+	return 0;
+}
+
+/* "100 Gb/sec (4X EDR)", "25 Gb/sec (1X EDR)", "2.5 Gb/sec (1X SDR)" -> bits per second. */
+static uint64_t parse_rate(const char *text)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(text, &end);
+	if (errno || end == text || v < 0)
+		return 0;
+	while (*end == ' ')
+		end++;
+	if (strncmp(end, "Gb/sec", 6) == 0)
+		return (uint64_t)(v * 1e9 + 0.5);
+	if (strncmp(end, "Mb/sec", 6) == 0)
+		return (uint64_t)(v * 1e6 + 0.5);
+	return 0;
+}
+
+static uint8_t parse_state(const char *text)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(text, &end, 10);
+	if (errno || end == text || *end != ':' || v > 255)
+		return 0;
+	return (uint8_t)v;
+}
+
+void rn_port_netdev_sysfs(const char *dev, uint32_t port, char *buf, size_t len)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	char path[PATH_MAX], value[64];
+	unsigned long best = ULONG_MAX;
+	struct dirent *de;
+
+	buf[0] = '\0';
+	if (port_file(path, sizeof(path), dev, port, "gid_attrs/ndevs") == 0)
+		d = opendir(path);
+	while (d && (de = readdir(d))) {
+		char file[PATH_MAX];
+		unsigned long idx;
+		char *end;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		idx = strtoul(de->d_name, &end, 10);
+		if (*end || idx >= best)
+			continue;
+		if (rn_path(file, sizeof(file), "%s/%s", path, de->d_name) < 0 ||
+		    rn_read_line(file, value, sizeof(value)) < 0 ||
+		    rn_name_check("netdev", value, IF_NAMESIZE - 1, NULL) < 0)
+			continue;
+		best = idx;
+		set_str(buf, len, value);
+	}
+	if (buf[0])
+		return;
+	if (dev_file(path, sizeof(path), dev, "parent") == 0 &&
+	    rn_read_line(path, value, sizeof(value)) == 0 &&
+	    rn_name_check("netdev", value, IF_NAMESIZE - 1, NULL) == 0)
+		set_str(buf, len, value);
+}
+
+int rn_port_metrics_read_sysfs(const char *dev, struct rn_port_metrics *pm, struct rn_error *err)
+{
+	char rel[PATH_MAX], path[PATH_MAX], text[128];
+	uint64_t v;
+	int r;
+
+	pm->netdev_mtu = -1;
+	pm->netdev_up = -1;
+	if (rn_path(rel, sizeof(rel), "class/infiniband/%s/ports/%u/hw_counters", dev, pm->port) <
+	    0)
+		return rn_error_set(err, ENAMETOOLONG, "RDMA device name %s is too long", dev);
+	r = rn_counters_read_dir(rel, &pm->hw, err);
+	if (r < 0)
+		return r;
+	(void)rn_path(rel, sizeof(rel), "class/infiniband/%s/ports/%u/counters", dev, pm->port);
+	r = rn_counters_read_dir(rel, &pm->pma, err);
+	if (r < 0)
+		return r;
+
+	if (port_file(path, sizeof(path), dev, pm->port, "rate") == 0 &&
+	    rn_read_line(path, text, sizeof(text)) == 0) {
+		set_str(pm->rate, sizeof(pm->rate), text);
+		pm->rate_bps = parse_rate(text);
+	}
+	if (port_file(path, sizeof(path), dev, pm->port, "link_layer") == 0 &&
+	    rn_read_line(path, text, sizeof(text)) == 0)
+		set_str(pm->link_layer, sizeof(pm->link_layer), text);
+	if (!pm->state && port_file(path, sizeof(path), dev, pm->port, "state") == 0 &&
+	    rn_read_line(path, text, sizeof(text)) == 0)
+		pm->state = parse_state(text);
+	if (!pm->phys_state && port_file(path, sizeof(path), dev, pm->port, "phys_state") == 0 &&
+	    rn_read_line(path, text, sizeof(text)) == 0)
+		pm->phys_state = parse_state(text);
+
+	if (!pm->netdev[0])
+		rn_port_netdev_sysfs(dev, pm->port, pm->netdev, sizeof(pm->netdev));
+	if (!pm->netdev[0])
+		return 0;
+	if (net_file(path, sizeof(path), pm->netdev, "mtu") == 0 &&
+	    rn_read_line(path, text, sizeof(text)) == 0 && parse_u64(text, &v) == 0 && v <= INT_MAX)
+		pm->netdev_mtu = (int)v;
+	if (net_file(path, sizeof(path), pm->netdev, "operstate") == 0 &&
+	    rn_read_line(path, text, sizeof(text)) == 0)
+		pm->netdev_up = strcmp(text, "up") == 0;
+	return 0;
+}
+
+/* ---- the scrape ---- */
+
+void rn_scrape_free(struct rn_scrape *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->ndevs; i++) {
+		struct rn_dev_metrics *d = &s->devs[i];
+
+		for (size_t p = 0; p < d->nports; p++) {
+			rn_counters_free(&d->ports[p].hw);
+			rn_counters_free(&d->ports[p].pma);
+		}
+		free(d->ports);
+		rn_counters_free(&d->hw);
+	}
+	free(s->devs);
+	free(s->ns);
+	memset(s, 0, sizeof(*s));
+}
+
+static struct rn_ns_metrics *scrape_add_ns(struct rn_scrape *s)
+{
+	struct rn_ns_metrics *v = realloc(s->ns, (s->nns + 1) * sizeof(*v));
+
+	if (!v)
+		return NULL;
+	s->ns = v;
+	memset(&v[s->nns], 0, sizeof(*v));
+	return &v[s->nns++];
+}
+
+static struct rn_dev_metrics *scrape_add_dev(struct rn_scrape *s)
+{
+	struct rn_dev_metrics *v = realloc(s->devs, (s->ndevs + 1) * sizeof(*v));
+
+	if (!v)
+		return NULL;
+	s->devs = v;
+	memset(&v[s->ndevs], 0, sizeof(*v));
+	return &v[s->ndevs++];
+}
+
+/* Reads the sysfs part of devices [first, s->ndevs) in the caller's mount namespace. */
+static int read_sysfs_of(struct rn_scrape *s, size_t first, struct rn_error *err)
+{
+	for (size_t i = first; i < s->ndevs; i++) {
+		struct rn_dev_metrics *d = &s->devs[i];
+		char rel[PATH_MAX];
+		int r;
+
+		if (rn_path(rel, sizeof(rel), "class/infiniband/%s/hw_counters", d->name) < 0)
+			continue;
+		r = rn_counters_read_dir(rel, &d->hw, err);
+		if (r < 0)
+			return r;
+		rn_counters_sort(&d->hw);
+		for (size_t p = 0; p < d->nports; p++) {
+			r = rn_port_metrics_read_sysfs(d->name, &d->ports[p], err);
+			if (r < 0)
+				return r;
+			rn_counters_sort(&d->ports[p].hw);
+			rn_counters_sort(&d->ports[p].pma);
+		}
+	}
+	return 0;
+}
+
+static int list_ports_sysfs(const char *dev, struct rn_dev_metrics *d, struct rn_error *err)
+{
+	_cleanup_closedir_ DIR *dir = NULL;
+	char path[PATH_MAX];
+	struct dirent *de;
+
+	if (dev_file(path, sizeof(path), dev, "ports") < 0)
+		return rn_error_set(err, ENAMETOOLONG, "RDMA device name %s is too long", dev);
+	dir = opendir(path);
+	if (!dir)
+		return errno == ENOENT ? 0 : rn_error_errno(err, errno, "cannot list %s", path);
+	while ((de = readdir(dir))) {
+		struct rn_port_metrics *v;
+		uint64_t port;
+
+		if (parse_u64(de->d_name, &port) < 0 || port == 0 || port > UINT32_MAX)
+			continue;
+		v = realloc(d->ports, (d->nports + 1) * sizeof(*v));
+		if (!v)
+			return rn_error_set(err, ENOMEM, "out of memory");
+		d->ports = v;
+		memset(&v[d->nports], 0, sizeof(*v));
+		v[d->nports++].port = (uint32_t)port;
+	}
+	for (size_t i = 1; i < d->nports; i++) /* few ports: insertion sort */
+		for (size_t j = i; j > 0 && d->ports[j - 1].port > d->ports[j].port; j--) {
+			struct rn_port_metrics t = d->ports[j];
+
+			d->ports[j] = d->ports[j - 1];
+			d->ports[j - 1] = t;
+		}
+	return 0;
+}
+
+/* "b696:91ff:feec:a458" (sysfs node_guid) -> 0xb69691fffeeca458; 0 when malformed. */
+static uint64_t parse_guid(const char *text)
+{
+	unsigned a, b, c, d;
+	char tail;
+
+	if (sscanf(text, "%4x:%4x:%4x:%4x%c", &a, &b, &c, &d, &tail) != 4)
+		return 0;
+	return ((uint64_t)a << 48) | ((uint64_t)b << 32) | ((uint64_t)c << 16) | d;
+}
+
+int rn_scrape_sysfs(struct rn_scrape *out, const char *ns_label, struct rn_error *err)
+{
+	_cleanup_free_ struct rn_sysfs_rdma_dev *devs = NULL;
+	struct rn_ns_metrics *ns;
+	size_t n = 0, first = out->ndevs, nsi;
+	int r;
+
+	r = rn_sysfs_rdma_list(&devs, &n, err);
+	if (r < 0)
+		return r;
+	ns = scrape_add_ns(out);
+	if (!ns)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	snprintf(ns->label, sizeof(ns->label), "%s", ns_label);
+	nsi = out->nns - 1;
+	for (size_t i = 0; i < n; i++) {
+		struct rn_dev_metrics *d = scrape_add_dev(out);
+
+		if (!d)
+			return rn_error_set(err, ENOMEM, "out of memory");
+		snprintf(d->name, sizeof(d->name), "%s", devs[i].name);
+		d->ns = nsi;
+		d->node_guid = parse_guid(devs[i].node_guid);
+		r = list_ports_sysfs(devs[i].name, d, err);
+		if (r < 0)
+			return r;
+	}
+	return read_sysfs_of(out, first, err);
+}
+
+/* Pod labels of a netns, from the CNI plugin's state files. */
+struct cni_label {
+	struct rn_netns_id id;
+	char pod[256];
+	char pod_namespace[256];
+	char container[128];
+};
+
+struct cni_labels {
+	size_t n;
+	struct cni_label *v;
+};
+
+/*
+ * Reads every state file of dir once per scrape; each attachment names its
+ * netns by path (CNI_NETNS), which is matched by identity (device and
+ * inode), not by name. Unreadable files and vanished namespaces are skipped.
+ */
+static int cni_labels_load(const char *dir, struct cni_labels *out)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int r = 0;
+
+	if (!dir || !*dir || rn_cni_state_list(dir, &names, &n, NULL) < 0)
+		return 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		_cleanup_cni_state_ struct rn_cni_state st = { 0 };
+		const char *netns, *v;
+		struct cni_label *l;
+		struct stat sb;
+
+		if (rn_cni_state_read(dir, names[i], &st, NULL) < 0)
+			continue;
+		netns = rn_cni_state_get(&st, "netns");
+		if (!netns || stat(netns, &sb) < 0)
+			continue;
+		l = realloc(out->v, (out->n + 1) * sizeof(*l));
+		if (!l) {
+			r = -ENOMEM;
+			break;
+		}
+		out->v = l;
+		l = &out->v[out->n++];
+		memset(l, 0, sizeof(*l));
+		l->id.dev = sb.st_dev;
+		l->id.ino = sb.st_ino;
+		if ((v = rn_cni_state_get(&st, "pod_name")))
+			set_str(l->pod, sizeof(l->pod), v);
+		if ((v = rn_cni_state_get(&st, "pod_namespace")))
+			set_str(l->pod_namespace, sizeof(l->pod_namespace), v);
+		if ((v = rn_cni_state_get(&st, "container_id")))
+			set_str(l->container, sizeof(l->container), v);
+	}
+	rn_cni_state_names_free(names, n);
+	return r;
+}
+
+static void cni_labels_free(struct cni_labels *l)
+{
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+static void cni_label_ns(const struct cni_labels *labels, const struct rn_netns_entry *e,
+			 struct rn_ns_metrics *m)
+{
+	for (size_t i = 0; i < labels->n; i++) {
+		if (!rn_netns_id_equal(&labels->v[i].id, &e->id))
+			continue;
+		set_str(m->pod, sizeof(m->pod), labels->v[i].pod);
+		set_str(m->pod_namespace, sizeof(m->pod_namespace), labels->v[i].pod_namespace);
+		set_str(m->container, sizeof(m->container), labels->v[i].container);
+		return;
+	}
+}
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- every namespace ---- */
+
+/* In the netns: devices, ports and netlink statistics, over one socket. */
+static int scrape_netlink(struct rn_scrape *s, size_t nsi, bool read_mode, struct rn_error *err)
+{
+	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
+	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
+	int r;
+
+	r = rn_rdma_open(&rdma, err);
+	if (r < 0)
+		return r;
+	if (read_mode) {
+		r = rn_rdma_netns_mode_get(rdma, &s->exclusive, err);
+		if (r < 0)
+			return r;
+	}
+	r = rn_rdma_dev_dump(rdma, &devs, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < devs.n; i++) {
+		const struct rn_rdma_dev *src = &devs.devs[i];
+		struct rn_dev_metrics *d = scrape_add_dev(s);
+
+		if (!d)
+			return rn_error_set(err, ENOMEM, "out of memory");
+		snprintf(d->name, sizeof(d->name), "%s", src->name);
+		set_str(d->fw, sizeof(d->fw), src->fw);
+		set_str(d->protocol, sizeof(d->protocol), src->protocol);
+		d->index = src->index;
+		d->node_guid = src->node_guid;
+		d->ns = nsi;
+		if (src->nports) {
+			d->ports = calloc(src->nports, sizeof(*d->ports));
+			if (!d->ports)
+				return rn_error_set(err, ENOMEM, "out of memory");
+		}
+		for (size_t p = 0; p < src->nports; p++) {
+			struct rn_port_metrics *pm = &d->ports[d->nports++];
+			_cleanup_(rn_rdma_stats_free) struct rn_rdma_stats st = { 0 };
+
+			pm->port = src->ports[p].index;
+			pm->state = src->ports[p].state;
+			pm->phys_state = src->ports[p].phys_state;
+			snprintf(pm->netdev, sizeof(pm->netdev), "%s", src->ports[p].ndev_name);
+			r = rn_rdma_stat_get(rdma, d->index, pm->port, &st, err);
+			if (r == -EOPNOTSUPP)
+				continue;
+			if (r < 0)
+				return r;
+			for (size_t k = 0; k < st.n; k++) {
+				r = rn_counters_set(&pm->hw, st.v[k].name, st.v[k].value);
+				if (r < 0)
+					return rn_error_set(err, ENOMEM, "out of memory");
+			}
+		}
+	}
+	return 0;
+}
+
+struct sysfs_job {
+	struct rn_scrape *s;
+	size_t first;
+};
+
+static int sysfs_job(void *arg, struct rn_error *err)
+{
+	struct sysfs_job *job = arg;
+
+	return read_sysfs_of(job->s, job->first, err);
+}
+
+/* The sysfs part of devices [first, ndevs) of the netns this thread is in. */
+static int scrape_sysfs_here(struct rn_scrape *s, size_t first, int nsfd, bool self,
+			     struct rn_error *err)
+{
+	struct sysfs_job job = { .s = s, .first = first };
+	_cleanup_close_ int mnt = -1;
+	char root[64];
+	int r;
+
+	if (self)
+		return read_sysfs_of(s, first, err); /* our own /sys shows this netns */
+	mnt = rn_netns_sysfs_fd(err);
+	if (mnt < 0) {
+		/* no fsmount(): a thread with a private mount namespace and sysfs */
+		rn_error_clear(err);
+		return rn_netns_run_sysfs(nsfd, sysfs_job, &job, err);
+	}
+	snprintf(root, sizeof(root), "/proc/self/fd/%d", mnt);
+	tls_root = root;
+	r = read_sysfs_of(s, first, err);
+	tls_root = NULL;
+	return r;
+}
+
+/* Drops the devices a failed namespace added. */
+static void scrape_truncate(struct rn_scrape *s, size_t ndevs)
+{
+	while (s->ndevs > ndevs) {
+		struct rn_dev_metrics *d = &s->devs[--s->ndevs];
+
+		for (size_t p = 0; p < d->nports; p++) {
+			rn_counters_free(&d->ports[p].hw);
+			rn_counters_free(&d->ports[p].pma);
+		}
+		free(d->ports);
+		rn_counters_free(&d->hw);
+	}
+}
+
+static void ns_label(const struct rn_netns_entry *e, struct rn_ns_metrics *m)
+{
+	if (e->is_host)
+		snprintf(m->label, sizeof(m->label), "host");
+	else if (e->name[0])
+		snprintf(m->label, sizeof(m->label), "%s", e->name);
+	else
+		snprintf(m->label, sizeof(m->label), "net:[%llu]", (unsigned long long)e->id.ino);
+	m->pid = e->pid;
+}
+
+struct walk {
+	struct rn_scrape *s;
+	const struct rn_netns_entry *nets;
+	const int *fds;
+	const int *open_errors;
+	const struct cni_labels *labels;
+	struct rn_netns_id self;
+	bool have_self;
+};
+
+/*
+ * One namespace, on the walking thread (joined to it when enter == 0).
+ * Errors are recorded on the namespace; only running out of memory stops the walk.
+ */
+static int scrape_one(void *arg, size_t i, int enter, struct rn_error *unused)
+{
+	struct walk *w = arg;
+	struct rn_scrape *s = w->s;
+	const struct rn_netns_entry *e = &w->nets[i];
+	struct rn_error err = { 0 };
+	size_t first = s->ndevs, nsi = s->nns;
+	struct rn_ns_metrics *m;
+	int r;
+
+	/* In shared mode every netns shows the same devices: the host's list is all. */
+	if (!e->is_host && (!s->rdma || !s->exclusive))
+		return 0;
+	m = scrape_add_ns(s);
+	if (!m)
+		return -ENOMEM;
+	ns_label(e, m);
+	cni_label_ns(w->labels, e, m);
+	if (w->fds[i] < 0) {
+		r = rn_error_set(&err, -w->open_errors[i], "cannot open %s: %s", e->path,
+				 strerror(-w->open_errors[i]));
+		goto failed;
+	}
+	if (enter < 0) {
+		r = rn_error_errno(&err, -enter, "cannot enter %s", e->path);
+		goto failed;
+	}
+	r = scrape_netlink(s, nsi, e->is_host, &err);
+	if (r < 0) {
+		if (r == -ENOMEM)
+			return r;
+		if (e->is_host && r == -EPROTONOSUPPORT) {
+			s->rdma = false;
+			set_str(s->rdma_error, sizeof(s->rdma_error), err.msg);
+			return 0;
+		}
+		goto failed;
+	}
+	if (e->is_host)
+		s->rdma = true;
+	if (s->ndevs == first)
+		return 0; /* nothing here: no sysfs to read */
+	r = scrape_sysfs_here(s, first, w->fds[i],
+			      w->have_self && rn_netns_id_equal(&w->self, &e->id), &err);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		goto failed;
+	return 0;
+failed:
+	scrape_truncate(s, first);
+	m = &s->ns[nsi];
+	m->failed = true;
+	set_str(m->error, sizeof(m->error), err.msg[0] ? err.msg : strerror(-r));
+	s->ns_failed++;
+	return 0;
+}
+
+int rn_scrape_all(const struct rn_scrape_options *opts, struct rn_scrape *out, struct rn_error *err)
+{
+	_cleanup_free_ struct rn_netns_entry *nets = NULL;
+	_cleanup_(cni_labels_free) struct cni_labels labels = { 0 };
+	_cleanup_free_ int *fds = NULL, *open_errors = NULL;
+	_cleanup_close_ int self_fd = -1;
+	struct walk w = { .s = out };
+	double t0 = now_seconds();
+	size_t n_nets = 0;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	r = rn_netns_list(&nets, &n_nets, err);
+	if (r < 0)
+		return r;
+	r = cni_labels_load(opts && opts->cni_state_dir ? opts->cni_state_dir : RN_CNI_STATE_DIR,
+			    &labels);
+	fds = calloc(n_nets ? n_nets : 1, sizeof(*fds));
+	open_errors = calloc(n_nets ? n_nets : 1, sizeof(*open_errors));
+	if (r < 0 || !fds || !open_errors)
+		return rn_error_set(err, ENOMEM, "out of memory while scraping RDMA counters");
+	for (size_t i = 0; i < n_nets; i++) {
+		/* a netns may vanish while we walk: it is marked failed, the rest goes on */
+		fds[i] = rn_netns_open_path(nets[i].path, NULL);
+		open_errors[i] = fds[i] < 0 ? fds[i] : 0;
+	}
+	self_fd = rn_netns_open_self(NULL);
+	w.have_self = self_fd >= 0 && rn_netns_id(self_fd, &w.self, NULL) == 0;
+	w.nets = nets;
+	w.fds = fds;
+	w.open_errors = open_errors;
+	w.labels = &labels;
+	r = rn_netns_run_each(fds, n_nets, scrape_one, &w, err);
+	for (size_t i = 0; i < n_nets; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (r < 0) {
+		rn_scrape_free(out);
+		if (rn_error_isset(err))
+			return r;
+		return rn_error_set(err, -r, "out of memory while scraping RDMA counters");
+	}
+	out->seconds = now_seconds() - t0;
+	return 0;
+}

@@ -1,0 +1,1056 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * IPAM operations over a store (ipam_store.h): ADD, DEL, CHECK, STATUS, GC
+ * for the CNI plugin, list/release/repair for operators.
+ *
+ * The address record is the truth: an address is held by an attachment when
+ * its record names that attachment. The attachment record is the index that
+ * makes a repeated ADD and a DEL cost the same at any pool fill; whatever it
+ * lists is checked against the address records before it is trusted.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rdmans/cleanup.h"
+#include "rdmans/util.h"
+#include "ipam_store.h"
+
+#define MAX_RETRIES 16
+
+int rn_ipam_store_open(const struct rn_ipam_config *c, struct rn_ipam_store **ret,
+		       struct rn_error *err)
+{
+	switch (c->store) {
+	case RN_IPAM_STORE_LOCAL:
+		return rn_ipam_store_local_open(c, ret, err);
+	case RN_IPAM_STORE_ETCD:
+		return rn_ipam_store_etcd_open(c, ret, err);
+	}
+	return rn_error_set(err, EINVAL, "unknown IPAM store");
+}
+
+void rn_ipam_store_close(struct rn_ipam_store *s)
+{
+	if (s)
+		s->ops->close(s);
+}
+
+int rn_ipam_store_ping(struct rn_ipam_store *s, struct rn_error *err)
+{
+	return s->ops->ping(s, err);
+}
+
+void rn_ipam_pool_name(const struct rn_ipam_config *c, const struct rn_ipam_range *r, char *buf,
+		       size_t len)
+{
+	char net[RN_IP_STRLEN];
+
+	if (c->overlapping)
+		snprintf(buf, len, "addr");
+	else
+		snprintf(buf, len, "r-%s_%u", rn_ip_format(r->family, r->net, net, sizeof(net)),
+			 r->prefix);
+}
+
+static const char *u128_text(rn_u128 v, char *buf, size_t len)
+{
+	char tmp[48];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + (int)(v % 10));
+		v /= 10;
+	} while (v && n < sizeof(tmp));
+	for (size_t i = 0; i < n && i + 1 < len; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[n < len ? n : len - 1] = '\0';
+	return buf;
+}
+
+static void now_utc(char *buf, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static bool copy(char *dst, size_t size, const char *src)
+{
+	size_t n = strlen(src ? src : "");
+
+	if (n >= size)
+		return false;
+	memcpy(dst, src ? src : "", n + 1);
+	return true;
+}
+
+/* Printable, no spaces and no '/': what may go into ids and records. */
+static int check_token(const char *what, const char *v, size_t max, struct rn_error *err)
+{
+	if (!v || !*v)
+		return rn_error_set(err, EINVAL, "%s is empty", what);
+	if (strlen(v) > max)
+		return rn_error_set(err, EINVAL, "%s '%.64s...' is too long (at most %zu bytes)", what,
+				    v, max);
+	for (const char *p = v; *p; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f || *p == '/')
+			return rn_error_set(err, EINVAL,
+					    "%s '%s' must not contain '/', spaces or control "
+					    "characters",
+					    what, v);
+	return 0;
+}
+
+static int check_container_id(const char *id, struct rn_error *err)
+{
+	if (!id || !*id)
+		return rn_error_set(err, EINVAL, "container ID (CNI_CONTAINERID) is empty");
+	if (strlen(id) >= RN_IPAM_NAME_MAX)
+		return rn_error_set(err, EINVAL, "container ID is too long (at most %d bytes)",
+				    RN_IPAM_NAME_MAX - 1);
+	/* CNI: alphanumerics, '_', '-', '.'; starting with an alphanumeric */
+	for (const char *p = id; *p; p++) {
+		bool alnum = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			     (*p >= '0' && *p <= '9');
+
+		if (!alnum && (p == id || (*p != '_' && *p != '-' && *p != '.')))
+			return rn_error_set(err, EINVAL,
+					    "container ID '%s' may hold only letters, digits, "
+					    "'_', '-' and '.'",
+					    id);
+	}
+	return 0;
+}
+
+static bool has_pod(const struct rn_ipam_owner *o)
+{
+	return o->pod_namespace && *o->pod_namespace && o->pod_name && *o->pod_name;
+}
+
+int rn_ipam_attachment_id(const struct rn_ipam_owner *o, char *buf, size_t len,
+			  struct rn_error *err)
+{
+	int r;
+
+	r = check_container_id(o->container_id, err);
+	if (r < 0)
+		return r;
+	r = rn_name_check("interface", o->ifname, 15, err);
+	if (r < 0)
+		return r;
+	if (has_pod(o)) {
+		r = check_token("pod namespace", o->pod_namespace, 253, err);
+		if (r == 0)
+			r = check_token("pod name", o->pod_name, 253, err);
+		if (r < 0)
+			return r;
+		r = rn_path(buf, len, "%s/%s/%s", o->pod_namespace, o->pod_name, o->ifname);
+	} else {
+		r = rn_path(buf, len, "%s/%s", o->container_id, o->ifname);
+	}
+	if (r < 0)
+		return rn_error_set(err, ENAMETOOLONG, "attachment id for %s is too long",
+				    o->container_id);
+	return 0;
+}
+
+static int lock_att(struct rn_ipam_store *s, const char *scope, const char *id, int *token,
+		    struct rn_error *err)
+{
+	*token = -1;
+	return s->ops->lock ? s->ops->lock(s, scope, id, token, err) : 0;
+}
+
+static void unlock_att(struct rn_ipam_store *s, int token)
+{
+	if (s->ops->unlock && token >= 0)
+		s->ops->unlock(s, token);
+}
+
+/* An attachment record as the owner's next write will store it. */
+static void fill_attachment(struct rn_ipam_attachment *a, const struct rn_ipam_config *c,
+			    const struct rn_ipam_owner *o, const char *id)
+{
+	memset(a, 0, sizeof(*a));
+	copy(a->id, sizeof(a->id), id);
+	copy(a->scope, sizeof(a->scope), c->scope);
+	copy(a->network, sizeof(a->network), c->network);
+	copy(a->container_id, sizeof(a->container_id), o->container_id);
+	copy(a->ifname, sizeof(a->ifname), o->ifname);
+	if (has_pod(o))
+		snprintf(a->pod, sizeof(a->pod), "%s/%s", o->pod_namespace, o->pod_name);
+	copy(a->node, sizeof(a->node), c->node);
+	now_utc(a->time, sizeof(a->time));
+}
+
+static void fill_record(struct rn_ipam_record *r, const struct rn_ipam_attachment *a,
+			const struct rn_ipam_held *h)
+{
+	memset(r, 0, sizeof(*r));
+	copy(r->ip, sizeof(r->ip), h->ip);
+	copy(r->range, sizeof(r->range), h->range);
+	copy(r->scope, sizeof(r->scope), a->scope);
+	copy(r->pool, sizeof(r->pool), h->pool);
+	copy(r->attachment, sizeof(r->attachment), a->id);
+	copy(r->network, sizeof(r->network), a->network);
+	copy(r->container_id, sizeof(r->container_id), a->container_id);
+	copy(r->ifname, sizeof(r->ifname), a->ifname);
+	copy(r->pod, sizeof(r->pod), a->pod);
+	copy(r->node, sizeof(r->node), a->node);
+	copy(r->time, sizeof(r->time), a->time);
+}
+
+/* What the store says about one address an attachment lists. */
+struct held_state {
+	bool ours; /* its record names this attachment */
+	struct rn_ip ip;
+	uint64_t version;
+	struct rn_ipam_record rec;
+};
+
+static int verify_held(struct rn_ipam_store *s, const char *scope, const char *id,
+		       const struct rn_ipam_held *h, struct held_state *st, struct rn_error *err)
+{
+	_cleanup_free_ char *text = NULL;
+	int r;
+
+	memset(st, 0, sizeof(*st));
+	if (rn_ip_parse(h->ip, &st->ip) < 0)
+		return 0;
+	r = s->ops->addr_get(s, scope, h->pool, &st->ip, &text, &st->version, err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	if (rn_ipam_record_parse(text, &st->rec, NULL) < 0)
+		return 0; /* damaged: not provably ours, so left alone */
+	st->ours = strcmp(st->rec.attachment, id) == 0 && strcmp(st->rec.scope, scope) == 0 &&
+		   strcmp(st->rec.pool, h->pool) == 0;
+	return 0;
+}
+
+/* Reads and checks the attachment; -ENOENT when there is none. */
+static int load_attachment(struct rn_ipam_store *s, const char *scope, const char *id,
+			   struct rn_ipam_attachment *att, uint64_t *version, struct rn_error *err)
+{
+	_cleanup_free_ char *text = NULL;
+	int r;
+
+	*version = 0;
+	r = s->ops->att_get(s, scope, id, &text, version, err);
+	if (r < 0)
+		return r;
+	r = rn_ipam_attachment_parse(text, att, err);
+	if (r < 0)
+		return rn_error_wrap(err, "attachment %s in scope %s", id, scope);
+	return 0;
+}
+
+struct claim_ctx {
+	struct rn_ipam_store *s;
+	const struct rn_ipam_config *c;
+	const struct rn_ipam_range *range;
+	const char *pool;
+	struct rn_ipam_attachment *att;
+	uint64_t *att_version;
+	struct rn_error *err;
+	bool *attempted; /* a claim was tried: the local store wrote the attachment */
+};
+
+static int walk_probe(void *ctx, rn_u128 first, rn_u128 last, rn_u128 **ret, size_t *n)
+{
+	struct claim_ctx *cc = ctx;
+
+	return cc->s->ops->probe(cc->s, cc->c->scope, cc->pool, cc->range->family, first, last,
+				 ret, n, cc->err);
+}
+
+static int walk_claim(void *ctx, rn_u128 a)
+{
+	struct claim_ctx *cc = ctx;
+	struct rn_ipam_held *h = &cc->att->held[cc->att->n];
+	_cleanup_free_ char *rec_text = NULL, *att_text = NULL;
+	struct rn_ipam_record rec;
+	struct rn_ip ip = { cc->range->family, a };
+	int r;
+
+	memset(h, 0, sizeof(*h));
+	copy(h->pool, sizeof(h->pool), cc->pool);
+	rn_ip_format(ip.family, a, h->ip, sizeof(h->ip));
+	copy(h->range, sizeof(h->range), cc->range->cidr);
+	fill_record(&rec, cc->att, h);
+	cc->att->n++;
+	r = rn_ipam_attachment_format(cc->att, &att_text);
+	if (r == 0)
+		r = rn_ipam_record_format(&rec, &rec_text);
+	if (r < 0) {
+		cc->att->n--;
+		return rn_error_set(cc->err, EINVAL, "record for %s has characters a record cannot "
+						     "hold",
+				    h->ip);
+	}
+	*cc->attempted = true;
+	r = cc->s->ops->claim(cc->s, cc->c->scope, cc->pool, &ip, rec_text, cc->att->id, att_text,
+			      cc->att_version, cc->err);
+	if (r < 0)
+		cc->att->n--;
+	return r;
+}
+
+/* Does the attachment metadata differ from what the owner would store now? */
+static bool owner_changed(const struct rn_ipam_record *rec, const struct rn_ipam_attachment *att)
+{
+	return strcmp(rec->container_id, att->container_id) || strcmp(rec->node, att->node) ||
+	       strcmp(rec->network, att->network) || strcmp(rec->pod, att->pod) ||
+	       strcmp(rec->ifname, att->ifname);
+}
+
+static void lease_add(struct rn_ipam_lease *lease, const struct rn_ipam_config *c, size_t k,
+		      const struct rn_ip *ip)
+{
+	struct rn_ipam_lease_addr *l = &lease->addr[lease->n++];
+
+	l->ip = *ip;
+	l->prefix = c->ranges[k].prefix;
+	l->range = k;
+	l->has_gateway = c->ranges[k].has_gateway;
+	l->gateway = c->ranges[k].gateway;
+}
+
+static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+		    const struct rn_ipam_owner *o, const char *id, struct rn_ipam_lease *lease,
+		    struct rn_error *err)
+{
+	struct rn_ipam_attachment prev, att;
+	struct held_state st[RN_IPAM_MAX_RANGES];
+	struct rn_ip claimed_ip[RN_IPAM_MAX_RANGES];
+	uint64_t claimed_version[RN_IPAM_MAX_RANGES];
+	struct rn_ipam_ref refs[2 * RN_IPAM_MAX_RANGES];
+	char *texts[RN_IPAM_MAX_RANGES] = { 0 };
+	char pools[RN_IPAM_MAX_RANGES][RN_CIDR_STRLEN + 8];
+	int match[RN_IPAM_MAX_RANGES];
+	bool used[RN_IPAM_MAX_RANGES] = { false }, have_prev, rewrite = false, attempted = false;
+	size_t n_claimed = 0, n_refs = 0, n_matched;
+	uint64_t att_version = 0;
+	int r;
+
+	memset(lease, 0, sizeof(*lease));
+	memset(&prev, 0, sizeof(prev));
+	r = load_attachment(s, c->scope, id, &prev, &att_version, err);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	have_prev = r == 0;
+	for (size_t i = 0; i < prev.n; i++) {
+		r = verify_held(s, c->scope, id, &prev.held[i], &st[i], err);
+		if (r < 0)
+			return r;
+	}
+	fill_attachment(&att, c, o, id);
+	for (size_t k = 0; k < c->n_ranges; k++) {
+		rn_ipam_pool_name(c, &c->ranges[k], pools[k], sizeof(pools[k]));
+		match[k] = -1;
+		for (size_t i = 0; i < prev.n; i++) {
+			if (!used[i] && st[i].ours && st[i].ip.family == c->ranges[k].family &&
+			    strcmp(prev.held[i].pool, pools[k]) == 0 &&
+			    rn_ipam_range_usable(&c->ranges[k], st[i].ip.v)) {
+				match[k] = (int)i;
+				used[i] = true;
+				att.held[att.n++] = prev.held[i];
+				break;
+			}
+		}
+	}
+	n_matched = att.n;
+
+	/* a range without an address: search it from this attachment's hint */
+	for (size_t k = 0; k < c->n_ranges; k++) {
+		struct claim_ctx cc = { s,	     c,	  &c->ranges[k], pools[k],
+					&att, &att_version, err, &attempted };
+		const struct rn_ipam_walk_ops ops = { walk_probe, walk_claim };
+		rn_u128 got;
+
+		if (match[k] >= 0)
+			continue;
+		r = rn_ipam_range_walk(&c->ranges[k], rn_ipam_range_hint(&c->ranges[k], id),
+				       s->window, &ops, &cc, &got);
+		if (r == 0) {
+			claimed_ip[n_claimed].family = c->ranges[k].family;
+			claimed_ip[n_claimed].v = got;
+			claimed_version[n_claimed++] = att_version;
+			continue;
+		}
+		if (r == -ENOSPC) {
+			char count[48];
+
+			rn_error_set(err, ENOSPC,
+				     "no free address in range %s: all %s usable addresses are "
+				     "taken (list them with 'rdmans ipam ls'; release stale ones or "
+				     "widen the range)",
+				     c->ranges[k].cidr,
+				     u128_text(rn_ipam_range_count(&c->ranges[k]), count,
+					       sizeof(count)));
+		}
+		if (r == -ESTALE)
+			return r;
+		/* undo this ADD's claims; the attachment goes back to what it held */
+		if (n_claimed > 0 || attempted) {
+			struct rn_error undo_err = { 0 };
+			_cleanup_free_ char *att_text = NULL;
+
+			for (size_t i = 0; i < n_claimed; i++)
+				refs[i] = (struct rn_ipam_ref){ att.held[n_matched + i].pool,
+								claimed_ip[i], NULL,
+								claimed_version[i] };
+			att.n = n_matched;
+			if (n_matched && rn_ipam_attachment_format(&att, &att_text) < 0)
+				return r;
+			(void)s->ops->commit(s, c->scope, refs, n_claimed, id, att_version,
+					     n_matched ? RN_IPAM_ATT_PUT : RN_IPAM_ATT_DELETE,
+					     att_text, &undo_err);
+		}
+		return r;
+	}
+
+	/* addresses kept from before carry the new owner details; stale ones go */
+	for (size_t k = 0; k < c->n_ranges; k++) {
+		struct rn_ipam_record rec;
+		int i = match[k];
+
+		if (i < 0 || !owner_changed(&st[i].rec, &att))
+			continue;
+		fill_record(&rec, &att, &prev.held[i]);
+		r = rn_ipam_record_format(&rec, &texts[n_refs]);
+		if (r < 0)
+			goto out;
+		refs[n_refs] = (struct rn_ipam_ref){ prev.held[i].pool, st[i].ip, texts[n_refs],
+						     st[i].version };
+		n_refs++;
+		rewrite = true;
+	}
+	for (size_t i = 0; i < prev.n; i++) {
+		if (st[i].ours && !used[i]) {
+			refs[n_refs++] = (struct rn_ipam_ref){ prev.held[i].pool, st[i].ip, NULL,
+							       st[i].version };
+			rewrite = true;
+		}
+	}
+	if (n_claimed == 0 && have_prev &&
+	    (prev.n != att.n || strcmp(prev.container_id, att.container_id) ||
+	     strcmp(prev.node, att.node) || strcmp(prev.network, att.network) ||
+	     strcmp(prev.pod, att.pod)))
+		rewrite = true;
+	if (rewrite) {
+		_cleanup_free_ char *att_text = NULL;
+
+		r = rn_ipam_attachment_format(&att, &att_text);
+		if (r < 0)
+			goto out;
+		r = s->ops->commit(s, c->scope, refs, n_refs, id, att_version, RN_IPAM_ATT_PUT,
+				   att_text, err);
+		if (r < 0)
+			goto out;
+	}
+
+	/* the lease, in range order */
+	{
+		size_t next_claim = 0;
+
+		for (size_t k = 0; k < c->n_ranges; k++) {
+			if (match[k] >= 0)
+				lease_add(lease, c, k, &st[match[k]].ip);
+			else
+				lease_add(lease, c, k, &claimed_ip[next_claim++]);
+		}
+	}
+	lease->existing = n_claimed == 0;
+	r = 0;
+out:
+	for (size_t i = 0; i < RN_IPAM_MAX_RANGES; i++)
+		free(texts[i]);
+	return r;
+}
+
+int rn_ipam_add(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+		const struct rn_ipam_owner *o, struct rn_ipam_lease *ret, struct rn_error *err)
+{
+	char id[RN_IPAM_ID_MAX];
+	int token, r;
+
+	if (c->n_ranges == 0)
+		return rn_error_set(err, EINVAL, "no range configured (set ipam.range or ipam.ipRanges)");
+	r = rn_ipam_attachment_id(o, id, sizeof(id), err);
+	if (r < 0)
+		return r;
+	r = lock_att(s, c->scope, id, &token, err);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < MAX_RETRIES; i++) {
+		r = add_once(s, c, o, id, ret, err);
+		if (r != -ESTALE)
+			break;
+	}
+	unlock_att(s, token);
+	if (r == -ESTALE)
+		return rn_error_set(err, EAGAIN,
+				    "attachment %s kept changing while it was being stored; try again",
+				    id);
+	return r;
+}
+
+/* Releases what the attachment (at version) holds, and the attachment. */
+static int release_attachment(struct rn_ipam_store *s, const char *scope, const char *id,
+			      const struct rn_ipam_attachment *att, uint64_t version,
+			      size_t *released, struct rn_error *err)
+{
+	struct rn_ipam_ref refs[RN_IPAM_MAX_RANGES];
+	struct held_state st[RN_IPAM_MAX_RANGES];
+	size_t n = 0;
+	int r;
+
+	for (size_t i = 0; i < att->n; i++) {
+		r = verify_held(s, scope, id, &att->held[i], &st[i], err);
+		if (r < 0)
+			return r;
+		if (st[i].ours)
+			refs[n++] = (struct rn_ipam_ref){ att->held[i].pool, st[i].ip, NULL,
+							  st[i].version };
+	}
+	r = s->ops->commit(s, scope, refs, n, id, version, RN_IPAM_ATT_DELETE, NULL, err);
+	if (r == 0 && released)
+		*released += n;
+	return r;
+}
+
+static int del_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+		    const struct rn_ipam_owner *o, const char *id, size_t *released,
+		    struct rn_error *err)
+{
+	struct rn_ipam_attachment att;
+	uint64_t version;
+	int r;
+
+	r = load_attachment(s, c->scope, id, &att, &version, err);
+	if (r == -ENOENT)
+		return 0; /* nothing held: DEL succeeds */
+	if (r == -EBADMSG) {
+		/* a damaged attachment of ours: drop it, GC sweeps what it pointed to */
+		rn_error_clear(err);
+		return s->ops->commit(s, c->scope, NULL, 0, id, version, RN_IPAM_ATT_DELETE, NULL,
+				      err);
+	}
+	if (r < 0)
+		return r;
+	if (strcmp(att.container_id, o->container_id) != 0)
+		return 0; /* held by a newer sandbox of the same pod: not ours to release */
+	return release_attachment(s, c->scope, id, &att, version, released, err);
+}
+
+int rn_ipam_del(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+		const struct rn_ipam_owner *o, size_t *ret_released, struct rn_error *err)
+{
+	char id[RN_IPAM_ID_MAX];
+	size_t released = 0;
+	int token, r;
+
+	r = rn_ipam_attachment_id(o, id, sizeof(id), err);
+	if (r < 0)
+		return r;
+	r = lock_att(s, c->scope, id, &token, err);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < MAX_RETRIES; i++) {
+		released = 0;
+		r = del_once(s, c, o, id, &released, err);
+		if (r != -ESTALE)
+			break;
+	}
+	unlock_att(s, token);
+	if (r == -ESTALE)
+		return rn_error_set(err, EAGAIN, "attachment %s kept changing; try again", id);
+	if (r == 0 && ret_released)
+		*ret_released = released;
+	return r;
+}
+
+int rn_ipam_check(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+		  const struct rn_ipam_owner *o, struct rn_ipam_lease *ret, struct rn_error *err)
+{
+	struct rn_ipam_attachment att;
+	char id[RN_IPAM_ID_MAX];
+	uint64_t version;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	r = rn_ipam_attachment_id(o, id, sizeof(id), err);
+	if (r < 0)
+		return r;
+	r = load_attachment(s, c->scope, id, &att, &version, err);
+	if (r == -ENOENT)
+		return rn_error_set(err, ENOENT,
+				    "container %s (%s) holds no address in scope %s: ADD it again",
+				    o->container_id, o->ifname, c->scope);
+	if (r < 0)
+		return r;
+	if (strcmp(att.container_id, o->container_id) != 0)
+		return rn_error_set(err, ENOENT,
+				    "the addresses of %s are held by container %s, not %s", id,
+				    att.container_id, o->container_id);
+	for (size_t k = 0; k < c->n_ranges; k++) {
+		char pool[RN_CIDR_STRLEN + 8];
+		bool found = false;
+
+		rn_ipam_pool_name(c, &c->ranges[k], pool, sizeof(pool));
+		for (size_t i = 0; i < att.n && !found; i++) {
+			struct held_state st;
+
+			if (strcmp(att.held[i].pool, pool) != 0)
+				continue;
+			r = verify_held(s, c->scope, id, &att.held[i], &st, err);
+			if (r < 0)
+				return r;
+			if (!st.ours || st.ip.family != c->ranges[k].family ||
+			    !rn_ipam_range_usable(&c->ranges[k], st.ip.v))
+				continue;
+			if (strcmp(st.rec.container_id, o->container_id) != 0)
+				return rn_error_set(err, ENOENT,
+						    "address %s is recorded for container %s, not %s",
+						    att.held[i].ip, st.rec.container_id,
+						    o->container_id);
+			lease_add(ret, c, k, &st.ip);
+			found = true;
+		}
+		if (!found)
+			return rn_error_set(err, ENOENT,
+					    "container %s (%s) holds no address in range %s",
+					    o->container_id, o->ifname, c->ranges[k].cidr);
+	}
+	ret->existing = true;
+	return 0;
+}
+
+static int free_found(void *ctx, rn_u128 a)
+{
+	return 0;
+}
+
+int rn_ipam_status(struct rn_ipam_store *s, const struct rn_ipam_config *c, struct rn_error *err)
+{
+	int r = s->ops->ping(s, err);
+
+	if (r < 0)
+		return r;
+	for (size_t k = 0; k < c->n_ranges; k++) {
+		struct rn_ipam_attachment none = { 0 };
+		uint64_t v = 0;
+		bool attempted = false;
+		struct claim_ctx cc = { s, c, &c->ranges[k], NULL, &none, &v, err, &attempted };
+		const struct rn_ipam_walk_ops ops = { walk_probe, free_found };
+		char pool[RN_CIDR_STRLEN + 8], count[48];
+		rn_u128 got;
+
+		rn_ipam_pool_name(c, &c->ranges[k], pool, sizeof(pool));
+		cc.pool = pool;
+		r = rn_ipam_range_walk(&c->ranges[k], rn_ipam_range_hint(&c->ranges[k], "status"),
+				       s->window, &ops, &cc, &got);
+		if (r == -ENOSPC)
+			return rn_error_set(err, ENOSPC,
+					    "range %s is exhausted: all %s usable addresses are taken",
+					    c->ranges[k].cidr,
+					    u128_text(rn_ipam_range_count(&c->ranges[k]), count,
+						      sizeof(count)));
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- listing ------------------------------------------------------------- */
+
+struct collect {
+	enum rn_ipam_kind kind;
+	void *items; /* struct rn_ipam_record[] or struct rn_ipam_attachment[] */
+	uint64_t *versions;
+	size_t n, cap;
+	size_t damaged;
+};
+
+static int collect_fn(void *ctx, const char *scope, const char *text, uint64_t version)
+{
+	struct collect *c = ctx;
+	size_t size = c->kind == RN_IPAM_KIND_ADDRESS ? sizeof(struct rn_ipam_record)
+						      : sizeof(struct rn_ipam_attachment);
+	void *slot;
+	int r;
+
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 64;
+		void *items = realloc(c->items, cap * size);
+		uint64_t *versions;
+
+		if (!items)
+			return -ENOMEM;
+		c->items = items;
+		versions = realloc(c->versions, cap * sizeof(*versions));
+		if (!versions)
+			return -ENOMEM;
+		c->versions = versions;
+		c->cap = cap;
+	}
+	slot = (char *)c->items + c->n * size;
+	if (c->kind == RN_IPAM_KIND_ADDRESS)
+		r = rn_ipam_record_parse(text, slot, NULL);
+	else
+		r = rn_ipam_attachment_parse(text, slot, NULL);
+	if (r < 0) {
+		c->damaged++;
+		return 0;
+	}
+	c->versions[c->n++] = version;
+	return 0;
+}
+
+static int collect_all(struct rn_ipam_store *s, const char *scope, struct collect *c,
+		       struct rn_error *err)
+{
+	int r = s->ops->list(s, scope, c->kind, collect_fn, c, err);
+
+	if (r == -ENOMEM)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	return r;
+}
+
+static void collect_free(struct collect *c)
+{
+	free(c->items);
+	free(c->versions);
+}
+
+static bool prefix_of(const char *prefix, const char *s)
+{
+	return strncmp(prefix, s, strlen(prefix)) == 0;
+}
+
+static bool match_filter(const struct rn_ipam_filter *f, const struct rn_ipam_record *r)
+{
+	if (!f)
+		return true;
+	if (f->scope && strcmp(f->scope, r->scope))
+		return false;
+	if (f->node && strcmp(f->node, r->node))
+		return false;
+	if (f->network && strcmp(f->network, r->network))
+		return false;
+	if (f->container_id && !prefix_of(f->container_id, r->container_id))
+		return false;
+	if (f->pod && strcmp(f->pod, r->pod))
+		return false;
+	if (f->ifname && strcmp(f->ifname, r->ifname))
+		return false;
+	if (f->ip) {
+		struct rn_ip a, b;
+
+		if (rn_ip_parse(f->ip, &a) < 0 || rn_ip_parse(r->ip, &b) < 0 ||
+		    a.family != b.family || a.v != b.v)
+			return false;
+	}
+	return true;
+}
+
+static int record_cmp(const void *x, const void *y)
+{
+	const struct rn_ipam_record *a = x, *b = y;
+	struct rn_ip ia = { 0 }, ib = { 0 };
+	int c = strcmp(a->scope, b->scope);
+
+	if (c)
+		return c;
+	c = strcmp(a->pool, b->pool);
+	if (c)
+		return c;
+	(void)rn_ip_parse(a->ip, &ia);
+	(void)rn_ip_parse(b->ip, &ib);
+	if (ia.family != ib.family)
+		return ia.family < ib.family ? -1 : 1;
+	return ia.v < ib.v ? -1 : ia.v > ib.v ? 1 : 0;
+}
+
+int rn_ipam_list(struct rn_ipam_store *s, const struct rn_ipam_filter *f,
+		 struct rn_ipam_record **ret, size_t *ret_n, struct rn_error *err)
+{
+	struct collect c = { RN_IPAM_KIND_ADDRESS, NULL, NULL, 0, 0, 0 };
+	struct rn_ipam_record *recs;
+	size_t n = 0;
+	int r;
+
+	r = collect_all(s, f ? f->scope : NULL, &c, err);
+	if (r < 0) {
+		collect_free(&c);
+		return r;
+	}
+	recs = c.items;
+	for (size_t i = 0; i < c.n; i++)
+		if (match_filter(f, &recs[i]))
+			recs[n++] = recs[i];
+	if (n > 1)
+		qsort(recs, n, sizeof(*recs), record_cmp);
+	free(c.versions);
+	*ret = recs;
+	*ret_n = n;
+	return 0;
+}
+
+int rn_ipam_attachment_get(struct rn_ipam_store *s, const char *scope, const char *id,
+			   struct rn_ipam_attachment *ret, struct rn_error *err)
+{
+	uint64_t version;
+	int r = load_attachment(s, scope, id, ret, &version, err);
+
+	if (r == -ENOENT)
+		return rn_error_set(err, ENOENT, "no attachment %s in scope %s", id, scope);
+	return r;
+}
+
+static bool lists(const struct rn_ipam_attachment *att, const char *pool, const struct rn_ip *ip)
+{
+	for (size_t i = 0; i < att->n; i++) {
+		struct rn_ip h;
+
+		if (strcmp(att->held[i].pool, pool) == 0 && rn_ip_parse(att->held[i].ip, &h) == 0 &&
+		    h.family == ip->family && h.v == ip->v)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Releases one address record if it still is what `want` says (same
+ * attachment and container); `only_orphan`: only when no attachment lists it.
+ */
+static int release_one(struct rn_ipam_store *s, const struct rn_ipam_record *want,
+		       bool only_orphan, bool dry_run, bool *released, struct rn_error *err)
+{
+	_cleanup_free_ char *text = NULL, *att_text = NULL;
+	struct rn_ipam_attachment att;
+	struct rn_ipam_record rec;
+	struct rn_ipam_ref ref;
+	uint64_t version, att_version;
+	bool have_att;
+	int r;
+
+	*released = false;
+	if (rn_ip_parse(want->ip, &ref.ip) < 0)
+		return rn_error_set(err, EINVAL, "'%s' is not an address", want->ip);
+	r = s->ops->addr_get(s, want->scope, want->pool, &ref.ip, &text, &version, err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	if (rn_ipam_record_parse(text, &rec, err) < 0 ||
+	    strcmp(rec.attachment, want->attachment) ||
+	    strcmp(rec.container_id, want->container_id))
+		return 0; /* changed meanwhile: not the record asked for */
+	r = load_attachment(s, want->scope, want->attachment, &att, &att_version, err);
+	if (r < 0 && r != -ENOENT && r != -EBADMSG)
+		return r;
+	have_att = r == 0 && lists(&att, want->pool, &ref.ip);
+	if (only_orphan && have_att)
+		return 0;
+	*released = true;
+	if (dry_run)
+		return 0;
+	ref.pool = want->pool;
+	ref.text = NULL;
+	ref.version = version;
+	if (!have_att)
+		return s->ops->commit(s, want->scope, &ref, 1, r == 0 ? want->attachment : NULL,
+				      att_version, RN_IPAM_ATT_KEEP, NULL, err);
+	/* drop it from the attachment too; an attachment left empty goes */
+	{
+		size_t n = 0;
+
+		for (size_t i = 0; i < att.n; i++) {
+			struct rn_ip h;
+
+			if (strcmp(att.held[i].pool, want->pool) == 0 &&
+			    rn_ip_parse(att.held[i].ip, &h) == 0 && h.family == ref.ip.family &&
+			    h.v == ref.ip.v)
+				continue;
+			att.held[n++] = att.held[i];
+		}
+		att.n = n;
+	}
+	if (att.n == 0)
+		return s->ops->commit(s, want->scope, &ref, 1, want->attachment, att_version,
+				      RN_IPAM_ATT_DELETE, NULL, err);
+	r = rn_ipam_attachment_format(&att, &att_text);
+	if (r < 0)
+		return rn_error_set(err, EINVAL, "attachment %s cannot be written back",
+				    want->attachment);
+	return s->ops->commit(s, want->scope, &ref, 1, want->attachment, att_version,
+			      RN_IPAM_ATT_PUT, att_text, err);
+}
+
+static int release_locked(struct rn_ipam_store *s, const struct rn_ipam_record *rec,
+			  bool only_orphan, bool dry_run, bool *released, struct rn_error *err)
+{
+	int token, r;
+
+	r = lock_att(s, rec->scope, rec->attachment, &token, err);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < MAX_RETRIES; i++) {
+		r = release_one(s, rec, only_orphan, dry_run, released, err);
+		if (r != -ESTALE)
+			break;
+	}
+	unlock_att(s, token);
+	if (r == -ESTALE)
+		return rn_error_set(err, EAGAIN, "address %s kept changing; try again", rec->ip);
+	return r;
+}
+
+int rn_ipam_release(struct rn_ipam_store *s, const struct rn_ipam_record *rec,
+		    struct rn_error *err)
+{
+	bool released;
+	int r = release_locked(s, rec, false, false, &released, err);
+
+	if (r == 0 && !released)
+		return rn_error_set(err, ENOENT, "address %s is no longer held by %s", rec->ip,
+				    rec->attachment);
+	return r;
+}
+
+/* Releases an attachment found by a listing, if it still is what was listed. */
+static int release_listed_attachment(struct rn_ipam_store *s, const struct rn_ipam_attachment *a,
+				     size_t *released, struct rn_error *err)
+{
+	struct rn_ipam_attachment now;
+	uint64_t version;
+	int token, r;
+
+	r = lock_att(s, a->scope, a->id, &token, err);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < MAX_RETRIES; i++) {
+		r = load_attachment(s, a->scope, a->id, &now, &version, err);
+		if (r == -ENOENT) {
+			r = 0;
+			break;
+		}
+		if (r < 0 || strcmp(now.container_id, a->container_id) != 0) {
+			r = r < 0 ? r : 0; /* re-ADDed by another container meanwhile */
+			break;
+		}
+		r = release_attachment(s, a->scope, a->id, &now, version, released, err);
+		if (r != -ESTALE)
+			break;
+	}
+	unlock_att(s, token);
+	return r;
+}
+
+int rn_ipam_gc(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+	       const struct rn_ipam_valid *valid, size_t n_valid, size_t *ret_released,
+	       struct rn_error *err)
+{
+	struct collect atts = { RN_IPAM_KIND_ATTACHMENT, NULL, NULL, 0, 0, 0 };
+	struct collect addrs = { RN_IPAM_KIND_ADDRESS, NULL, NULL, 0, 0, 0 };
+	size_t released = 0, swept;
+	int r;
+
+	if (s->ops->sweep) {
+		r = s->ops->sweep(s, false, &swept, err);
+		if (r < 0)
+			return r;
+	}
+	r = collect_all(s, c->scope, &atts, err);
+	for (size_t i = 0; r == 0 && i < atts.n; i++) {
+		const struct rn_ipam_attachment *a = (struct rn_ipam_attachment *)atts.items + i;
+		bool keep = false;
+
+		if (strcmp(a->node, c->node) || strcmp(a->network, c->network))
+			continue;
+		for (size_t v = 0; v < n_valid && !keep; v++)
+			keep = strcmp(valid[v].container_id, a->container_id) == 0 &&
+			       strcmp(valid[v].ifname, a->ifname) == 0;
+		if (!keep)
+			r = release_listed_attachment(s, a, &released, err);
+	}
+	/* address records of this node and network that no attachment holds */
+	if (r == 0)
+		r = collect_all(s, c->scope, &addrs, err);
+	for (size_t i = 0; r == 0 && i < addrs.n; i++) {
+		const struct rn_ipam_record *rec = (struct rn_ipam_record *)addrs.items + i;
+		bool gone;
+
+		if (strcmp(rec->node, c->node) || strcmp(rec->network, c->network))
+			continue;
+		r = release_locked(s, rec, true, false, &gone, err);
+		released += gone;
+	}
+	collect_free(&atts);
+	collect_free(&addrs);
+	if (r == 0 && ret_released)
+		*ret_released = released;
+	return r;
+}
+
+int rn_ipam_repair(struct rn_ipam_store *s, bool dry_run, struct rn_ipam_repair_stats *ret,
+		   struct rn_error *err)
+{
+	struct collect atts = { RN_IPAM_KIND_ATTACHMENT, NULL, NULL, 0, 0, 0 };
+	struct collect addrs = { RN_IPAM_KIND_ADDRESS, NULL, NULL, 0, 0, 0 };
+	int r = 0;
+
+	memset(ret, 0, sizeof(*ret));
+	if (s->ops->sweep)
+		r = s->ops->sweep(s, dry_run, &ret->temp_files, err);
+	if (r == 0)
+		r = collect_all(s, NULL, &addrs, err);
+	for (size_t i = 0; r == 0 && i < addrs.n; i++) {
+		const struct rn_ipam_record *rec = (struct rn_ipam_record *)addrs.items + i;
+		bool gone;
+
+		r = release_locked(s, rec, true, dry_run, &gone, err);
+		ret->orphans += gone;
+	}
+	if (r == 0)
+		r = collect_all(s, NULL, &atts, err);
+	for (size_t i = 0; r == 0 && i < atts.n; i++) {
+		const struct rn_ipam_attachment *a = (struct rn_ipam_attachment *)atts.items + i;
+		struct rn_ipam_attachment now;
+		uint64_t version;
+		bool any = false;
+		int token;
+
+		r = lock_att(s, a->scope, a->id, &token, err);
+		if (r < 0)
+			break;
+		r = load_attachment(s, a->scope, a->id, &now, &version, err);
+		for (size_t h = 0; r == 0 && h < now.n && !any; h++) {
+			struct held_state st;
+
+			r = verify_held(s, a->scope, a->id, &now.held[h], &st, err);
+			any = st.ours;
+		}
+		if (r == 0 && !any) {
+			ret->empty++;
+			if (!dry_run)
+				r = s->ops->commit(s, a->scope, NULL, 0, a->id, version,
+						   RN_IPAM_ATT_DELETE, NULL, err);
+		}
+		if (r == -ENOENT || r == -EBADMSG || r == -ESTALE)
+			r = 0;
+		unlock_att(s, token);
+	}
+	collect_free(&atts);
+	collect_free(&addrs);
+	return r;
+}

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The text of IPAM records: "key=value" lines an operator can read with cat
+ * or etcdctl, the same in both stores. Unknown keys are skipped so a newer
+ * writer does not break an older reader.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdmans/cleanup.h"
+#include "rdmans/ipam.h"
+
+/* set_field()'s sscanf widths */
+_Static_assert(sizeof(((struct rn_ipam_held *)0)->pool) == 58, "pool width");
+_Static_assert(sizeof(((struct rn_ipam_held *)0)->ip) == 46, "ip width");
+_Static_assert(sizeof(((struct rn_ipam_held *)0)->range) == 50, "range width");
+
+#define RECORD_HEADER "# rdma-netns-ipam address record\n"
+#define ATTACHMENT_HEADER "# rdma-netns-ipam attachment record\n"
+
+struct field {
+	const char *key;
+	char *value;
+	size_t size;
+};
+
+static bool clean(const char *v)
+{
+	for (; *v; v++)
+		if ((unsigned char)*v < 0x20 || *v == 0x7f)
+			return false;
+	return true;
+}
+
+static int emit(FILE *f, const struct field *fields, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!clean(fields[i].value))
+			return -EINVAL;
+		fprintf(f, "%s=%s\n", fields[i].key, fields[i].value);
+	}
+	return 0;
+}
+
+static int finish(FILE **f, char **buf, char **ret)
+{
+	if (fclose(*f) != 0) {
+		*f = NULL;
+		return -ENOMEM;
+	}
+	*f = NULL;
+	*ret = TAKE_PTR(*buf);
+	return 0;
+}
+
+#define RECORD_FIELDS(rec)                                                                         \
+	{                                                                                          \
+		{ "ip", (rec)->ip, sizeof((rec)->ip) },                                            \
+			{ "range", (rec)->range, sizeof((rec)->range) },                           \
+			{ "scope", (rec)->scope, sizeof((rec)->scope) },                           \
+			{ "pool", (rec)->pool, sizeof((rec)->pool) },                              \
+			{ "attachment", (rec)->attachment, sizeof((rec)->attachment) },            \
+			{ "network", (rec)->network, sizeof((rec)->network) },                     \
+			{ "container_id", (rec)->container_id, sizeof((rec)->container_id) },      \
+			{ "ifname", (rec)->ifname, sizeof((rec)->ifname) },                        \
+			{ "pod", (rec)->pod, sizeof((rec)->pod) },                                 \
+			{ "node", (rec)->node, sizeof((rec)->node) },                              \
+			{ "time", (rec)->time, sizeof((rec)->time) },                              \
+	}
+
+#define ATTACHMENT_FIELDS(att)                                                                     \
+	{                                                                                          \
+		{ "attachment", (att)->id, sizeof((att)->id) },                                    \
+			{ "scope", (att)->scope, sizeof((att)->scope) },                           \
+			{ "network", (att)->network, sizeof((att)->network) },                     \
+			{ "container_id", (att)->container_id, sizeof((att)->container_id) },      \
+			{ "ifname", (att)->ifname, sizeof((att)->ifname) },                        \
+			{ "pod", (att)->pod, sizeof((att)->pod) },                                 \
+			{ "node", (att)->node, sizeof((att)->node) },                              \
+			{ "time", (att)->time, sizeof((att)->time) },                              \
+	}
+
+int rn_ipam_record_format(const struct rn_ipam_record *rec, char **ret)
+{
+	struct rn_ipam_record *r = (struct rn_ipam_record *)rec; /* fields are only read */
+	const struct field fields[] = RECORD_FIELDS(r);
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_fclose_ FILE *f = NULL;
+	size_t len = 0;
+	int ret_code;
+
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return -ENOMEM;
+	fputs(RECORD_HEADER, f);
+	ret_code = emit(f, fields, RN_ARRAY_SIZE(fields));
+	if (ret_code < 0)
+		return ret_code;
+	return finish(&f, &buf, ret);
+}
+
+int rn_ipam_attachment_format(const struct rn_ipam_attachment *att, char **ret)
+{
+	struct rn_ipam_attachment *a = (struct rn_ipam_attachment *)att;
+	const struct field fields[] = ATTACHMENT_FIELDS(a);
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_fclose_ FILE *f = NULL;
+	size_t len = 0;
+	int ret_code;
+
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return -ENOMEM;
+	fputs(ATTACHMENT_HEADER, f);
+	ret_code = emit(f, fields, RN_ARRAY_SIZE(fields));
+	if (ret_code < 0)
+		return ret_code;
+	for (size_t i = 0; i < att->n; i++) {
+		const struct rn_ipam_held *h = &att->held[i];
+
+		if (!clean(h->pool) || !clean(h->ip) || !clean(h->range) || strchr(h->pool, ' '))
+			return -EINVAL;
+		fprintf(f, "address=%s %s %s\n", h->pool, h->ip, h->range);
+	}
+	return finish(&f, &buf, ret);
+}
+
+/*
+ * Calls fn(key, value) for each "key=value" line; comments and blank lines
+ * are skipped; a line without '=' is an error.
+ */
+static int each_line(const char *text, int (*fn)(const char *key, size_t klen, const char *value,
+						 size_t vlen, void *ctx),
+		     void *ctx)
+{
+	const char *p = text;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n'), *eq;
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		int r;
+
+		if (len > 0 && p[0] != '#') {
+			eq = memchr(p, '=', len);
+			if (!eq)
+				return -EBADMSG;
+			r = fn(p, (size_t)(eq - p), eq + 1, len - (size_t)(eq - p) - 1, ctx);
+			if (r < 0)
+				return r;
+		}
+		p += len;
+		if (*p == '\n')
+			p++;
+	}
+	return 0;
+}
+
+struct fields_ctx {
+	const struct field *fields;
+	size_t n;
+	struct rn_ipam_attachment *att; /* for address= lines */
+};
+
+static int set_field(const char *key, size_t klen, const char *value, size_t vlen, void *ctx)
+{
+	struct fields_ctx *c = ctx;
+
+	if (c->att && klen == 7 && memcmp(key, "address", 7) == 0) {
+		struct rn_ipam_held *h;
+		char line[256];
+		int n;
+
+		if (c->att->n >= RN_IPAM_MAX_RANGES || vlen >= sizeof(line))
+			return -EBADMSG;
+		h = &c->att->held[c->att->n];
+		memcpy(line, value, vlen);
+		line[vlen] = '\0';
+		/* pool, address, range: sizes from struct rn_ipam_held */
+		n = sscanf(line, "%57s %45s %49s", h->pool, h->ip, h->range);
+		if (n != 3)
+			return -EBADMSG;
+		c->att->n++;
+		return 0;
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		if (strlen(c->fields[i].key) != klen || memcmp(c->fields[i].key, key, klen) != 0)
+			continue;
+		if (vlen >= c->fields[i].size)
+			return -EBADMSG;
+		memcpy(c->fields[i].value, value, vlen);
+		c->fields[i].value[vlen] = '\0';
+		return 0;
+	}
+	return 0; /* unknown key: skipped */
+}
+
+int rn_ipam_record_parse(const char *text, struct rn_ipam_record *ret, struct rn_error *err)
+{
+	memset(ret, 0, sizeof(*ret));
+	{
+		const struct field fields[] = RECORD_FIELDS(ret);
+		struct fields_ctx c = { fields, RN_ARRAY_SIZE(fields), NULL };
+		struct rn_ip ip;
+
+		if (each_line(text, set_field, &c) < 0 || !ret->ip[0] || !ret->attachment[0] ||
+		    !ret->scope[0] || !ret->pool[0] || rn_ip_parse(ret->ip, &ip) < 0)
+			return rn_error_set(err, EBADMSG,
+					    "not an address record (want ip=, attachment=, scope=, "
+					    "pool= lines)");
+	}
+	return 0;
+}
+
+int rn_ipam_attachment_parse(const char *text, struct rn_ipam_attachment *ret,
+			     struct rn_error *err)
+{
+	memset(ret, 0, sizeof(*ret));
+	{
+		const struct field fields[] = ATTACHMENT_FIELDS(ret);
+		struct fields_ctx c = { fields, RN_ARRAY_SIZE(fields), ret };
+
+		if (each_line(text, set_field, &c) < 0 || !ret->id[0] || !ret->scope[0] ||
+		    !ret->container_id[0])
+			return rn_error_set(err, EBADMSG,
+					    "not an attachment record (want attachment=, scope=, "
+					    "container_id= lines)");
+	}
+	return 0;
+}

@@ -1,0 +1,694 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The local IPAM store: one file per address, no server.
+ *
+ *   DATADIR/SCOPE/POOL/ADDRESS            an address record ("10.56.0.7")
+ *   DATADIR/SCOPE/attachments/ID          an attachment ('/' in ID written %2F)
+ *   DATADIR/.tmp/PID.N.RANDOM             a record being written
+ *   DATADIR/.locks/0..63                  flock stripes, one per attachment hash
+ *
+ * A record is written to .tmp, fsync'ed, then renamed into place: with
+ * RENAME_NOREPLACE to create an address (fails if it exists: two processes
+ * never get the same address), plainly to replace an attachment. The
+ * directory is fsync'ed after each rename. A crash leaves either the old
+ * file, the new one, or a stray temp file (swept by GC), never half a record.
+ *
+ * An ADD stores the attachment listing the address it is about to take
+ * before it takes it, so a crash between the two never leaves an address
+ * nobody's attachment points to.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rdmans/cleanup.h"
+#include "rdmans/util.h"
+#include "ipam_store.h"
+
+#define N_STRIPES 64
+#define ATT_DIR "attachments"
+#define TMP_DIR ".tmp"
+#define LOCK_DIR ".locks"
+#define MAX_RECORD (64 * 1024)
+
+struct local_store {
+	struct rn_ipam_store base;
+	char *path;
+	int dirfd; /* -1 until the data directory exists */
+	int lockfd[N_STRIPES];
+	unsigned counter;
+};
+
+static struct local_store *to_local(struct rn_ipam_store *s)
+{
+	return (struct local_store *)s;
+}
+
+static void local_close(struct rn_ipam_store *s)
+{
+	struct local_store *l = to_local(s);
+
+	for (int i = 0; i < N_STRIPES; i++)
+		if (l->lockfd[i] >= 0)
+			(void)close(l->lockfd[i]);
+	if (l->dirfd >= 0)
+		(void)close(l->dirfd);
+	free(l->path);
+	free(l);
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	_cleanup_free_ char *copy = strdup(path);
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *p = copy + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(copy, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(copy, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Opens the data directory, creating it when `create`. */
+static int data_dir(struct local_store *l, bool create, struct rn_error *err)
+{
+	if (l->dirfd >= 0)
+		return 0;
+	l->dirfd = open(l->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (l->dirfd >= 0)
+		return 0;
+	if (errno != ENOENT || !create) {
+		int saved = errno;
+
+		rn_error_errno(err, saved, "IPAM data directory %s", l->path);
+		if (saved != ENOENT)
+			rn_error_wrap(err, "set ipam.dataDir to a writable directory");
+		return -saved;
+	}
+	if (mkdir_p(l->path, 0750) < 0)
+		return rn_error_errno(err, errno,
+				      "cannot create IPAM data directory %s (set ipam.dataDir to a "
+				      "writable directory)",
+				      l->path);
+	l->dirfd = open(l->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (l->dirfd < 0)
+		return rn_error_errno(err, errno, "IPAM data directory %s", l->path);
+	return 0;
+}
+
+/* mkdir -p of a path relative to the data directory. */
+static int ensure_dir(struct local_store *l, const char *rel, struct rn_error *err)
+{
+	char buf[PATH_MAX];
+	int r;
+
+	r = data_dir(l, true, err);
+	if (r < 0)
+		return r;
+	if (rn_path(buf, sizeof(buf), "%s", rel) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "path %s/%s is too long", l->path, rel);
+	for (char *p = buf; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdirat(l->dirfd, buf, 0750) < 0 && errno != EEXIST)
+			return rn_error_errno(err, errno, "cannot create %s/%s", l->path, buf);
+		*p = '/';
+	}
+	if (mkdirat(l->dirfd, buf, 0750) < 0 && errno != EEXIST)
+		return rn_error_errno(err, errno, "cannot create %s/%s", l->path, buf);
+	return 0;
+}
+
+static int fsync_dir(struct local_store *l, const char *rel, struct rn_error *err)
+{
+	_cleanup_close_ int fd = openat(l->dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 || fsync(fd) < 0)
+		return rn_error_errno(err, errno, "cannot sync directory %s/%s", l->path, rel);
+	return 0;
+}
+
+/* File name for an attachment id: '%' and '/' percent-encoded. */
+static int att_path(const char *scope, const char *id, char *buf, size_t len)
+{
+	size_t n;
+
+	if (rn_path(buf, len, "%s/" ATT_DIR "/", scope) < 0)
+		return -ENAMETOOLONG;
+	n = strlen(buf);
+	for (const char *p = id; *p; p++) {
+		if (n + 4 >= len)
+			return -ENAMETOOLONG;
+		if (*p == '/' || *p == '%') {
+			snprintf(buf + n, len - n, "%%%02X", (unsigned char)*p);
+			n += 3;
+		} else {
+			buf[n++] = *p;
+		}
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+static int addr_path(const char *scope, const char *pool, int family, rn_u128 v, char *buf,
+		     size_t len)
+{
+	char ip[RN_IP_STRLEN];
+
+	return rn_path(buf, len, "%s/%s/%s", scope, pool, rn_ip_format(family, v, ip, sizeof(ip)));
+}
+
+static int read_text(struct local_store *l, const char *rel, char **ret, struct rn_error *err)
+{
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_close_ int fd = -1;
+	size_t len = 0;
+
+	if (l->dirfd < 0 && data_dir(l, false, NULL) < 0)
+		return -ENOENT;
+	fd = openat(l->dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return -ENOENT;
+		return rn_error_errno(err, errno, "cannot open %s/%s", l->path, rel);
+	}
+	buf = malloc(MAX_RECORD + 1);
+	if (!buf)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	while (len < MAX_RECORD) {
+		ssize_t n = read(fd, buf + len, MAX_RECORD - len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return rn_error_errno(err, errno, "cannot read %s/%s", l->path, rel);
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+/* Writes text to a new fsync'ed temp file; its name (relative) goes to tmp. */
+static int write_tmp(struct local_store *l, const char *text, char *tmp, size_t len,
+		     struct rn_error *err)
+{
+	_cleanup_close_ int fd = -1;
+	size_t off = 0, total = strlen(text);
+	unsigned rnd = 0;
+	int r;
+
+	r = ensure_dir(l, TMP_DIR, err);
+	if (r < 0)
+		return r;
+	(void)!getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK);
+	if (rn_path(tmp, len, TMP_DIR "/%d.%u.%08x", (int)getpid(), l->counter++, rnd) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "temp path too long");
+	fd = openat(l->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (fd < 0)
+		return rn_error_errno(err, errno, "cannot create %s/%s", l->path, tmp);
+	while (off < total) {
+		ssize_t n = write(fd, text + off, total - off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = rn_error_errno(err, errno, "cannot write %s/%s", l->path, tmp);
+			(void)unlinkat(l->dirfd, tmp, 0);
+			return r;
+		}
+		off += (size_t)n;
+	}
+	if (fsync(fd) < 0) {
+		r = rn_error_errno(err, errno, "cannot sync %s/%s", l->path, tmp);
+		(void)unlinkat(l->dirfd, tmp, 0);
+		return r;
+	}
+	return 0;
+}
+
+static void parent_of(const char *rel, char *buf, size_t len)
+{
+	const char *slash = strrchr(rel, '/');
+	size_t n = slash ? (size_t)(slash - rel) : 0;
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, rel, n);
+	buf[n] = '\0';
+	if (n == 0)
+		snprintf(buf, len, ".");
+}
+
+/*
+ * Puts text at rel: replacing what is there, or (noreplace) only if nothing
+ * is (-EEXIST otherwise). The parent directory is created and fsync'ed.
+ */
+static int put_file(struct local_store *l, const char *rel, const char *text, bool noreplace,
+		    struct rn_error *err)
+{
+	char tmp[PATH_MAX], parent[PATH_MAX];
+	int r;
+
+	parent_of(rel, parent, sizeof(parent));
+	r = ensure_dir(l, parent, err);
+	if (r < 0)
+		return r;
+	r = write_tmp(l, text, tmp, sizeof(tmp), err);
+	if (r < 0)
+		return r;
+	if (noreplace) {
+		r = renameat2(l->dirfd, tmp, l->dirfd, rel, RENAME_NOREPLACE);
+		if (r < 0 && (errno == EINVAL || errno == ENOSYS)) {
+			/* a filesystem without RENAME_NOREPLACE: link() also refuses to replace */
+			r = linkat(l->dirfd, tmp, l->dirfd, rel, 0);
+			if (r == 0 || errno == EEXIST) {
+				int saved = errno;
+
+				(void)unlinkat(l->dirfd, tmp, 0);
+				errno = saved;
+			}
+		}
+	} else {
+		r = renameat(l->dirfd, tmp, l->dirfd, rel);
+	}
+	if (r < 0) {
+		int saved = errno;
+
+		(void)unlinkat(l->dirfd, tmp, 0);
+		if (saved == EEXIST)
+			return -EEXIST;
+		return rn_error_errno(err, saved, "cannot create %s/%s", l->path, rel);
+	}
+	return fsync_dir(l, parent, err);
+}
+
+static int remove_file(struct local_store *l, const char *rel, struct rn_error *err)
+{
+	if (unlinkat(l->dirfd, rel, 0) < 0 && errno != ENOENT)
+		return rn_error_errno(err, errno, "cannot remove %s/%s", l->path, rel);
+	return 0;
+}
+
+static int local_ping(struct rn_ipam_store *s, struct rn_error *err)
+{
+	struct local_store *l = to_local(s);
+	int r = data_dir(l, true, err);
+
+	if (r < 0)
+		return r;
+	if (faccessat(l->dirfd, ".", W_OK, AT_EACCESS) < 0)
+		return rn_error_errno(err, errno, "IPAM data directory %s is not writable", l->path);
+	return 0;
+}
+
+static int local_lock(struct rn_ipam_store *s, const char *scope, const char *id, int *ret_token,
+		      struct rn_error *err)
+{
+	struct local_store *l = to_local(s);
+	uint32_t h = 2166136261u;
+	char rel[64];
+	int stripe, r;
+
+	for (const char *p = scope; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	for (const char *p = id; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	stripe = (int)(h % N_STRIPES);
+	if (l->lockfd[stripe] < 0) {
+		r = ensure_dir(l, LOCK_DIR, err);
+		if (r < 0)
+			return r;
+		snprintf(rel, sizeof(rel), LOCK_DIR "/%d", stripe);
+		l->lockfd[stripe] = openat(l->dirfd, rel, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+					   0600);
+		if (l->lockfd[stripe] < 0)
+			return rn_error_errno(err, errno, "cannot open lock %s/%s", l->path, rel);
+	}
+	while (flock(l->lockfd[stripe], LOCK_EX) < 0) {
+		if (errno != EINTR)
+			return rn_error_errno(err, errno, "cannot lock %s/" LOCK_DIR "/%d", l->path,
+					      stripe);
+	}
+	*ret_token = stripe;
+	return 0;
+}
+
+static void local_unlock(struct rn_ipam_store *s, int token)
+{
+	struct local_store *l = to_local(s);
+
+	if (token >= 0 && token < N_STRIPES && l->lockfd[token] >= 0)
+		(void)flock(l->lockfd[token], LOCK_UN);
+}
+
+static int local_att_get(struct rn_ipam_store *s, const char *scope, const char *id,
+			 char **ret_text, uint64_t *ret_version, struct rn_error *err)
+{
+	char rel[PATH_MAX];
+	int r;
+
+	if (att_path(scope, id, rel, sizeof(rel)) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "attachment id '%s' is too long", id);
+	r = read_text(to_local(s), rel, ret_text, err);
+	if (r == 0 && ret_version)
+		*ret_version = 1;
+	return r;
+}
+
+static int local_addr_get(struct rn_ipam_store *s, const char *scope, const char *pool,
+			  const struct rn_ip *ip, char **ret_text, uint64_t *ret_version,
+			  struct rn_error *err)
+{
+	char rel[PATH_MAX];
+	int r;
+
+	if (addr_path(scope, pool, ip->family, ip->v, rel, sizeof(rel)) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "pool path too long");
+	r = read_text(to_local(s), rel, ret_text, err);
+	if (r == 0 && ret_version)
+		*ret_version = 1;
+	return r;
+}
+
+static int local_probe(struct rn_ipam_store *s, const char *scope, const char *pool, int family,
+		       rn_u128 first, rn_u128 last, rn_u128 **ret_taken, size_t *ret_n,
+		       struct rn_error *err)
+{
+	struct local_store *l = to_local(s);
+	_cleanup_free_ rn_u128 *taken = NULL;
+	size_t n = 0, cap = 0;
+	char rel[PATH_MAX];
+
+	*ret_taken = NULL;
+	*ret_n = 0;
+	if (l->dirfd < 0 && data_dir(l, false, NULL) < 0)
+		return 0;
+	for (rn_u128 a = first;; a++) {
+		if (addr_path(scope, pool, family, a, rel, sizeof(rel)) < 0)
+			return rn_error_set(err, ENAMETOOLONG, "pool path too long");
+		if (faccessat(l->dirfd, rel, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+			if (n == cap) {
+				rn_u128 *grown;
+
+				cap = cap ? cap * 2 : 8;
+				grown = realloc(taken, cap * sizeof(*taken));
+				if (!grown)
+					return rn_error_set(err, ENOMEM, "out of memory");
+				taken = grown;
+			}
+			taken[n++] = a;
+		} else if (errno != ENOENT) {
+			return rn_error_errno(err, errno, "cannot check %s/%s", l->path, rel);
+		}
+		if (a == last)
+			break;
+	}
+	*ret_taken = TAKE_PTR(taken);
+	*ret_n = n;
+	return 0;
+}
+
+static int local_claim(struct rn_ipam_store *s, const char *scope, const char *pool,
+		       const struct rn_ip *ip, const char *rec_text, const char *id,
+		       const char *att_text, uint64_t *att_version, struct rn_error *err)
+{
+	struct local_store *l = to_local(s);
+	char rel[PATH_MAX];
+	int r;
+
+	/* the attachment first: it must point at the address before the address exists */
+	if (att_path(scope, id, rel, sizeof(rel)) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "attachment id '%s' is too long", id);
+	r = put_file(l, rel, att_text, false, err);
+	if (r < 0)
+		return r;
+	*att_version = 1;
+	if (addr_path(scope, pool, ip->family, ip->v, rel, sizeof(rel)) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "pool path too long");
+	return put_file(l, rel, rec_text, true, err);
+}
+
+static int local_commit(struct rn_ipam_store *s, const char *scope, const struct rn_ipam_ref *refs,
+			size_t n, const char *id, uint64_t att_version, enum rn_ipam_att_op att_op,
+			const char *att_text, struct rn_error *err)
+{
+	struct local_store *l = to_local(s);
+	char rel[PATH_MAX], parent[PATH_MAX];
+	int r;
+
+	r = data_dir(l, true, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		if (addr_path(scope, refs[i].pool, refs[i].ip.family, refs[i].ip.v, rel,
+			      sizeof(rel)) < 0)
+			return rn_error_set(err, ENAMETOOLONG, "pool path too long");
+		if (refs[i].text) {
+			r = put_file(l, rel, refs[i].text, false, err);
+		} else {
+			r = remove_file(l, rel, err);
+			if (r == 0) {
+				parent_of(rel, parent, sizeof(parent));
+				r = fsync_dir(l, parent, err);
+				if (r == -ENOENT)
+					r = 0;
+			}
+		}
+		if (r < 0)
+			return r;
+	}
+	if (!id || att_op == RN_IPAM_ATT_KEEP)
+		return 0;
+	if (att_path(scope, id, rel, sizeof(rel)) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "attachment id '%s' is too long", id);
+	if (att_op == RN_IPAM_ATT_PUT)
+		return put_file(l, rel, att_text, false, err);
+	r = remove_file(l, rel, err);
+	if (r < 0)
+		return r;
+	parent_of(rel, parent, sizeof(parent));
+	r = fsync_dir(l, parent, err);
+	return r == -ENOENT ? 0 : r;
+}
+
+static bool hidden(const char *name)
+{
+	return name[0] == '.';
+}
+
+/* Calls fn for each regular file in dir (relative to the data directory). */
+static int list_dir(struct local_store *l, const char *scope, const char *rel, rn_ipam_list_fn fn,
+		    void *ctx, struct rn_error *err)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *e;
+	int fd, r;
+
+	fd = openat(l->dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 0;
+		return rn_error_errno(err, errno, "cannot open %s/%s", l->path, rel);
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		(void)close(fd);
+		return rn_error_errno(err, errno, "cannot read %s/%s", l->path, rel);
+	}
+	while ((e = readdir(d))) {
+		_cleanup_free_ char *text = NULL;
+		char path[PATH_MAX];
+
+		if (hidden(e->d_name) || (e->d_type != DT_REG && e->d_type != DT_UNKNOWN))
+			continue;
+		if (rn_path(path, sizeof(path), "%s/%s", rel, e->d_name) < 0)
+			continue;
+		r = read_text(l, path, &text, err);
+		if (r == -ENOENT)
+			continue; /* released meanwhile */
+		if (r < 0)
+			return r;
+		r = fn(ctx, scope, text, 1);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Calls fn(ctx, name) for each visible subdirectory of rel. */
+static int each_subdir(struct local_store *l, const char *rel,
+		       int (*fn)(struct local_store *l, const char *name, void *ctx), void *ctx,
+		       struct rn_error *err)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *e;
+	int fd, r;
+
+	fd = openat(l->dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return rn_error_errno(err, errno, "cannot open %s/%s", l->path, rel);
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		(void)close(fd);
+		return rn_error_errno(err, errno, "cannot read %s/%s", l->path, rel);
+	}
+	while ((e = readdir(d))) {
+		if (hidden(e->d_name) || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
+			continue;
+		r = fn(l, e->d_name, ctx);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+struct list_ctx {
+	enum rn_ipam_kind kind;
+	rn_ipam_list_fn fn;
+	void *ctx;
+	struct rn_error *err;
+	const char *scope;
+};
+
+static int list_pool(struct local_store *l, const char *pool, void *ctx)
+{
+	struct list_ctx *c = ctx;
+	char rel[PATH_MAX];
+
+	if (strcmp(pool, ATT_DIR) == 0)
+		return 0;
+	if (rn_path(rel, sizeof(rel), "%s/%s", c->scope, pool) < 0)
+		return 0;
+	return list_dir(l, c->scope, rel, c->fn, c->ctx, c->err);
+}
+
+static int list_scope(struct local_store *l, const char *scope, void *ctx)
+{
+	struct list_ctx *c = ctx;
+	char rel[PATH_MAX];
+
+	c->scope = scope;
+	if (c->kind == RN_IPAM_KIND_ATTACHMENT) {
+		if (rn_path(rel, sizeof(rel), "%s/" ATT_DIR, scope) < 0)
+			return 0;
+		return list_dir(l, scope, rel, c->fn, c->ctx, c->err);
+	}
+	return each_subdir(l, scope, list_pool, c, c->err);
+}
+
+static int local_list(struct rn_ipam_store *s, const char *scope, enum rn_ipam_kind kind,
+		      rn_ipam_list_fn fn, void *ctx, struct rn_error *err)
+{
+	struct local_store *l = to_local(s);
+	struct list_ctx c = { kind, fn, ctx, err, NULL };
+
+	if (l->dirfd < 0 && data_dir(l, false, NULL) < 0)
+		return 0; /* no data directory: nothing stored yet */
+	if (scope)
+		return list_scope(l, scope, &c);
+	return each_subdir(l, ".", list_scope, &c, err);
+}
+
+static int local_sweep(struct rn_ipam_store *s, bool dry_run, size_t *ret_n, struct rn_error *err)
+{
+	struct local_store *l = to_local(s);
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *e;
+	int fd;
+
+	*ret_n = 0;
+	if (l->dirfd < 0 && data_dir(l, false, NULL) < 0)
+		return 0;
+	fd = openat(l->dirfd, TMP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : rn_error_errno(err, errno, "cannot open %s/" TMP_DIR, l->path);
+	d = fdopendir(fd);
+	if (!d) {
+		(void)close(fd);
+		return rn_error_errno(err, errno, "cannot read %s/" TMP_DIR, l->path);
+	}
+	while ((e = readdir(d))) {
+		char pidtext[16];
+		const char *dot;
+		pid_t pid;
+
+		if (hidden(e->d_name))
+			continue;
+		dot = strchr(e->d_name, '.');
+		if (!dot || (size_t)(dot - e->d_name) >= sizeof(pidtext))
+			continue;
+		memcpy(pidtext, e->d_name, (size_t)(dot - e->d_name));
+		pidtext[dot - e->d_name] = '\0';
+		/* a writer that is still alive owns its file */
+		if (rn_parse_pid(pidtext, &pid) == 0 && (kill(pid, 0) == 0 || errno != ESRCH))
+			continue;
+		if (!dry_run && unlinkat(dirfd(d), e->d_name, 0) < 0 && errno != ENOENT)
+			return rn_error_errno(err, errno, "cannot remove %s/" TMP_DIR "/%s", l->path,
+					      e->d_name);
+		(*ret_n)++;
+	}
+	return 0;
+}
+
+static const struct rn_ipam_store_ops local_ops = {
+	.close = local_close,
+	.ping = local_ping,
+	.lock = local_lock,
+	.unlock = local_unlock,
+	.att_get = local_att_get,
+	.addr_get = local_addr_get,
+	.probe = local_probe,
+	.claim = local_claim,
+	.commit = local_commit,
+	.list = local_list,
+	.sweep = local_sweep,
+};
+
+int rn_ipam_store_local_open(const struct rn_ipam_config *c, struct rn_ipam_store **ret,
+			     struct rn_error *err)
+{
+	struct local_store *l;
+	const char *path = c->data_dir && *c->data_dir ? c->data_dir : RN_IPAM_DEFAULT_DATA_DIR;
+
+	if (path[0] != '/')
+		return rn_error_set(err, EINVAL, "dataDir '%s' must be an absolute path", path);
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	l->base.ops = &local_ops;
+	l->base.window = 1; /* a probe is one faccessat(): no point reading ahead */
+	l->dirfd = -1;
+	for (int i = 0; i < N_STRIPES; i++)
+		l->lockfd[i] = -1;
+	l->path = strdup(path);
+	if (!l->path) {
+		free(l);
+		return rn_error_set(err, ENOMEM, "out of memory");
+	}
+	*ret = &l->base;
+	return 0;
+}

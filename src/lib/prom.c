@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Prometheus text format 0.0.4 (prometheus/docs content/docs/instrumenting/
+ * exposition_formats.md): "# HELP name text", "# TYPE name counter|gauge",
+ * then `name{label="value",...} number` lines; a family appears once.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdmans/prom.h"
+#include "rdmans/rdma.h"
+
+/* ---- buffer ---- */
+
+void rn_buf_free(struct rn_buf *b)
+{
+	if (!b)
+		return;
+	free(b->buf);
+	memset(b, 0, sizeof(*b));
+}
+
+static int buf_reserve(struct rn_buf *b, size_t more)
+{
+	size_t cap;
+	char *v;
+
+	if (b->error)
+		return b->error;
+	if (b->len + more + 1 <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : 4096;
+	while (cap < b->len + more + 1)
+		cap *= 2;
+	v = realloc(b->buf, cap);
+	if (!v)
+		return b->error = -ENOMEM;
+	b->buf = v;
+	b->cap = cap;
+	return 0;
+}
+
+int rn_buf_append(struct rn_buf *b, const char *s, size_t n)
+{
+	int r = buf_reserve(b, n);
+
+	if (r < 0)
+		return r;
+	memcpy(b->buf + b->len, s, n);
+	b->len += n;
+	b->buf[b->len] = '\0';
+	return 0;
+}
+
+int rn_buf_printf(struct rn_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n, r;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return b->error = -EINVAL;
+	r = buf_reserve(b, (size_t)n);
+	if (r < 0)
+		return r;
+	va_start(ap, fmt);
+	vsnprintf(b->buf + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+static int buf_puts(struct rn_buf *b, const char *s)
+{
+	return rn_buf_append(b, s, strlen(s));
+}
+
+/* ---- escaping ---- */
+
+/* Length of the valid UTF-8 sequence at s (1..4), 0 when it is not one. */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned char c = s[0];
+	size_t n;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	/* overlong forms, surrogates, beyond U+10FFFF */
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+static int escape(struct rn_buf *b, const char *value, bool quote)
+{
+	const unsigned char *s = (const unsigned char *)value;
+	int r = 0;
+
+	while (*s && r == 0) {
+		size_t n = utf8_len(s);
+
+		if (n == 0) {
+			r = buf_puts(b, "\xef\xbf\xbd"); /* U+FFFD */
+			s++;
+		} else if (*s == '\\') {
+			r = buf_puts(b, "\\\\");
+			s++;
+		} else if (*s == '\n') {
+			r = buf_puts(b, "\\n");
+			s++;
+		} else if (*s == '"' && quote) {
+			r = buf_puts(b, "\\\"");
+			s++;
+		} else {
+			r = rn_buf_append(b, (const char *)s, n);
+			s += n;
+		}
+	}
+	return r;
+}
+
+int rn_prom_escape_label(struct rn_buf *b, const char *value)
+{
+	return escape(b, value, true);
+}
+
+int rn_prom_escape_help(struct rn_buf *b, const char *text)
+{
+	return escape(b, text, false);
+}
+
+/* ---- families ---- */
+
+static void family(struct rn_buf *b, const char *name, const char *type, const char *help)
+{
+	rn_buf_printf(b, "# HELP %s ", name);
+	rn_prom_escape_help(b, help);
+	rn_buf_printf(b, "\n# TYPE %s %s\n", name, type);
+}
+
+struct label {
+	const char *name;
+	const char *value;
+};
+
+static void sample_start(struct rn_buf *b, const char *name, const struct label *labels, size_t n)
+{
+	buf_puts(b, name);
+	if (n == 0)
+		return;
+	buf_puts(b, "{");
+	for (size_t i = 0; i < n; i++) {
+		rn_buf_printf(b, "%s%s=\"", i ? "," : "", labels[i].name);
+		rn_prom_escape_label(b, labels[i].value ? labels[i].value : "");
+		buf_puts(b, "\"");
+	}
+	buf_puts(b, "}");
+}
+
+static void sample_u64(struct rn_buf *b, const char *name, const struct label *labels, size_t n,
+		       uint64_t value)
+{
+	sample_start(b, name, labels, n);
+	rn_buf_printf(b, " %" PRIu64 "\n", value);
+}
+
+static void sample_double(struct rn_buf *b, const char *name, const struct label *labels, size_t n,
+			  double value)
+{
+	sample_start(b, name, labels, n);
+	/* whole numbers (rates, MTUs, states) exactly; fractions with 9 digits */
+	if (value >= 0 && value < 9007199254740992.0 && value == (double)(uint64_t)value)
+		rn_buf_printf(b, " %" PRIu64 "\n", (uint64_t)value);
+	else
+		rn_buf_printf(b, " %.9g\n", value);
+}
+
+#define DEV_LABELS 5
+#define PORT_LABELS 7
+#define MAX_LABELS 10
+
+/* device, netns, pod, pod_namespace, container */
+static size_t dev_labels(const struct rn_scrape *s, const struct rn_dev_metrics *d, struct label *l)
+{
+	const struct rn_ns_metrics *ns = &s->ns[d->ns];
+
+	l[0] = (struct label){ "device", d->name };
+	l[1] = (struct label){ "netns", ns->label };
+	l[2] = (struct label){ "pod", ns->pod };
+	l[3] = (struct label){ "pod_namespace", ns->pod_namespace };
+	l[4] = (struct label){ "container", ns->container };
+	return DEV_LABELS;
+}
+
+/* device, port, netdev, netns, pod, pod_namespace, container */
+static size_t port_labels(const struct rn_scrape *s, const struct rn_dev_metrics *d,
+			  const struct rn_port_metrics *p, char *portbuf, size_t portlen,
+			  struct label *l)
+{
+	const struct rn_ns_metrics *ns = &s->ns[d->ns];
+
+	snprintf(portbuf, portlen, "%u", p->port);
+	l[0] = (struct label){ "device", d->name };
+	l[1] = (struct label){ "port", portbuf };
+	l[2] = (struct label){ "netdev", p->netdev };
+	l[3] = (struct label){ "netns", ns->label };
+	l[4] = (struct label){ "pod", ns->pod };
+	l[5] = (struct label){ "pod_namespace", ns->pod_namespace };
+	l[6] = (struct label){ "container", ns->container };
+	return PORT_LABELS;
+}
+
+enum port_gauge {
+	G_STATE,
+	G_PHYS_STATE,
+	G_RATE,
+	G_NETDEV_UP,
+	G_NETDEV_MTU,
+};
+
+static const struct {
+	const char *name;
+	const char *help;
+} port_gauges[] = {
+	[G_STATE] = { "rdma_port_state",
+		      "Logical port state: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER." },
+	[G_PHYS_STATE] = { "rdma_port_physical_state",
+			   "Physical port state: 1 SLEEP, 2 POLLING, 3 DISABLED, 4 TRAINING, 5 "
+			   "LINK_UP, 6 LINK_ERROR_RECOVERY, 7 PHY_TEST." },
+	[G_RATE] = { "rdma_port_rate_bytes_per_second",
+		     "Port data rate (sysfs ports/P/rate) in bytes per second." },
+	[G_NETDEV_UP] = { "rdma_port_netdev_up",
+			  "1 when the netdev bound to the port is operationally up, else 0." },
+	[G_NETDEV_MTU] = { "rdma_port_netdev_mtu_bytes", "MTU of the netdev bound to the port." },
+};
+
+/* Whether port p has gauge g, and its value. */
+static bool port_gauge_value(const struct rn_port_metrics *p, enum port_gauge g, double *v)
+{
+	switch (g) {
+	case G_STATE:
+		*v = p->state;
+		return p->state != 0;
+	case G_PHYS_STATE:
+		*v = p->phys_state;
+		return p->phys_state != 0;
+	case G_RATE:
+		*v = (double)p->rate_bps / 8.0;
+		return p->rate_bps != 0;
+	case G_NETDEV_UP:
+		*v = p->netdev_up;
+		return p->netdev[0] && p->netdev_up >= 0;
+	case G_NETDEV_MTU:
+		*v = p->netdev_mtu;
+		return p->netdev[0] && p->netdev_mtu >= 0;
+	}
+	return false;
+}
+
+static void render_port_gauges(const struct rn_scrape *s, struct rn_buf *b)
+{
+	for (size_t g = 0; g < RN_ARRAY_SIZE(port_gauges); g++) {
+		bool any = false;
+
+		for (size_t i = 0; i < s->ndevs; i++) {
+			const struct rn_dev_metrics *d = &s->devs[i];
+
+			for (size_t p = 0; p < d->nports; p++) {
+				struct label l[MAX_LABELS];
+				char port[16];
+				size_t n;
+				double v;
+
+				if (!port_gauge_value(&d->ports[p], (enum port_gauge)g, &v))
+					continue;
+				if (!any)
+					family(b, port_gauges[g].name, "gauge",
+					       port_gauges[g].help);
+				any = true;
+				n = port_labels(s, d, &d->ports[p], port, sizeof(port), l);
+				sample_double(b, port_gauges[g].name, l, n, v);
+			}
+		}
+	}
+}
+
+static void render_info(const struct rn_scrape *s, struct rn_buf *b)
+{
+	if (s->ndevs == 0)
+		return;
+	family(b, "rdma_device_info", "gauge",
+	       "RDMA device, always 1; its firmware, node GUID and protocol as labels.");
+	for (size_t i = 0; i < s->ndevs; i++) {
+		const struct rn_dev_metrics *d = &s->devs[i];
+		struct label l[MAX_LABELS];
+		char guid[24];
+		size_t n = dev_labels(s, d, l);
+
+		snprintf(guid, sizeof(guid), "%04x:%04x:%04x:%04x",
+			 (unsigned)(d->node_guid >> 48) & 0xffff,
+			 (unsigned)(d->node_guid >> 32) & 0xffff,
+			 (unsigned)(d->node_guid >> 16) & 0xffff, (unsigned)d->node_guid & 0xffff);
+		l[n++] = (struct label){ "fw", d->fw };
+		l[n++] = (struct label){ "node_guid", guid };
+		l[n++] = (struct label){ "protocol", d->protocol };
+		sample_u64(b, "rdma_device_info", l, n, 1);
+	}
+	family(b, "rdma_port_info", "gauge",
+	       "RDMA port, always 1; its link layer and rate text as labels.");
+	for (size_t i = 0; i < s->ndevs; i++) {
+		const struct rn_dev_metrics *d = &s->devs[i];
+
+		for (size_t p = 0; p < d->nports; p++) {
+			const struct rn_port_metrics *pm = &d->ports[p];
+			struct label l[MAX_LABELS];
+			char port[16];
+			size_t n = port_labels(s, d, pm, port, sizeof(port), l);
+
+			l[n++] = (struct label){ "link_layer", pm->link_layer };
+			l[n++] = (struct label){ "rate", pm->rate };
+			sample_u64(b, "rdma_port_info", l, n, 1);
+		}
+	}
+}
+
+enum counter_kind { C_PORT_HW, C_PORT_PMA, C_DEV_HW };
+
+static const struct {
+	const char *name;
+	const char *help;
+} counter_families[] = {
+	[C_PORT_HW] = { "rdma_port_hw_stats_total",
+			"Port hardware counter (RDMA netlink statistics and sysfs "
+			"ports/P/hw_counters), by its kernel name in label counter." },
+	[C_PORT_PMA] = { "rdma_port_pma_total",
+			 "Port PMA counter (sysfs ports/P/counters), by its kernel name in label "
+			 "counter; port_xmit_data and port_rcv_data count 4-octet words." },
+	[C_DEV_HW] = { "rdma_device_hw_stats_total",
+		       "Device-wide hardware counter (sysfs DEV/hw_counters), by its kernel name "
+		       "in label counter." },
+};
+
+static void counter_samples(const struct rn_counters *c, const char *name, struct label *l,
+			    size_t n, struct rn_buf *b, bool *any, enum counter_kind k)
+{
+	for (size_t j = 0; j < c->n; j++) {
+		if (!*any)
+			family(b, name, "counter", counter_families[k].help);
+		*any = true;
+		l[n] = (struct label){ "counter", c->v[j].name };
+		sample_u64(b, name, l, n + 1, c->v[j].value);
+	}
+}
+
+static void render_counters(const struct rn_scrape *s, struct rn_buf *b)
+{
+	for (size_t k = 0; k < RN_ARRAY_SIZE(counter_families); k++) {
+		const char *name = counter_families[k].name;
+		bool any = false;
+
+		for (size_t i = 0; i < s->ndevs; i++) {
+			const struct rn_dev_metrics *d = &s->devs[i];
+			struct label l[MAX_LABELS];
+			char port[16];
+
+			if (k == C_DEV_HW) {
+				size_t n = dev_labels(s, d, l);
+
+				counter_samples(&d->hw, name, l, n, b, &any, C_DEV_HW);
+				continue;
+			}
+			for (size_t p = 0; p < d->nports; p++) {
+				const struct rn_port_metrics *pm = &d->ports[p];
+				size_t n = port_labels(s, d, pm, port, sizeof(port), l);
+
+				counter_samples(k == C_PORT_HW ? &pm->hw : &pm->pma, name, l, n, b,
+						&any, (enum counter_kind)k);
+			}
+		}
+	}
+}
+
+static void render_self(const struct rn_scrape *s, struct rn_buf *b)
+{
+	family(b, "rdma_up", "gauge", "1 when the kernel has RDMA netlink (ib_core), else 0.");
+	sample_u64(b, "rdma_up", NULL, 0, s->rdma);
+	if (s->rdma) {
+		family(b, "rdma_netns_exclusive", "gauge",
+		       "1 when ib_core is in exclusive netns mode (devices can move into pods).");
+		sample_u64(b, "rdma_netns_exclusive", NULL, 0, s->exclusive);
+	}
+	family(b, "rdmans_scrape_duration_seconds", "gauge",
+	       "How long reading every namespace took.");
+	sample_double(b, "rdmans_scrape_duration_seconds", NULL, 0, s->seconds);
+	family(b, "rdmans_scrape_namespaces", "gauge", "Network namespaces read in this scrape.");
+	sample_u64(b, "rdmans_scrape_namespaces", NULL, 0, s->nns);
+	family(b, "rdmans_scrape_namespace_errors", "gauge",
+	       "Network namespaces that could not be read in this scrape.");
+	sample_u64(b, "rdmans_scrape_namespace_errors", NULL, 0, s->ns_failed);
+	if (s->ns_failed) {
+		family(b, "rdmans_scrape_netns_failed", "gauge",
+		       "1 for each network namespace that could not be read, its error as label.");
+		for (size_t i = 0; i < s->nns; i++) {
+			struct label l[2] = { { "netns", s->ns[i].label },
+					      { "error", s->ns[i].error } };
+
+			if (s->ns[i].failed)
+				sample_u64(b, "rdmans_scrape_netns_failed", l, 2, 1);
+		}
+	}
+}
+
+int rn_prom_render(const struct rn_scrape *s, struct rn_buf *out, struct rn_error *err)
+{
+	render_info(s, out);
+	render_port_gauges(s, out);
+	render_counters(s, out);
+	render_self(s, out);
+	if (out->error)
+		return rn_error_set(err, -out->error, "out of memory rendering metrics");
+	return 0;
+}

@@ -1,0 +1,114 @@
+# shellcheck shell=bash
+# Runs CNI plugins the way a runtime (libcni) does: CNI_* in the
+# environment, the network configuration on stdin, the result or error on
+# stdout. Source after guest-lib.sh. Used by tests/netns/cni*.sh,
+# tests/vm/cni.sh and bench/cni-*.sh.
+#
+#   CNI_BIN       directory with rdma-netns (and the other plugins) first in CNI_PATH
+#   cni_run CMD CONF [VAR=VALUE...]
+#                 runs the plugin named by CONF's "type" with CNI_COMMAND=CMD and
+#                 the default CNI_CONTAINERID/CNI_NETNS/CNI_IFNAME/CNI_ARGS from
+#                 CNI_CID/CNI_NS/CNI_IF/CNI_ARGS_DEFAULT, overridden by VAR=VALUE
+#                 (VAR= unsets it); sets OUT (stdout), ERR (stderr), RC.
+#   cni_expect_ok NAME CMD CONF [VAR=VALUE...]
+#   cni_expect_err NAME CODE NEEDLE CMD CONF [VAR=VALUE...]
+#                 one TAP result: exit 0 / non-zero with a CNI error document of
+#                 that code whose msg contains NEEDLE.
+#   cni_list_add LIST / cni_list_del LIST
+#                 a conflist ({"cniVersion","name","plugins":[...]}) as libcni runs
+#                 it: ADD in order passing prevResult on, DEL in reverse with the
+#                 cached result as prevResult (0.4.0+). Result in CNI_LIST_RESULT.
+
+CNI_CID=${CNI_CID:-rnc-c1}
+CNI_NS=${CNI_NS:-}
+CNI_IF=${CNI_IF:-net1}
+CNI_ARGS_DEFAULT=${CNI_ARGS_DEFAULT:-IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=pod-a}
+
+cni_run() {
+	local cmd=$1 conf=$2 type= plugin kv k errf=${TMPDIR:-/tmp}/rnc-cni-err.$BASHPID
+	shift 2
+	# the first "type" is the plugin's (configs here put it before "ipam"); no jq: execs are dear in the VM
+	[[ $conf =~ \"type\"[[:space:]]*:[[:space:]]*\"([^\"]+)\" ]] && type=${BASH_REMATCH[1]}
+	[ -n "$type" ] || type=rdma-netns
+	plugin=$CNI_BIN/$type
+	[ -x "$plugin" ] || plugin=/usr/lib/cni/$type
+	local -A e=([CNI_COMMAND]=$cmd [CNI_CONTAINERID]=$CNI_CID [CNI_NETNS]=$CNI_NS
+		[CNI_IFNAME]=$CNI_IF [CNI_PATH]="$CNI_BIN:/usr/lib/cni" [CNI_ARGS]=$CNI_ARGS_DEFAULT)
+	for kv in "$@"; do e[${kv%%=*}]=${kv#*=}; done
+	# an empty value leaves the variable unset, as the spec treats it
+	local -a args=(-u CNI_COMMAND -u CNI_CONTAINERID -u CNI_NETNS -u CNI_IFNAME -u CNI_PATH -u CNI_ARGS)
+	for k in "${!e[@]}"; do [ -z "${e[$k]}" ] || args+=("$k=${e[$k]}"); done
+	RC=0
+	OUT=$(env "${args[@]}" "$plugin" <<<"$conf" 2>"$errf") || RC=$?
+	ERR=$(<"$errf")
+	return 0
+}
+
+cni_diag_run() {
+	vm_diag "exit $RC; stdout: $OUT"
+	[ -z "$ERR" ] || vm_diag "stderr: $ERR"
+}
+
+cni_expect_ok() {
+	local name=$1
+	shift
+	cni_run "$@"
+	if [ "$RC" = 0 ]; then
+		vm_ok "$name"
+	else
+		vm_not_ok "$name"
+		cni_diag_run
+	fi
+}
+
+cni_expect_err() {
+	local name=$1 code=$2 needle=$3 got msg
+	shift 3
+	cni_run "$@"
+	got=
+	msg=
+	[ -z "$OUT" ] || read -r got msg <<<"$(jq -r '"\(.code // "") \(.msg // "")"' <<<"$OUT" 2>/dev/null)"
+	if [ "$RC" != 0 ] && [ "$got" = "$code" ] && case "$msg" in *"$needle"*) true ;; *) false ;; esac; then
+		vm_ok "$name"
+	else
+		vm_not_ok "$name"
+		vm_diag "expected a CNI error with code $code and a msg containing '$needle'"
+		cni_diag_run
+	fi
+}
+
+# The config of plugin I of a conflist, as libcni builds it.
+cni_list_conf() {
+	local list=$1 i=$2 prev=${3:-}
+	if [ -n "$prev" ]; then
+		printf '%s' "$list" | jq -c --argjson i "$i" --argjson prev "$prev" \
+			'.plugins[$i] + {cniVersion: .cniVersion, name: .name, prevResult: $prev}'
+	else
+		printf '%s' "$list" | jq -c --argjson i "$i" \
+			'.plugins[$i] + {cniVersion: .cniVersion, name: .name}'
+	fi
+}
+
+cni_list_add() {
+	local list=$1 n i prev=
+	shift
+	n=$(printf '%s' "$list" | jq '.plugins | length')
+	for ((i = 0; i < n; i++)); do
+		cni_run ADD "$(cni_list_conf "$list" "$i" "$prev")" "$@"
+		[ "$RC" = 0 ] || return 1
+		prev=$(printf '%s' "$OUT" | jq -c .)
+	done
+	CNI_LIST_RESULT=$prev
+	return 0
+}
+
+cni_list_del() {
+	local list=$1 n i rc=0
+	shift
+	n=$(printf '%s' "$list" | jq '.plugins | length')
+	for ((i = n - 1; i >= 0; i--)); do
+		cni_run DEL "$(cni_list_conf "$list" "$i" "${CNI_LIST_RESULT:-}")" "$@"
+		[ "$RC" = 0 ] || rc=1
+	done
+	return $rc
+}

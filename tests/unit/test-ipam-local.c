@@ -1,0 +1,703 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * IPAM over the local store, in a scratch directory: allocation,
+ * idempotency, exhaustion, DEL of only one's own records, CHECK, STATUS,
+ * GC, listing, release, repair. No root needed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rdmans/ipam.h"
+#include "test.h"
+
+static char dir[64];
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/rn-ipam-local-XXXXXX");
+	CHECK(mkdtemp(dir) != NULL);
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK_INT(system(cmd), 0);
+}
+
+/* A config with dataDir in the scratch directory; ipam_extra is spliced into "ipam". */
+static void config(struct rn_ipam_config *c, const char *name, const char *ipam_extra)
+{
+	char json[2048];
+	struct rn_error err = { 0 };
+	int r;
+
+	snprintf(json, sizeof(json),
+		 "{\"cniVersion\":\"1.0.0\",\"name\":\"%s\",\"ipam\":{\"type\":\"rdma-netns-ipam\","
+		 "\"dataDir\":\"%s/store\",\"node_name\":\"node-a\",%s}}",
+		 name, dir, ipam_extra);
+	r = rn_ipam_config_parse(json, dir, 0, c, &err);
+	if (r < 0)
+		printf("# config: %s\n", err.msg);
+	CHECK_INT(r, 0);
+}
+
+static struct rn_ipam_store *open_store(const struct rn_ipam_config *c)
+{
+	struct rn_ipam_store *s = NULL;
+	struct rn_error err = { 0 };
+
+	CHECK_INT(rn_ipam_store_open(c, &s, &err), 0);
+	return s;
+}
+
+static const char *addr_of(const struct rn_ipam_lease *l, size_t i)
+{
+	static char buf[4][RN_IP_STRLEN];
+	static int k;
+
+	k = (k + 1) % 4;
+	if (i >= l->n)
+		return "(none)";
+	return rn_ip_format(l->addr[i].ip.family, l->addr[i].ip.v, buf[k], sizeof(buf[k]));
+}
+
+static struct rn_ipam_owner pod(const char *cid, const char *name)
+{
+	return (struct rn_ipam_owner){ cid, "net1", "team-a", name };
+}
+
+static int count_files(const char *rel)
+{
+	char path[256];
+	DIR *d;
+	struct dirent *e;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/store/%s", dir, rel);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static char *read_all(const char *rel)
+{
+	static char buf[4096];
+	char path[512];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/store/%s", dir, rel);
+	f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static void add_gives_an_address_and_an_operator_readable_record(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l;
+	struct rn_ipam_owner o = pod("c0ffee", "trainer-0");
+	struct rn_error err = { 0 };
+	char rel[128];
+	const char *text;
+
+	setup();
+	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\",\"gateway\":\"10.56.0.1\"");
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_add(s, &c, &o, &l, &err), 0);
+	CHECK_INT(l.n, 1);
+	CHECK(!l.existing);
+	CHECK_INT(l.addr[0].prefix, 24);
+	CHECK(l.addr[0].has_gateway);
+	CHECK(rn_ipam_range_usable(&c.ranges[0], l.addr[0].ip.v));
+	snprintf(rel, sizeof(rel), "_default/addr/%s", addr_of(&l, 0));
+	text = read_all(rel);
+	CHECK(text != NULL);
+	CHECK_CONTAINS(text, "attachment=team-a/trainer-0/net1\n");
+	CHECK_CONTAINS(text, "container_id=c0ffee\n");
+	CHECK_CONTAINS(text, "pod=team-a/trainer-0\n");
+	CHECK_CONTAINS(text, "node=node-a\n");
+	CHECK_CONTAINS(text, "network=rdma-a\n");
+	CHECK_CONTAINS(text, "ifname=net1\n");
+	CHECK_CONTAINS(text, "time=20");
+	text = read_all("_default/attachments/team-a%2Ftrainer-0%2Fnet1");
+	CHECK(text != NULL);
+	CHECK_CONTAINS(text, "address=addr ");
+	CHECK_INT(count_files(".tmp"), 0);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+static void a_repeated_add_returns_the_same_address(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease a, b, other;
+	struct rn_ipam_owner o = pod("c1", "p"), o2 = { "c1", "net2", "team-a", "p" };
+	struct rn_ipam_owner bare = { "c9", "net1", NULL, NULL };
+	struct rn_error err = { 0 };
+
+	setup();
+	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\"");
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_add(s, &c, &o, &a, &err), 0);
+	CHECK_INT(rn_ipam_add(s, &c, &o, &b, &err), 0);
+	CHECK(b.existing);
+	CHECK_STR(addr_of(&b, 0), addr_of(&a, 0));
+	/* another interface of the same pod is another attachment */
+	CHECK_INT(rn_ipam_add(s, &c, &o2, &other, &err), 0);
+	CHECK(strcmp(addr_of(&other, 0), addr_of(&a, 0)) != 0);
+	/* without pod details the container ID is the owner */
+	CHECK_INT(rn_ipam_add(s, &c, &bare, &b, &err), 0);
+	CHECK(read_all("_default/attachments/c9%2Fnet1") != NULL);
+	CHECK_INT(rn_ipam_add(s, &c, &bare, &other, &err), 0);
+	CHECK(other.existing);
+	CHECK_STR(addr_of(&other, 0), addr_of(&b, 0));
+	CHECK_INT(count_files("_default/addr"), 3);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+static void a_new_sandbox_of_the_pod_takes_its_address_over(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease a, b;
+	struct rn_ipam_owner old = pod("sandbox1", "p"), fresh = pod("sandbox2", "p");
+	struct rn_error err = { 0 };
+	size_t released = 99;
+	char rel[128];
+
+	setup();
+	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\"");
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_add(s, &c, &old, &a, &err), 0);
+	CHECK_INT(rn_ipam_add(s, &c, &fresh, &b, &err), 0);
+	CHECK(b.existing);
+	CHECK_STR(addr_of(&b, 0), addr_of(&a, 0));
+	snprintf(rel, sizeof(rel), "_default/addr/%s", addr_of(&a, 0));
+	CHECK_CONTAINS(read_all(rel), "container_id=sandbox2\n");
+	/* the old sandbox's late DEL releases nothing: the record is not its own any more */
+	CHECK_INT(rn_ipam_del(s, &c, &old, &released, &err), 0);
+	CHECK_INT(released, 0);
+	CHECK(read_all(rel) != NULL);
+	CHECK_INT(rn_ipam_del(s, &c, &fresh, &released, &err), 0);
+	CHECK_INT(released, 1);
+	CHECK(read_all(rel) == NULL);
+	CHECK_INT(count_files("_default/attachments"), 0);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+static void del_succeeds_when_nothing_is_held_and_only_frees_its_own(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease a, b;
+	struct rn_ipam_owner x = pod("cx", "x"), y = pod("cy", "y");
+	struct rn_error err = { 0 };
+	size_t released = 99;
+
+	setup();
+	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\"");
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_del(s, &c, &x, &released, &err), 0);
+	CHECK_INT(released, 0);
+	CHECK_INT(rn_ipam_add(s, &c, &x, &a, &err), 0);
+	CHECK_INT(rn_ipam_add(s, &c, &y, &b, &err), 0);
+	CHECK_INT(rn_ipam_del(s, &c, &x, &released, &err), 0);
+	CHECK_INT(released, 1);
+	CHECK_INT(rn_ipam_del(s, &c, &x, &released, &err), 0); /* a second DEL */
+	CHECK_INT(released, 0);
+	CHECK_INT(count_files("_default/addr"), 1);
+	CHECK_INT(rn_ipam_check(s, &c, &y, &b, &err), 0);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+static void the_first_add_after_the_last_free_address_fails_clearly(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l;
+	struct rn_error err = { 0 };
+	char seen[8][RN_IP_STRLEN];
+	size_t released;
+
+	setup();
+	/* a /29 with a gateway: .2-.6 are the five usable addresses */
+	config(&c, "rdma-a", "\"range\":\"10.56.0.0/29\",\"gateway\":\"10.56.0.1\"");
+	s = open_store(&c);
+	for (int i = 0; i < 5; i++) {
+		char cid[16];
+		struct rn_ipam_owner o = { cid, "net1", NULL, NULL };
+
+		snprintf(cid, sizeof(cid), "c%d", i);
+		CHECK_INT(rn_ipam_add(s, &c, &o, &l, &err), 0);
+		snprintf(seen[i], sizeof(seen[i]), "%s", addr_of(&l, 0));
+		for (int j = 0; j < i; j++)
+			CHECK(strcmp(seen[i], seen[j]) != 0);
+		CHECK(strcmp(seen[i], "10.56.0.1") != 0);
+	}
+	{
+		struct rn_ipam_owner late = { "c5", "net1", NULL, NULL };
+
+		CHECK_INT(rn_ipam_add(s, &c, &late, &l, &err), -ENOSPC);
+		CHECK_STR(err.msg, "no free address in range 10.56.0.0/29: all 5 usable addresses "
+				   "are taken (list them with 'rdmans ipam ls'; release stale ones "
+				   "or widen the range)");
+		/* the failed ADD leaves nothing behind */
+		CHECK(read_all("_default/attachments/c5%2Fnet1") == NULL);
+		CHECK_INT(count_files("_default/addr"), 5);
+		CHECK_INT(count_files(".tmp"), 0);
+		CHECK_INT(rn_ipam_status(s, &c, &err), -ENOSPC);
+		CHECK_CONTAINS(err.msg, "range 10.56.0.0/29 is exhausted");
+		/* freeing one makes room, for exactly that address */
+		{
+			struct rn_ipam_owner c2 = { "c2", "net1", NULL, NULL };
+
+			CHECK_INT(rn_ipam_del(s, &c, &c2, &released, &err), 0);
+		}
+		CHECK_INT(rn_ipam_status(s, &c, &err), 0);
+		CHECK_INT(rn_ipam_add(s, &c, &late, &l, &err), 0);
+		CHECK_STR(addr_of(&l, 0), seen[2]);
+	}
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+static void dual_stack_gets_one_address_per_range_or_none(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l;
+	struct rn_ipam_owner a = pod("ca", "a"), b = pod("cb", "b"), z = pod("cz", "z");
+	struct rn_error err = { 0 };
+
+	setup();
+	/* the IPv6 range has room for two */
+	config(&c, "rdma-a",
+	       "\"ipRanges\":[{\"range\":\"10.56.0.0/24\"},{\"range\":\"fd00:56::/126\","
+	       "\"exclude\":[\"fd00:56::3\"]}]");
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_add(s, &c, &a, &l, &err), 0);
+	CHECK_INT(l.n, 2);
+	CHECK_INT(l.addr[0].ip.family, AF_INET);
+	CHECK_INT(l.addr[1].ip.family, AF_INET6);
+	CHECK_INT(l.addr[1].prefix, 126);
+	CHECK_INT(rn_ipam_add(s, &c, &b, &l, &err), 0);
+	CHECK_INT(count_files("_default/addr"), 4);
+	/* the third finds IPv4 room but no IPv6: its IPv4 claim is undone */
+	CHECK_INT(rn_ipam_add(s, &c, &z, &l, &err), -ENOSPC);
+	CHECK_CONTAINS(err.msg, "fd00:56::/126");
+	CHECK_INT(count_files("_default/addr"), 4);
+	CHECK(read_all("_default/attachments/team-a%2Fz%2Fnet1") == NULL);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+static void overlapping_ranges_share_addresses_unless_disabled(void)
+{
+	struct rn_ipam_config wide, narrow, solo;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l1, l2, l3;
+	struct rn_error err = { 0 };
+	struct rn_ipam_owner a = pod("ca", "a"), b = pod("cb", "b");
+
+	setup();
+	/* two networks whose ranges overlap on .4-.6: never the same address (default) */
+	config(&wide, "net-wide", "\"range\":\"10.56.0.0/29\"");
+	config(&narrow, "net-narrow", "\"range\":\"10.56.0.4-10.56.0.6/29\"");
+	config(&solo, "net-solo",
+	       "\"range\":\"10.56.0.4-10.56.0.6/29\",\"enable_overlapping_ranges\":false");
+	s = open_store(&wide);
+	for (int i = 0; i < 6; i++) {
+		char cid[8];
+		struct rn_ipam_owner o = { cid, "net1", NULL, NULL };
+
+		snprintf(cid, sizeof(cid), "w%d", i);
+		CHECK_INT(rn_ipam_add(s, &wide, &o, &l1, &err), 0);
+	}
+	/* the wide network took all six, so the narrow one (same pool) has none left */
+	CHECK_INT(rn_ipam_add(s, &narrow, &a, &l2, &err), -ENOSPC);
+	/* overlap disabled: its own pool, so the same addresses again */
+	CHECK_INT(rn_ipam_add(s, &solo, &b, &l3, &err), 0);
+	CHECK(l3.addr[0].ip.v >= narrow.ranges[0].start && l3.addr[0].ip.v <= narrow.ranges[0].end);
+	CHECK_INT(count_files("_default/r-10.56.0.0_29"), 1);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&wide);
+	rn_ipam_config_free(&narrow);
+	rn_ipam_config_free(&solo);
+	teardown();
+}
+
+static void network_name_separates_the_pools(void)
+{
+	struct rn_ipam_config one, two;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l1, l2;
+	struct rn_error err = { 0 };
+	struct rn_ipam_owner a = pod("ca", "a"), b = pod("cb", "b");
+
+	setup();
+	config(&one, "n1", "\"range\":\"10.56.0.4/32\",\"network_name\":\"tenant-1\"");
+	config(&two, "n2", "\"range\":\"10.56.0.4/32\",\"network_name\":\"tenant-2\"");
+	s = open_store(&one);
+	CHECK_INT(rn_ipam_add(s, &one, &a, &l1, &err), 0);
+	CHECK_INT(rn_ipam_add(s, &two, &b, &l2, &err), 0);
+	CHECK_STR(addr_of(&l1, 0), "10.56.0.4");
+	CHECK_STR(addr_of(&l2, 0), "10.56.0.4");
+	CHECK(read_all("tenant-1/addr/10.56.0.4") != NULL);
+	CHECK(read_all("tenant-2/addr/10.56.0.4") != NULL);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&one);
+	rn_ipam_config_free(&two);
+	teardown();
+}
+
+static void ipv6_slash_64_and_excludes_are_honoured(void)
+{
+	struct rn_ipam_config c, ex;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l;
+	struct rn_error err = { 0 };
+
+	setup();
+	config(&c, "v6", "\"range\":\"fd00:1:2:3::/64\"");
+	config(&ex, "ex",
+	       "\"range\":\"10.9.0.0/28\",\"exclude\":[\"10.9.0.0/29\",\"10.9.0.8/30\","
+	       "\"10.9.0.12\"]");
+	s = open_store(&c);
+	for (int i = 0; i < 20; i++) {
+		char cid[8];
+		struct rn_ipam_owner o = { cid, "net1", NULL, NULL };
+
+		snprintf(cid, sizeof(cid), "v%d", i);
+		CHECK_INT(rn_ipam_add(s, &c, &o, &l, &err), 0);
+		CHECK(rn_ipam_range_in_subnet(&c.ranges[0], AF_INET6, l.addr[0].ip.v));
+		CHECK(l.addr[0].ip.v != c.ranges[0].net);
+		CHECK_INT(l.addr[0].prefix, 64);
+	}
+	/* only .13 and .14 are left by the excludes (.15 is the broadcast) */
+	for (int i = 0; i < 2; i++) {
+		char cid[8];
+		struct rn_ipam_owner o = { cid, "net1", NULL, NULL };
+
+		snprintf(cid, sizeof(cid), "e%d", i);
+		CHECK_INT(rn_ipam_add(s, &ex, &o, &l, &err), 0);
+		CHECK(strcmp(addr_of(&l, 0), "10.9.0.13") == 0 ||
+		      strcmp(addr_of(&l, 0), "10.9.0.14") == 0);
+	}
+	{
+		struct rn_ipam_owner o = { "e9", "net1", NULL, NULL };
+
+		CHECK_INT(rn_ipam_add(s, &ex, &o, &l, &err), -ENOSPC);
+	}
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	rn_ipam_config_free(&ex);
+	teardown();
+}
+
+static void check_confirms_the_record_and_explains_a_miss(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease a, got;
+	struct rn_ipam_owner o = pod("c1", "p"), stranger = pod("c2", "p");
+	struct rn_error err = { 0 };
+
+	setup();
+	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\"");
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_check(s, &c, &o, &got, &err), -ENOENT);
+	CHECK_CONTAINS(err.msg, "holds no address");
+	CHECK_INT(rn_ipam_add(s, &c, &o, &a, &err), 0);
+	CHECK_INT(rn_ipam_check(s, &c, &o, &got, &err), 0);
+	CHECK_STR(addr_of(&got, 0), addr_of(&a, 0));
+	CHECK_INT(rn_ipam_check(s, &c, &stranger, &got, &err), -ENOENT);
+	CHECK_CONTAINS(err.msg, "held by container c1, not c2");
+	/* a record that lost its file is a failed CHECK, not a crash */
+	{
+		char path[256];
+
+		snprintf(path, sizeof(path), "%s/store/_default/addr/%s", dir, addr_of(&a, 0));
+		CHECK_INT(unlink(path), 0);
+	}
+	CHECK_INT(rn_ipam_check(s, &c, &o, &got, &err), -ENOENT);
+	CHECK_CONTAINS(err.msg, "holds no address in range 10.56.0.0/24");
+	/* and a repeated ADD heals it */
+	CHECK_INT(rn_ipam_add(s, &c, &o, &a, &err), 0);
+	CHECK_INT(rn_ipam_check(s, &c, &o, &got, &err), 0);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+static void bad_owner_input_changes_nothing(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l;
+	struct rn_ipam_owner slash = { "abc/../x", "net1", NULL, NULL };
+	struct rn_ipam_owner longif = { "abc", "a-very-long-ifname", NULL, NULL };
+	struct rn_ipam_owner spacepod = { "abc", "net1", "team a", "p" };
+	struct rn_error err = { 0 };
+
+	setup();
+	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\"");
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_add(s, &c, &slash, &l, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "container ID 'abc/../x' may hold only");
+	CHECK_INT(rn_ipam_add(s, &c, &longif, &l, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "too long");
+	CHECK_INT(rn_ipam_add(s, &c, &spacepod, &l, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "pod namespace 'team a'");
+	CHECK_INT(rn_ipam_del(s, &c, &slash, NULL, &err), -EINVAL);
+	CHECK_INT(count_files("_default/addr"), 0);
+	CHECK_INT(count_files("_default/attachments"), 0);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+static void status_reports_an_unusable_data_directory(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_error err = { 0 };
+	char json[512], file[128];
+	FILE *f;
+
+	setup();
+	snprintf(file, sizeof(file), "%s/plainfile", dir);
+	f = fopen(file, "w");
+	CHECK(f != NULL);
+	if (f)
+		fclose(f);
+	snprintf(json, sizeof(json),
+		 "{\"name\":\"n\",\"ipam\":{\"range\":\"10.0.0.0/24\",\"dataDir\":\"%s/sub\"}}",
+		 file);
+	CHECK_INT(rn_ipam_config_parse(json, dir, 0, &c, &err), 0);
+	s = open_store(&c);
+	CHECK(rn_ipam_status(s, &c, &err) < 0);
+	CHECK_CONTAINS(err.msg, "plainfile/sub: Not a directory");
+	CHECK_CONTAINS(err.msg, "set ipam.dataDir to a writable directory");
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+static void gc_releases_this_nodes_stale_attachments_only(void)
+{
+	struct rn_ipam_config c, other_node, other_net;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l;
+	struct rn_ipam_owner keep = { "keep1", "net1", NULL, NULL };
+	struct rn_ipam_owner stale = { "stale1", "net1", NULL, NULL };
+	struct rn_ipam_owner theirs = { "theirs1", "net1", NULL, NULL };
+	struct rn_ipam_owner mine_other_net = { "net2c", "net1", NULL, NULL };
+	struct rn_ipam_valid valid[] = { { "keep1", "net1" } };
+	struct rn_error err = { 0 };
+	size_t released = 0;
+	char json[1024];
+
+	setup();
+	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\"");
+	config(&other_net, "rdma-b", "\"range\":\"10.56.0.0/24\"");
+	snprintf(json, sizeof(json),
+		 "{\"name\":\"rdma-a\",\"ipam\":{\"range\":\"10.56.0.0/24\",\"dataDir\":\"%s/store\","
+		 "\"node_name\":\"node-b\"}}",
+		 dir);
+	CHECK_INT(rn_ipam_config_parse(json, dir, 0, &other_node, &err), 0);
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_add(s, &c, &keep, &l, &err), 0);
+	CHECK_INT(rn_ipam_add(s, &c, &stale, &l, &err), 0);
+	CHECK_INT(rn_ipam_add(s, &other_node, &theirs, &l, &err), 0);
+	CHECK_INT(rn_ipam_add(s, &other_net, &mine_other_net, &l, &err), 0);
+	/* an address record nobody's attachment holds (a hand copy, a crash elsewhere) */
+	{
+		char path[256];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/store/_default/addr/10.56.0.250", dir);
+		f = fopen(path, "w");
+		CHECK(f != NULL);
+		if (f) {
+			fputs("ip=10.56.0.250\nrange=10.56.0.0/24\nscope=_default\npool=addr\n"
+			      "attachment=ghost/net1\nnetwork=rdma-a\ncontainer_id=ghost\n"
+			      "ifname=net1\nnode=node-a\n",
+			      f);
+			fclose(f);
+		}
+	}
+	CHECK_INT(count_files("_default/addr"), 5);
+	CHECK_INT(rn_ipam_gc(s, &c, valid, 1, &released, &err), 0);
+	CHECK_INT(released, 2); /* stale1 and the ghost */
+	CHECK_INT(count_files("_default/addr"), 3);
+	CHECK_INT(rn_ipam_check(s, &c, &keep, &l, &err), 0);
+	CHECK_INT(rn_ipam_check(s, &other_node, &theirs, &l, &err), 0);
+	CHECK_INT(rn_ipam_check(s, &other_net, &mine_other_net, &l, &err), 0);
+	CHECK_INT(rn_ipam_check(s, &c, &stale, &l, &err), -ENOENT);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	rn_ipam_config_free(&other_node);
+	rn_ipam_config_free(&other_net);
+	teardown();
+}
+
+static void list_filters_and_release_drops_one_address(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l;
+	struct rn_ipam_owner a = pod("ca", "a"), b = pod("cb", "b");
+	struct rn_ipam_record *recs = NULL;
+	struct rn_ipam_filter f = { .pod = "team-a/a" };
+	struct rn_error err = { 0 };
+	size_t n = 0;
+
+	setup();
+	config(&c, "rdma-a", "\"ipRanges\":[{\"range\":\"10.56.0.0/24\"},{\"range\":\"fd00::/120\"}]");
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_add(s, &c, &a, &l, &err), 0);
+	CHECK_INT(rn_ipam_add(s, &c, &b, &l, &err), 0);
+	CHECK_INT(rn_ipam_list(s, NULL, &recs, &n, &err), 0);
+	CHECK_INT(n, 4);
+	/* sorted: IPv4 before IPv6 within the pool */
+	CHECK(strchr(recs[0].ip, '.') && strchr(recs[3].ip, ':'));
+	free(recs);
+	CHECK_INT(rn_ipam_list(s, &f, &recs, &n, &err), 0);
+	CHECK_INT(n, 2);
+	CHECK_STR(recs[0].pod, "team-a/a");
+	/* release the IPv4 one: the attachment keeps the IPv6 one */
+	CHECK_INT(rn_ipam_release(s, &recs[0], &err), 0);
+	CHECK_INT(rn_ipam_release(s, &recs[0], &err), -ENOENT);
+	CHECK_CONTAINS(err.msg, "is no longer held");
+	{
+		struct rn_ipam_attachment att;
+
+		CHECK_INT(rn_ipam_attachment_get(s, "_default", "team-a/a/net1", &att, &err), 0);
+		CHECK_INT(att.n, 1);
+		CHECK(strchr(att.held[0].ip, ':') != NULL);
+	}
+	CHECK_INT(rn_ipam_release(s, &recs[1], &err), 0);
+	CHECK(read_all("_default/attachments/team-a%2Fa%2Fnet1") == NULL);
+	free(recs);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+static void repair_sweeps_crash_leftovers(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l;
+	struct rn_ipam_owner a = pod("ca", "a");
+	struct rn_ipam_repair_stats st;
+	struct rn_error err = { 0 };
+	char path[256];
+	FILE *f;
+
+	setup();
+	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\"");
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_add(s, &c, &a, &l, &err), 0);
+	/* a temp file of a writer killed mid-write (PID 2^22+1 does not run) */
+	snprintf(path, sizeof(path), "%s/store/.tmp/4194305.0.deadbeef", dir);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f)
+		fclose(f);
+	/* a temp file of a live writer (us) is left alone */
+	snprintf(path, sizeof(path), "%s/store/.tmp/%d.7.cafe", dir, (int)getpid());
+	f = fopen(path, "w");
+	if (f)
+		fclose(f);
+	/* an attachment holding nothing */
+	snprintf(path, sizeof(path), "%s/store/_default/attachments/empty%%2Fnet1", dir);
+	f = fopen(path, "w");
+	if (f) {
+		fputs("attachment=empty/net1\nscope=_default\ncontainer_id=empty\n", f);
+		fclose(f);
+	}
+	CHECK_INT(rn_ipam_repair(s, true, &st, &err), 0);
+	CHECK_INT(st.temp_files, 1);
+	CHECK_INT(st.empty, 1);
+	CHECK_INT(st.orphans, 0);
+	CHECK_INT(count_files(".tmp"), 2); /* dry run: nothing removed */
+	CHECK_INT(rn_ipam_repair(s, false, &st, &err), 0);
+	CHECK_INT(count_files(".tmp"), 1);
+	CHECK_INT(count_files("_default/attachments"), 1);
+	CHECK_INT(rn_ipam_check(s, &c, &a, &l, &err), 0);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+static void a_damaged_attachment_does_not_block_del(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l;
+	struct rn_ipam_owner a = pod("ca", "a");
+	struct rn_error err = { 0 };
+	char path[256];
+	FILE *f;
+
+	setup();
+	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\"");
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_add(s, &c, &a, &l, &err), 0);
+	snprintf(path, sizeof(path), "%s/store/_default/attachments/team-a%%2Fa%%2Fnet1", dir);
+	f = fopen(path, "w");
+	if (f) {
+		fputs("this is not a record", f);
+		fclose(f);
+	}
+	CHECK_INT(rn_ipam_add(s, &c, &a, &l, &err), -EBADMSG);
+	CHECK_CONTAINS(err.msg, "attachment team-a/a/net1 in scope _default");
+	CHECK_INT(rn_ipam_del(s, &c, &a, NULL, &err), 0);
+	CHECK(access(path, F_OK) < 0);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+RN_TEST_MAIN(T(add_gives_an_address_and_an_operator_readable_record),
+	     T(a_repeated_add_returns_the_same_address),
+	     T(a_new_sandbox_of_the_pod_takes_its_address_over),
+	     T(del_succeeds_when_nothing_is_held_and_only_frees_its_own),
+	     T(the_first_add_after_the_last_free_address_fails_clearly),
+	     T(dual_stack_gets_one_address_per_range_or_none),
+	     T(overlapping_ranges_share_addresses_unless_disabled),
+	     T(network_name_separates_the_pools), T(ipv6_slash_64_and_excludes_are_honoured),
+	     T(check_confirms_the_record_and_explains_a_miss), T(bad_owner_input_changes_nothing),
+	     T(status_reports_an_unusable_data_directory),
+	     T(gc_releases_this_nodes_stale_attachments_only),
+	     T(list_filters_and_release_drops_one_address), T(repair_sweeps_crash_leftovers),
+	     T(a_damaged_attachment_does_not_block_del))
