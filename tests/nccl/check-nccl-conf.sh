@@ -71,7 +71,8 @@ awk '!/^#/ && index($0, "=") > 1 { n = substr($0, 1, index($0, "=") - 1); if (!(
 	"$conf" >"$tmp/vars"
 cp "$conf" "$tmp/nccl.conf"
 if [ -n "$ifname" ]; then
-	[ "$ifname" != auto ] || ifname=$(ip -o route show default | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit } }')
+	# the default route's interface, from /proc (the GPU machine has no iproute2)
+	[ "$ifname" != auto ] || ifname=$(awk '$2 == "00000000" { print $1; exit }' /proc/net/route)
 	[ -n "$ifname" ] || { echo "$me: no default route to take an interface from" >&2; exit 2; }
 	echo "note: NCCL_SOCKET_IFNAME replaced by $ifname in the copy used (the file says: $(grep -m1 '^NCCL_SOCKET_IFNAME=' "$conf" | cut -d= -f2-))"
 	sed -i "s|^NCCL_SOCKET_IFNAME=.*|NCCL_SOCKET_IFNAME=$ifname|" "$tmp/nccl.conf"
