@@ -30,8 +30,8 @@ for d in /etc/containers/oci/hooks.d /usr/share/containers/oci/hooks.d; do
 done
 # containerd has no hooks.d: CDI carries the device nodes, env and the hook.
 mkdir -p "$host/etc/cdi"
-RDMANS_SYSFS_ROOT=${RDMANS_SYSFS_ROOT:-/sys} /usr/sbin/rdmans cdi generate \
-	--hook-path /usr/local/libexec/rdmans/rdmans-hook >"$host/etc/cdi/rdmans.json.rdmans-new"
+/usr/sbin/rdmans cdi generate --hook /usr/local/libexec/rdmans/rdmans-hook \
+	--output "$host/etc/cdi/rdmans.json.rdmans-new"
 mv -f "$host/etc/cdi/rdmans.json.rdmans-new" "$host/etc/cdi/rdmans.json"
 echo "installed $host/etc/cdi/rdmans.json"
 if [ "${RDMANS_PERSIST_EXCLUSIVE:-false}" = true ]; then
