@@ -17,7 +17,8 @@ if [ "${RDMANS_IN_VM:-}" != 1 ]; then
 	[ -d "$build" ] || meson setup "$build" -Dbuildtype=release >/dev/null
 	ninja -C "$build" src/cli/rdmans tests/vm/simhca.ko >/dev/null
 	RDMANS_BUILD_DIR=$top/$build RDMANS_SIMHCA_KO=$top/$build/tests/vm/simhca.ko \
-		RDMANS_BENCH_SCRAPES=${1:-10000} RDMANS_VM_TIMEOUT=${RDMANS_VM_TIMEOUT:-3000} \
+		RDMANS_BENCH_SCRAPES=${1:-10000} RDMANS_VM_TIMEOUT=${RDMANS_VM_TIMEOUT:-7200} \
+		RDMANS_BENCH_HOSTLOAD="$(cut -d' ' -f1-3 /proc/loadavg)" \
 		RDMANS_VM_PASS_ENV="RDMANS_BENCH_DEVS_PER_NS" exec tests/vm/vm-run.sh "$0"
 fi
 
@@ -76,10 +77,25 @@ stats() { # min median p95 max, in ms
 
 fds() { ls "/proc/$pid/fd" | wc -l; }
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$pid/status"; }
+
+echo "exporter benchmark, in the VM (qemu TCG, $(nproc) vCPUs, kernel $(uname -r)), release build"
+echo "host load when it started (1/5/15 min; the VM shares the host's cores): $RDMANS_BENCH_HOSTLOAD"
+echo "namespaces: $NS pods + host; devices: $placed simhca devices in pods ($ndev created in ${setup_s%.*} s); each scrape read $nsread namespaces"
+echo "served: $served ports; promtool check metrics: $promtool"
+echo "time per scrape, exporter's own (rdmans_scrape_duration_seconds), 200 scrapes: $(stats "${own[@]}")"
+echo "time per scrape, over HTTP (curl time_total), 200 scrapes:                  $(stats "${http[@]}")"
 fd0=$(fds)
 rss0=$(rss)
+echo "before: open fds $fd0, RSS $rss0 KiB"
+# in chunks over one keep-alive connection each, so a slow machine still shows the trend
+chunk=$((scrapes < 1000 ? scrapes : 1000))
+done_n=0
 t0=$(date +%s.%N)
-curl -sf -o /dev/null "$URL?[1-$scrapes]"
+while [ "$done_n" -lt "$scrapes" ]; do
+	curl -sf -o /dev/null "$URL?[1-$chunk]"
+	done_n=$((done_n + chunk))
+	echo "after $done_n scrapes: open fds $(fds), RSS $(rss) KiB ($(echo "($(date +%s.%N) - $t0) * 1000 / $done_n" | bc -l | cut -d. -f1) ms per scrape so far)"
+done
 elapsed=$(echo "$(date +%s.%N) - $t0" | bc -l)
 fd1=$(fds)
 rss1=$(rss)
@@ -87,11 +103,6 @@ hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status")
 kill "$pid"
 wait "$pid" || true
 
-echo "exporter benchmark, in the VM (qemu TCG, $(nproc) vCPUs, kernel $(uname -r)), release build"
-echo "namespaces: $NS pods + host; devices: $placed simhca devices in pods ($ndev created in ${setup_s%.*} s); each scrape read $nsread namespaces"
-echo "served: $served ports; promtool check metrics: $promtool"
-echo "time per scrape, exporter's own (rdmans_scrape_duration_seconds), 200 scrapes: $(stats "${own[@]}")"
-echo "time per scrape, over HTTP (curl time_total), 200 scrapes:                  $(stats "${http[@]}")"
-printf '%d scrapes over one keep-alive connection: %.1f s, %.2f ms per scrape\n' "$scrapes" "$elapsed" "$(echo "$elapsed * 1000 / $scrapes" | bc -l)"
+printf '%d scrapes: %.1f s, %.2f ms per scrape\n' "$scrapes" "$elapsed" "$(echo "$elapsed * 1000 / $scrapes" | bc -l)"
 echo "open fds:  before $fd0, after $fd1"
 echo "RSS (KiB): before $rss0, after $rss1 (peak $hwm)"

@@ -8,8 +8,10 @@ packages=(
 	gcc meson ninja-build pkg-config
 	libmnl-dev libnl-3-dev libnl-route-3-dev libjansson-dev libibverbs-dev librdmacm-dev
 	libmicrohttpd-dev # rdmans exporter's HTTP server
+	libcurl4-openssl-dev # rdma-netns-ipam's etcd store (libcurl4 is dlopen()ed at run time)
 	# tests: namespaces, containers, peers
 	iproute2 util-linux jq bc runc containernetworking-plugins etcd-server etcd-client
+	openssl # rdma-netns-ipam's TLS tests make their certificates
 	# CDI spec validation (tests/cdi/validate.py)
 	python3-jsonschema
 	# promtool check metrics on the exporter's output (prometheus: ~96 MB installed)

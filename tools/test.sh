@@ -9,8 +9,11 @@ build=${RDMANS_TEST_BUILD:-build-test}
 tools/install-deps.sh
 tests/vm/prepare.sh
 if [ ! -d "$build" ]; then
-	meson setup "$build" -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
+	meson setup "$build" -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
+		-Dfault_injection=true
 fi
+# the test build kills rdma-netns at chosen steps (never a release build)
+meson configure "$build" -Dfault_injection=true >/dev/null
 ninja -C "$build"
 tools/check-format.sh
 

@@ -140,8 +140,9 @@ int rn_attach_find_owner(const char *dir, const char *self, const struct rn_atta
 			 struct rn_cni_state *ret_state, struct rn_error *err);
 
 /*
- * Takes the per-device locks of the plan (dir/locks/rdma:NAME,
- * dir/locks/mac:MAC) in a fixed order. fds gets up to 2 * RN_ATTACH_MAX.
+ * Takes the per-device locks of the plan (dir/locks/rdma:NAME, and in main
+ * mode dir/locks/mac:MAC of each netdev) in a fixed order. fds gets up to
+ * 2 * RN_ATTACH_MAX.
  */
 int rn_attach_lock(const char *dir, const struct rn_attach_plan *plan, int timeout_ms, int *fds,
 		   size_t *ret_n, struct rn_error *err);

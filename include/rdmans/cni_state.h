@@ -97,8 +97,8 @@ int rn_cni_state_dir_init(const char *dir, struct rn_error *err);
  * and container ID as the CNI spec allows them (alphanumerics, then also
  * '_', '.', '-'), ifname as Linux does.
  */
-int rn_cni_state_name(const char *network, const char *container_id, const char *ifname,
-		      char *buf, size_t len, struct rn_error *err);
+int rn_cni_state_name(const char *network, const char *container_id, const char *ifname, char *buf,
+		      size_t len, struct rn_error *err);
 
 /* Reads dir/name; -ENOENT (with a message) when there is no such file. */
 int rn_cni_state_read(const char *dir, const char *name, struct rn_cni_state *out,

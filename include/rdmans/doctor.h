@@ -136,6 +136,9 @@ struct rn_doctor_facts {
 	/* the target process */
 	bool have_process;
 	struct rn_doctor_process proc;
+	/* override layers for the resolver, as `rdmans env` takes them (not owned) */
+	const struct rn_nccl_layer *nccl_layers;
+	size_t n_nccl_layers;
 };
 
 void rn_doctor_facts_free(struct rn_doctor_facts *f);
@@ -173,6 +176,9 @@ struct rn_doctor_target {
 	const char *netns; /* as rn_netns_open_target() takes it; NULL: see pid */
 	pid_t pid; /* the process to check (its netns too); 0 with netns NULL: the caller */
 	const char *config_root; /* prefix of /etc/modprobe.d and /proc/cmdline, "" normally */
+	/* the NCCL resolver's override layers (config file, CNI config, options), as `rdmans env` */
+	const struct rn_nccl_layer *nccl_layers;
+	size_t n_nccl_layers;
 };
 
 /* Gathers the facts of the target (joining its netns as needed) and evaluates them. */

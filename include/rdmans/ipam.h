@@ -28,7 +28,7 @@
 
 typedef unsigned __int128 rn_u128;
 
-#define RN_IP_STRLEN 46	  /* INET6_ADDRSTRLEN */
+#define RN_IP_STRLEN 46 /* INET6_ADDRSTRLEN */
 #define RN_CIDR_STRLEN 50 /* address + "/128" */
 
 #define RN_IPAM_PLUGIN_NAME "rdma-netns-ipam"
@@ -66,8 +66,8 @@ struct rn_ipam_span {
 struct rn_ipam_range {
 	int family;
 	unsigned prefix;
-	rn_u128 net;   /* first address of the subnet */
-	rn_u128 last;  /* last address of the subnet (IPv4: broadcast) */
+	rn_u128 net; /* first address of the subnet */
+	rn_u128 last; /* last address of the subnet (IPv4: broadcast) */
 	rn_u128 start; /* allocatable bounds, inclusive, inside the subnet */
 	rn_u128 end;
 	bool has_gateway; /* a gateway inside this subnet: never handed out */
@@ -81,8 +81,8 @@ struct rn_ipam_range {
 struct rn_ipam_range_spec {
 	const char *range; /* "10.56.0.0/24" or "10.56.0.10-10.56.0.200/24" */
 	const char *range_start; /* optional, overrides the start of the a-b form */
-	const char *range_end;	 /* optional */
-	const char *gateway;	 /* optional; applies when inside the subnet */
+	const char *range_end; /* optional */
+	const char *gateway; /* optional; applies when inside the subnet */
 	const char *const *exclude; /* CIDRs or single addresses */
 	size_t n_exclude;
 };
@@ -105,11 +105,13 @@ bool rn_ipam_range_next(const struct rn_ipam_range *r, rn_u128 a, rn_u128 *ret);
 rn_u128 rn_ipam_range_hint(const struct rn_ipam_range *r, const char *key);
 
 /*
- * The search: visits every usable address once, in order from the first
- * usable address at or after `from`, wrapping. For each window of up to
- * `window` addresses, probe() (optional) reports which are taken (sorted
- * ascending, a malloc'ed array the walk frees); each other usable address is
- * offered to claim(), which returns 0 (claimed: the walk ends, *ret = it),
+ * The search: visits every usable address once, window by window from the
+ * first usable address at or after `from`, wrapping. For each window of up
+ * to `window` addresses, probe() (optional) reports which are taken (sorted
+ * ascending, a malloc'ed array the walk frees); the other usable addresses
+ * are offered to claim(): the lowest first, then, after a lost race, the
+ * rest in a pseudo-random order (seeded by `from`) so that concurrent
+ * losers spread out. claim() returns 0 (claimed: the walk ends, *ret = it),
  * -EEXIST (taken meanwhile: go on) or another negative errno (the walk ends
  * with it). Returns -ENOSPC when every usable address was taken.
  * Cost grows with the addresses visited, not with the pool's fill as a whole.
@@ -193,10 +195,10 @@ struct rn_ipam_etcd {
 
 struct rn_ipam_config {
 	char *cni_version;
-	char *network;	    /* the CNI network's "name" */
+	char *network; /* the CNI network's "name" */
 	char *network_name; /* whereabouts' network_name: a separate set of pools */
-	char *scope;	    /* network_name, or RN_IPAM_DEFAULT_SCOPE */
-	bool overlapping;   /* enable_overlapping_ranges (default true) */
+	char *scope; /* network_name, or RN_IPAM_DEFAULT_SCOPE */
+	bool overlapping; /* enable_overlapping_ranges (default true) */
 	struct rn_ipam_range ranges[RN_IPAM_MAX_RANGES];
 	size_t n_ranges;
 	char *routes_json; /* "routes" and "dns" as given, for the result */
@@ -249,9 +251,9 @@ int rn_ipam_store_ping(struct rn_ipam_store *s, struct rn_error *err);
 
 struct rn_ipam_owner {
 	const char *container_id; /* CNI_CONTAINERID */
-	const char *ifname;	  /* CNI_IFNAME */
+	const char *ifname; /* CNI_IFNAME */
 	const char *pod_namespace; /* K8S_POD_NAMESPACE, optional */
-	const char *pod_name;	   /* K8S_POD_NAME, optional */
+	const char *pod_name; /* K8S_POD_NAME, optional */
 };
 
 struct rn_ipam_lease_addr {
@@ -300,11 +302,11 @@ int rn_ipam_gc(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 /* ---- operators ---------------------------------------------------------- */
 
 struct rn_ipam_filter {
-	const char *scope;	  /* NULL: every scope */
-	const char *node;	  /* NULL: any */
-	const char *network;	  /* CNI network name */
+	const char *scope; /* NULL: every scope */
+	const char *node; /* NULL: any */
+	const char *network; /* CNI network name */
 	const char *container_id; /* prefix match */
-	const char *pod;	  /* "ns/name" */
+	const char *pod; /* "ns/name" */
 	const char *ifname;
 	const char *ip; /* exact */
 };
@@ -320,9 +322,9 @@ int rn_ipam_release(struct rn_ipam_store *s, const struct rn_ipam_record *rec,
 		    struct rn_error *err);
 
 struct rn_ipam_repair_stats {
-	size_t temp_files;    /* crash leftovers removed (local store) */
-	size_t orphans;	      /* address records no attachment holds */
-	size_t empty;	      /* attachments holding nothing */
+	size_t temp_files; /* crash leftovers removed (local store) */
+	size_t orphans; /* address records no attachment holds */
+	size_t empty; /* attachments holding nothing */
 };
 /* Removes what crashes and hand edits leave behind; dry_run counts only. */
 int rn_ipam_repair(struct rn_ipam_store *s, bool dry_run, struct rn_ipam_repair_stats *ret,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nccl_opts.h"
 #include "rdmans.h"
 #include "rdmans/doctor.h"
 #include "rdmans/util.h"
@@ -65,14 +66,22 @@ int rn_cmd_doctor(struct rn_cli *cli)
 {
 	_cleanup_doctor_facts_ struct rn_doctor_facts facts = { 0 };
 	_cleanup_doctor_report_ struct rn_doctor_report report = { 0 };
+	_cleanup_(nccl_opts_free) struct nccl_opts opts;
 	struct rn_doctor_target t = { .config_root = config_root() };
 	struct rn_error err = { 0 };
 	const char *pid_arg = NULL;
 	int r;
 
+	nccl_opts_init(&opts);
 	while (rn_cli_peek(cli)) {
 		const char *a = rn_cli_next(cli);
 
+		/* --profile, --set, --unset, --config, --cni-config: as `rdmans env` resolves */
+		r = nccl_opts_take(cli, a, &opts);
+		if (r > 1)
+			return r;
+		if (r == 1)
+			continue;
 		if (strcmp(a, "--netns") == 0 || strcmp(a, "-n") == 0) {
 			t.netns = rn_cli_next(cli);
 			if (!t.netns)
@@ -86,7 +95,9 @@ int rn_cmd_doctor(struct rn_cli *cli)
 			cli->json = true;
 		} else {
 			return rn_cli_usage("unexpected argument '%s' to 'doctor' (usage: rdmans "
-					    "doctor [--netns TARGET | --pid PID] [-j])",
+					    "doctor [--netns TARGET | --pid PID] [-j] [the NCCL "
+					    "options of 'rdmans env': --profile, --set, --unset, "
+					    "--config, --cni-config])",
 					    a);
 		}
 	}
@@ -97,6 +108,11 @@ int rn_cmd_doctor(struct rn_cli *cli)
 		return rn_cli_usage("--pid needs a process ID (a positive number), not '%s'",
 				    pid_arg);
 
+	r = nccl_opts_load(&opts, &err);
+	if (r < 0)
+		return rn_cli_fail(&err);
+	t.nccl_layers = opts.layers;
+	t.n_nccl_layers = opts.n_layers;
 	r = rn_doctor_run(&t, &facts, &report, &err);
 	if (r < 0)
 		return rn_cli_fail(&err);

@@ -20,7 +20,7 @@
 #include "rdmans/counters.h"
 #include "rdmans/prom.h"
 
-#define DEFAULT_LISTEN ":9879"
+#define DEFAULT_LISTEN ":9877"
 
 #if MHD_VERSION < 0x00097002
 typedef int rn_mhd_result;
@@ -114,10 +114,11 @@ struct listen_addr {
 	unsigned port;
 };
 
-/* "ADDR:PORT", "[V6ADDR]:PORT", ":PORT" or "PORT"; ADDR numeric or a name from /etc/hosts. */
+/* "ADDR:PORT", "[V6ADDR]:PORT", ":PORT" or "PORT"; ADDR numeric (or localhost). */
 static int parse_listen(const char *text, struct listen_addr *out)
 {
-	struct addrinfo hints = { .ai_flags = AI_PASSIVE, .ai_socktype = SOCK_STREAM };
+	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICHOST,
+				  .ai_socktype = SOCK_STREAM };
 	struct addrinfo *res = NULL;
 	char host[256] = "";
 	const char *port_text;
@@ -159,6 +160,9 @@ static int parse_listen(const char *text, struct listen_addr *out)
 		out->any = true;
 		return 0;
 	}
+	/* numeric only: a daemon must not wait on DNS to start */
+	if (strcmp(host, "localhost") == 0)
+		snprintf(host, sizeof(host), "127.0.0.1");
 	if (getaddrinfo(host, NULL, &hints, &res) != 0 || !res)
 		return -EADDRNOTAVAIL;
 	memcpy(&out->ss, res->ai_addr, res->ai_addrlen);
@@ -233,8 +237,8 @@ int rn_cmd_exporter(struct rn_cli *cli)
 		if (strcmp(a, "--listen") == 0 || strcmp(a, "-l") == 0) {
 			listen = rn_cli_next(cli);
 			if (!listen)
-				return rn_cli_usage("--listen needs ADDR:PORT (e.g. :9879, "
-						    "127.0.0.1:9879, [::1]:9879)");
+				return rn_cli_usage("--listen needs ADDR:PORT (e.g. :9877, "
+						    "127.0.0.1:9877, [::1]:9877)");
 		} else if (strcmp(a, "--cni-state-dir") == 0) {
 			ex.opts.cni_state_dir = rn_cli_next(cli);
 			if (!ex.opts.cni_state_dir)
@@ -253,8 +257,8 @@ int rn_cmd_exporter(struct rn_cli *cli)
 
 	r = parse_listen(listen, &la);
 	if (r == -EADDRNOTAVAIL)
-		return rn_cli_usage("--listen %s: unknown address (give a numeric IPv4 or IPv6 "
-				    "address, or a name in /etc/hosts)",
+		return rn_cli_usage("--listen %s: not an address (give a numeric IPv4 or IPv6 "
+				    "address, localhost, or none for every address)",
 				    listen);
 	if (r < 0)
 		return rn_cli_usage("--listen %s: expected ADDR:PORT, [IPV6]:PORT, :PORT or PORT "

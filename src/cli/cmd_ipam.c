@@ -138,7 +138,8 @@ static int load_config(const struct ipam_opts *o, struct rn_ipam_config *c, stru
 				json_object_set_new(etcd, "password_file",
 						    json_string(o->etcd_password_file));
 			if (o->etcd_prefix)
-				json_object_set_new(etcd, "key_prefix", json_string(o->etcd_prefix));
+				json_object_set_new(etcd, "key_prefix",
+						    json_string(o->etcd_prefix));
 			json_object_set_new(doc, "etcd", etcd);
 		}
 	}
@@ -150,8 +151,8 @@ static int load_config(const struct ipam_opts *o, struct rn_ipam_config *c, stru
 	return r;
 }
 
-static int open_from(const struct ipam_opts *o, struct rn_ipam_config *c,
-		     struct rn_ipam_store **s, struct rn_error *err)
+static int open_from(const struct ipam_opts *o, struct rn_ipam_config *c, struct rn_ipam_store **s,
+		     struct rn_error *err)
 {
 	int r = load_config(o, c, err);
 
@@ -173,8 +174,8 @@ static void print_table(const struct rn_ipam_record *recs, size_t n)
 	printf("%-10s %-28s %-18s %-14s %-30s %-8s %-14s %s\n", "SCOPE", "ADDRESS", "RANGE", "NODE",
 	       "POD", "IFNAME", "CONTAINER", "SINCE");
 	for (size_t i = 0; i < n; i++)
-		printf("%-10s %-28s %-18s %-14s %-30s %-8s %-14.12s %s\n", recs[i].scope, recs[i].ip,
-		       recs[i].range, recs[i].node, recs[i].pod[0] ? recs[i].pod : "-",
+		printf("%-10s %-28s %-18s %-14s %-30s %-8s %-14.12s %s\n", recs[i].scope,
+		       recs[i].ip, recs[i].range, recs[i].node, recs[i].pod[0] ? recs[i].pod : "-",
 		       recs[i].ifname, recs[i].container_id, recs[i].time);
 }
 
@@ -378,8 +379,7 @@ static int ipam_gc(struct rn_cli *cli)
 		return rn_cli_print_json(cli, json_pack("{s:b,s:I,s:I,s:I}", "dry_run", o.dry_run,
 							"temp_files", (json_int_t)st.temp_files,
 							"orphans", (json_int_t)st.orphans,
-							"empty_attachments",
-							(json_int_t)st.empty));
+							"empty_attachments", (json_int_t)st.empty));
 	printf("%s %zu temp file(s) of crashed writers, %zu address record(s) no attachment "
 	       "holds, %zu attachment(s) holding nothing\n",
 	       o.dry_run ? "would remove" : "removed", st.temp_files, st.orphans, st.empty);
@@ -395,8 +395,9 @@ static int ipam_help(struct rn_cli *cli)
 int rn_cmd_ipam(struct rn_cli *cli)
 {
 	static const struct rn_cmd cmds[] = {
-		{ "ls", ipam_ls },	       { "list", ipam_ls },   { "show", ipam_show },
-		{ "release", ipam_release }, { "gc", ipam_gc },	      { "help", ipam_help },
+		{ "ls", ipam_ls },     { "list", ipam_ls },
+		{ "show", ipam_show }, { "release", ipam_release },
+		{ "gc", ipam_gc },     { "help", ipam_help },
 		{ NULL, NULL },
 	};
 

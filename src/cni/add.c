@@ -195,8 +195,7 @@ static int state_init(struct add_job *job, const char *devinfo)
 		SET("ipam", "%s", ctx->conf.ipam_type);
 	if (devinfo)
 		SET("devinfo", "%s", devinfo);
-	json_object_foreach(ctx->conf.nccl, key, v)
-	{
+	json_object_foreach (ctx->conf.nccl, key, v) {
 		char k[300];
 
 		snprintf(k, sizeof(k), "nccl.%s", key);
@@ -246,8 +245,8 @@ static void rollback(struct add_job *job)
 
 		snprintf(second, sizeof(second), "%s", ctx->msg);
 		snprintf(ctx->msg, sizeof(ctx->msg),
-			 "%.480s; undoing the ADD failed too (%.460s): run DEL for this container", first,
-			 second);
+			 "%.480s; undoing the ADD failed too (%.460s): run DEL for this container",
+			 first, second);
 	} else {
 		snprintf(ctx->msg, sizeof(ctx->msg), "%.900s (everything ADD changed was undone)",
 			 first);
@@ -261,8 +260,7 @@ static const char *pod_iface_in(json_t *prev, const char *ifname, int *ret_index
 	size_t i;
 
 	*ret_index = -1;
-	json_array_foreach(ifaces, i, it)
-	{
+	json_array_foreach (ifaces, i, it) {
 		json_t *name = json_object_get(it, "name");
 
 		if (json_is_string(name) && strcmp(json_string_value(name), ifname) == 0) {
@@ -288,8 +286,7 @@ static size_t pod_addrs(struct add_job *job, const char **addrs, size_t max)
 		size_t i;
 
 		(void)pod_iface_in(ctx->conf.prev_result, ctx->ifname, &mine);
-		json_array_foreach(ips, i, ip)
-		{
+		json_array_foreach (ips, i, ip) {
 			json_t *a = json_object_get(ip, "address");
 			json_t *idx = json_object_get(ip, "interface");
 

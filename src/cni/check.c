@@ -90,8 +90,7 @@ int cni_cmd_status(struct cni_ctx *ctx)
 				"move into pods. Run 'rdmans system set netns exclusive --persist' "
 				"and reboot the node");
 	}
-	if (ctx->conf.ipam_type && !ctx->conf.prev_result &&
-	    cni_delegate_supports(ctx, "1.1.0")) {
+	if (ctx->conf.ipam_type && !ctx->conf.prev_result && cni_delegate_supports(ctx, "1.1.0")) {
 		struct cni_delegate_env env = { .command = "STATUS" };
 
 		return cni_delegate(ctx, &env, NULL, NULL);

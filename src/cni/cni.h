@@ -122,6 +122,7 @@ struct cni_delegate_env {
 	const char *container_id; /* NULL: as ours */
 	const char *ifname;
 	const char *netns;
+	const char *args; /* CNI_ARGS */
 };
 /*
  * Runs the IPAM plugin with stdin `input` (the config as received unless

@@ -30,11 +30,28 @@ void cni_conf_free(struct cni_conf *conf)
 
 /* Keys of ours, and the runtime's and the spec's that we accept. */
 static const char *const known_keys[] = {
-	"cniVersion",	  "name",	 "type",	"ipam",		     "dns",
-	"args",		  "runtimeConfig", "capabilities", "prevResult",	     "device",
-	"hwaddr",	  "rdmaDevice",	 "deviceID",	"pciBusID",	     "requireRdma",
-	"allowDefaultRoute", "gidTimeout", "returnTimeout", "nccl",		     "cniVersions",
-	"cni.dev/valid-attachments", "cni.dev/attachments",
+	"cniVersion",
+	"name",
+	"type",
+	"ipam",
+	"dns",
+	"args",
+	"runtimeConfig",
+	"capabilities",
+	"prevResult",
+	"device",
+	"hwaddr",
+	"rdmaDevice",
+	"deviceID",
+	"pciBusID",
+	"requireRdma",
+	"allowDefaultRoute",
+	"gidTimeout",
+	"returnTimeout",
+	"nccl",
+	"cniVersions",
+	"cni.dev/valid-attachments",
+	"cni.dev/attachments",
 };
 
 /* Lower case, without '_', '-', '.', '/' and a trailing 's': "rdma_devices" ~ "rdmaDevice". */
@@ -55,8 +72,7 @@ static int check_keys(struct cni_ctx *ctx, json_t *root)
 	const char *key;
 	json_t *value;
 
-	json_object_foreach(root, key, value)
-	{
+	json_object_foreach (root, key, value) {
 		char a[128], b[128];
 		bool known = false;
 
@@ -73,10 +89,11 @@ static int check_keys(struct cni_ctx *ctx, json_t *root)
 		for (size_t i = 0; i < RN_ARRAY_SIZE(known_keys); i++) {
 			normalize(known_keys[i], b, sizeof(b));
 			if (strcmp(a, b) == 0)
-				return cni_fail(ctx, CNI_ERR_UNSUPPORTED_FIELD,
-						"unknown key '%s' in the network configuration (did "
-						"you mean '%s'?)",
-						key, known_keys[i]);
+				return cni_fail(
+					ctx, CNI_ERR_UNSUPPORTED_FIELD,
+					"unknown key '%s' in the network configuration (did "
+					"you mean '%s'?)",
+					key, known_keys[i]);
 		}
 	}
 	return 0;
@@ -201,8 +218,7 @@ static int parse_nccl(struct cni_ctx *ctx, json_t *nccl)
 	const char *key;
 	json_t *v;
 
-	json_object_foreach(nccl, key, v)
-	{
+	json_object_foreach (nccl, key, v) {
 		for (const char *p = key; *p; p++)
 			if (!isalnum((unsigned char)*p) && *p != '_')
 				return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
@@ -216,8 +232,8 @@ static int parse_nccl(struct cni_ctx *ctx, json_t *nccl)
 					"'nccl.%s' must be a string, number or boolean, not %s",
 					key, type_name(v));
 		if (json_is_string(v) && strchr(json_string_value(v), '\n'))
-			return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
-					"'nccl.%s' must be one line", key);
+			return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "'nccl.%s' must be one line",
+					key);
 	}
 	return 0;
 }
@@ -233,10 +249,9 @@ static int parse_attachments(struct cni_ctx *ctx, json_t *root)
 		if (!a)
 			continue;
 		if (!json_is_array(a))
-			return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "'%s' must be an array, not %s",
-					keys[k], type_name(a));
-		json_array_foreach(a, i, item)
-		{
+			return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
+					"'%s' must be an array, not %s", keys[k], type_name(a));
+		json_array_foreach (a, i, item) {
 			if (!json_is_object(item) ||
 			    !json_is_string(json_object_get(item, "containerID")) ||
 			    !json_is_string(json_object_get(item, "ifname")))
@@ -288,10 +303,11 @@ int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
 			const char *v = c->version;
 
 			c->version = NULL;
-			return cni_fail(ctx, CNI_ERR_INCOMPATIBLE,
-					"CNI version %s is not supported by rdma-netns (it supports "
-					"0.3.0, 0.3.1, 0.4.0, 1.0.0 and 1.1.0)",
-					v);
+			return cni_fail(
+				ctx, CNI_ERR_INCOMPATIBLE,
+				"CNI version %s is not supported by rdma-netns (it supports "
+				"0.3.0, 0.3.1, 0.4.0, 1.0.0 and 1.1.0)",
+				v);
 		}
 	}
 	if (strcmp(ctx->command, "VERSION") == 0)
@@ -315,19 +331,20 @@ int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
 		return -1;
 	if (get_object(ctx, c->root, "runtimeConfig", "", &rc) < 0)
 		return -1;
-	if (rc && (get_string(ctx, rc, "deviceID", "runtimeConfig.", &rc_device) < 0 ||
-		   get_string(ctx, rc, "CNIDeviceInfoFile", "runtimeConfig.", &c->devinfo_file) <
-			   0))
+	if (rc &&
+	    (get_string(ctx, rc, "deviceID", "runtimeConfig.", &rc_device) < 0 ||
+	     get_string(ctx, rc, "CNIDeviceInfoFile", "runtimeConfig.", &c->devinfo_file) < 0))
 		return -1;
 	/* deviceID (Multus), pciBusID (host-device), runtimeConfig.deviceID: one bus device. */
 	c->sel.bus_id = device_id ? device_id : pci_bus ? pci_bus : rc_device;
 	if ((device_id && pci_bus && strcmp(device_id, pci_bus)) ||
 	    (c->sel.bus_id && rc_device && strcmp(c->sel.bus_id, rc_device)))
-		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
-				"'deviceID', 'pciBusID' and 'runtimeConfig.deviceID' name different "
-				"devices (%s, %s, %s); give one",
-				device_id ? device_id : "-", pci_bus ? pci_bus : "-",
-				rc_device ? rc_device : "-");
+		return cni_fail(
+			ctx, CNI_ERR_INVALID_CONFIG,
+			"'deviceID', 'pciBusID' and 'runtimeConfig.deviceID' name different "
+			"devices (%s, %s, %s); give one",
+			device_id ? device_id : "-", pci_bus ? pci_bus : "-",
+			rc_device ? rc_device : "-");
 	if (check_name(ctx, "device", c->sel.netdev, 15) < 0 ||
 	    check_name(ctx, "rdmaDevice", c->sel.rdma_dev, 63) < 0 ||
 	    check_name(ctx, "deviceID", c->sel.bus_id, 63) < 0 || check_mac(ctx, c->sel.hwaddr) < 0)
@@ -358,10 +375,11 @@ int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
 		return -1;
 	if (c->devinfo_file) {
 		if (c->devinfo_file[0] != '/' || strstr(c->devinfo_file, ".."))
-			return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
-					"'runtimeConfig.CNIDeviceInfoFile' must be an absolute path "
-					"without '..', not %s",
-					c->devinfo_file);
+			return cni_fail(
+				ctx, CNI_ERR_INVALID_CONFIG,
+				"'runtimeConfig.CNIDeviceInfoFile' must be an absolute path "
+				"without '..', not %s",
+				c->devinfo_file);
 	}
 	if (parse_attachments(ctx, c->root) < 0)
 		return -1;

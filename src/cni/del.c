@@ -41,6 +41,20 @@ int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_stat
 		struct cni_delegate_env env = { .command = "DEL",
 						.container_id = container_id,
 						.ifname = ifname };
+		char args[700];
+
+		if (container_id) {
+			/* another attachment's (GC): its pod, as its ADD had it in CNI_ARGS */
+			const char *ns = rn_cni_state_get(st, "pod_namespace");
+			const char *pod = rn_cni_state_get(st, "pod_name");
+			const char *uid = rn_cni_state_get(st, "pod_uid");
+
+			snprintf(args, sizeof(args), "IgnoreUnknown=1%s%.256s%s%.256s%s%.128s",
+				 ns ? ";K8S_POD_NAMESPACE=" : "", ns ? ns : "",
+				 pod ? ";K8S_POD_NAME=" : "", pod ? pod : "",
+				 uid ? ";K8S_POD_UID=" : "", uid ? uid : "");
+			env.args = args;
+		}
 
 		if (cni_delegate(ctx, &env, NULL, NULL) < 0)
 			goto out;
@@ -96,8 +110,7 @@ static bool attachment_valid(json_t *valid, const char *cid, const char *ifname)
 	json_t *item;
 	size_t i;
 
-	json_array_foreach(valid, i, item)
-	{
+	json_array_foreach (valid, i, item) {
 		const char *c = json_string_value(json_object_get(item, "containerID"));
 		const char *f = json_string_value(json_object_get(item, "ifname"));
 

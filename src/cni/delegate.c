@@ -48,16 +48,18 @@ static int find_plugin(struct cni_ctx *ctx, const char *type, char *path, size_t
 }
 
 /* environ with the CNI_* overrides; the strings of `extra` are owned by the caller. */
-static char **build_env(const struct cni_delegate_env *env, char extra[4][PATH_MAX + 32])
+static char **build_env(const struct cni_delegate_env *env, char extra[5][PATH_MAX + 32])
 {
-	const char *names[] = { "CNI_COMMAND", "CNI_CONTAINERID", "CNI_IFNAME", "CNI_NETNS" };
-	const char *values[] = { env->command, env->container_id, env->ifname, env->netns };
+	const char *names[] = { "CNI_COMMAND", "CNI_CONTAINERID", "CNI_IFNAME", "CNI_NETNS",
+				"CNI_ARGS" };
+	const char *values[] = { env->command, env->container_id, env->ifname, env->netns,
+				 env->args };
 	size_t n = 0, k = 0;
 	char **out;
 
 	while (environ[n])
 		n++;
-	out = calloc(n + 5, sizeof(*out));
+	out = calloc(n + RN_ARRAY_SIZE(names) + 1, sizeof(*out));
 	if (!out)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
@@ -168,7 +170,7 @@ int cni_delegate(struct cni_ctx *ctx, const struct cni_delegate_env *env, const 
 		 json_t **ret_doc)
 {
 	const char *type = ctx->conf.ipam_type;
-	char path[PATH_MAX], extra[4][PATH_MAX + 32];
+	char path[PATH_MAX], extra[5][PATH_MAX + 32];
 	_cleanup_free_ char **envp = NULL;
 	_cleanup_free_ char *out = NULL;
 	_cleanup_json_ json_t *doc = NULL;
@@ -239,8 +241,7 @@ bool cni_delegate_supports(struct cni_ctx *ctx, const char *version)
 	if (cni_delegate(&probe, &env, input, &doc) < 0)
 		return false;
 	list = json_object_get(doc, "supportedVersions");
-	json_array_foreach(list, i, v)
-	{
+	json_array_foreach (list, i, v) {
 		if (json_is_string(v) && strcmp(json_string_value(v), version) == 0)
 			return true;
 	}

@@ -213,11 +213,11 @@ static int check_env(struct cni_ctx *ctx)
 
 static int cmd_version(struct cni_ctx *ctx)
 {
-	json_t *doc = json_pack("{s:s,s:[sssss]}", "cniVersion",
-				ctx->conf.version ? ctx->conf.version
-						  : cni_versions[CNI_VERSIONS_N - 1],
-				"supportedVersions", cni_versions[0], cni_versions[1],
-				cni_versions[2], cni_versions[3], cni_versions[4]);
+	json_t *doc =
+		json_pack("{s:s,s:[sssss]}", "cniVersion",
+			  ctx->conf.version ? ctx->conf.version : cni_versions[CNI_VERSIONS_N - 1],
+			  "supportedVersions", cni_versions[0], cni_versions[1], cni_versions[2],
+			  cni_versions[3], cni_versions[4]);
 
 	if (cni_print(doc) < 0)
 		return cni_fail(ctx, CNI_ERR_IO, "cannot write to stdout");

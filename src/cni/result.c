@@ -100,8 +100,8 @@ static int copy_field(struct cni_ctx *ctx, json_t *obj, const char *key, const c
 		return 0;
 	}
 	if (!json_is_string(v) || json_string_length(v) >= len)
-		return cni_fail(ctx, RN_CNI_IPAM, "IPAM result: %s.%s is not a short string",
-				where, key);
+		return cni_fail(ctx, RN_CNI_IPAM, "IPAM result: %s.%s is not a short string", where,
+				key);
 	snprintf(buf, len, "%s", json_string_value(v));
 	return 0;
 }
@@ -121,8 +121,7 @@ int cni_ipam_result_parse(struct cni_ctx *ctx, json_t *doc, struct cni_ipam_resu
 		return cni_fail(ctx, RN_CNI_IPAM, "IPAM result: 'ips' is not an array");
 	if (routes && !json_is_array(routes))
 		return cni_fail(ctx, RN_CNI_IPAM, "IPAM result: 'routes' is not an array");
-	json_array_foreach(ips, i, item)
-	{
+	json_array_foreach (ips, i, item) {
 		struct rn_attach_ip *ip;
 
 		if (out->n_ips == RN_ARRAY_SIZE(out->ips))
@@ -141,8 +140,7 @@ int cni_ipam_result_parse(struct cni_ctx *ctx, json_t *doc, struct cni_ipam_resu
 					"IPAM result: address %s has no prefix length", ip->cidr);
 		out->n_ips++;
 	}
-	json_array_foreach(routes, i, item)
-	{
+	json_array_foreach (routes, i, item) {
 		struct rn_attach_route *rt;
 
 		if (out->n_routes == RN_ARRAY_SIZE(out->routes))
@@ -176,8 +174,8 @@ static json_t *iface_json(const struct cni_ctx *ctx, const struct rn_attach_plan
 json_t *cni_result_main(const struct cni_ctx *ctx, const struct rn_attach_plan *plan,
 			const struct cni_ipam_result *ipam)
 {
-	json_t *doc = json_pack("{s:s,s:[],s:[]}", "cniVersion", out_version(ctx), "interfaces",
-				"ips");
+	json_t *doc =
+		json_pack("{s:s,s:[],s:[]}", "cniVersion", out_version(ctx), "interfaces", "ips");
 	json_t *ifaces, *ips, *routes;
 
 	if (!doc)
@@ -208,8 +206,8 @@ json_t *cni_result_main(const struct cni_ctx *ctx, const struct rn_attach_plan *
 		}
 		json_object_set_new(doc, "routes", routes);
 	}
-	json_object_set_new(doc, "dns", ipam && ipam->dns ? json_deep_copy(ipam->dns)
-							   : json_object());
+	json_object_set_new(doc, "dns",
+			    ipam && ipam->dns ? json_deep_copy(ipam->dns) : json_object());
 	return doc;
 }
 

@@ -38,8 +38,8 @@ enum {
 
 /* Ours (100+), documented in rdma-netns-ipam(8). */
 enum {
-	IPAM_EXHAUSTED = 100,	/* no free address left in a range */
-	IPAM_DENIED = 101,	/* the store refused our credentials or role */
+	IPAM_EXHAUSTED = 100, /* no free address left in a range */
+	IPAM_DENIED = 101, /* the store refused our credentials or role */
 	IPAM_CHECK_FAILED = 102, /* CHECK: the addresses are not held as ADD left them */
 };
 
@@ -123,8 +123,8 @@ static const char *out_version(const struct plugin *p)
 
 static int fail(struct plugin *p, int code, const char *msg, const char *details)
 {
-	_cleanup_json_ json_t *doc = json_pack("{s:s,s:i,s:s}", "cniVersion", out_version(p),
-					       "code", code, "msg", msg);
+	_cleanup_json_ json_t *doc =
+		json_pack("{s:s,s:i,s:s}", "cniVersion", out_version(p), "code", code, "msg", msg);
 
 	if (details && *details)
 		json_object_set_new(doc, "details", json_string(details));
@@ -214,22 +214,18 @@ static int print_result(struct plugin *p, const struct rn_ipam_lease *lease)
 			size_t k;
 
 			if ((v4 && seen4) || (!v4 && seen6))
-				return fail(p, CNI_INCOMPATIBLE,
-					    "CNI version 0.2.0 and older carry one address per family",
-					    "use cniVersion 0.3.0 or later with several ranges of "
-					    "one family");
+				continue; /* cmd_add() refused such configs before allocating */
 			seen4 = seen4 || v4;
 			seen6 = seen6 || !v4;
 			o = json_pack("{s:o}", "ip", ip_json(a));
 			if (a->has_gateway)
 				json_object_set_new(o, "gateway", gateway_json(a));
-			json_array_foreach(routes, k, rt)
-			{
+			json_array_foreach (routes, k, rt) {
 				struct rn_ip dst;
 				unsigned prefix;
 
-				if (rn_cidr_parse(json_string_value(json_object_get(rt, "dst")), &dst,
-						  &prefix) == 0 &&
+				if (rn_cidr_parse(json_string_value(json_object_get(rt, "dst")),
+						  &dst, &prefix) == 0 &&
 				    dst.family == a->ip.family)
 					json_array_append(r, rt);
 			}
@@ -248,8 +244,9 @@ static int print_result(struct plugin *p, const struct rn_ipam_lease *lease)
 			json_t *o = json_object();
 
 			if (with_version)
-				json_object_set_new(o, "version",
-						    json_string(a->ip.family == AF_INET ? "4" : "6"));
+				json_object_set_new(
+					o, "version",
+					json_string(a->ip.family == AF_INET ? "4" : "6"));
 			json_object_set_new(o, "address", ip_json(a));
 			if (a->has_gateway)
 				json_object_set_new(o, "gateway", gateway_json(a));
@@ -344,15 +341,14 @@ static void log_lease(struct plugin *p, const char *verb, const struct rn_ipam_l
 	for (size_t i = 0; i < l->n && n < sizeof(line) - 64; i++) {
 		char ip[RN_IP_STRLEN];
 
-		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s/%u", i ? " " : "",
-				      rn_ip_format(l->addr[i].ip.family, l->addr[i].ip.v, ip,
-						   sizeof(ip)),
-				      l->addr[i].prefix);
+		n += (size_t)snprintf(
+			line + n, sizeof(line) - n, "%s%s/%u", i ? " " : "",
+			rn_ip_format(l->addr[i].ip.family, l->addr[i].ip.v, ip, sizeof(ip)),
+			l->addr[i].prefix);
 	}
 	logf_(p, RN_IPAM_LOG_INFO, "%s %s (pod %s/%s, node %s, store %s)", verb, line,
-	      p->pod_namespace[0] ? p->pod_namespace : "-",
-	      p->pod_name[0] ? p->pod_name : "-", p->cfg.node,
-	      p->cfg.store == RN_IPAM_STORE_ETCD ? "etcd" : "local");
+	      p->pod_namespace[0] ? p->pod_namespace : "-", p->pod_name[0] ? p->pod_name : "-",
+	      p->cfg.node, p->cfg.store == RN_IPAM_STORE_ETCD ? "etcd" : "local");
 }
 
 /* What the configuration says, minus anything secret. */
@@ -362,8 +358,7 @@ static void log_config(struct plugin *p)
 		return;
 	logf_(p, RN_IPAM_LOG_DEBUG, "network '%s' scope '%s' overlapping %s, %zu range(s)%s%s",
 	      p->cfg.network, p->cfg.scope, p->cfg.overlapping ? "on" : "off", p->cfg.n_ranges,
-	      p->cfg.flat_file ? ", defaults from " : "",
-	      p->cfg.flat_file ? p->cfg.flat_file : "");
+	      p->cfg.flat_file ? ", defaults from " : "", p->cfg.flat_file ? p->cfg.flat_file : "");
 	for (size_t i = 0; i < p->cfg.n_ranges; i++) {
 		char a[RN_IP_STRLEN], b[RN_IP_STRLEN];
 		const struct rn_ipam_range *r = &p->cfg.ranges[i];
@@ -391,7 +386,19 @@ static int cmd_add(struct plugin *p, struct rn_ipam_store *s)
 	struct rn_ipam_owner o;
 	struct rn_ipam_lease lease;
 	struct rn_error err = { 0 };
+	size_t v4 = 0, v6 = 0;
 
+	/* refused before anything is allocated: a result that cannot be written holds nothing */
+	for (size_t i = 0; i < p->cfg.n_ranges; i++) {
+		if (p->cfg.ranges[i].family == AF_INET)
+			v4++;
+		else
+			v6++;
+	}
+	if (!version_at_least(p, "0.3.0") && (v4 > 1 || v6 > 1))
+		return fail(p, CNI_INCOMPATIBLE,
+			    "CNI version 0.2.0 and older carry one address per family",
+			    "use cniVersion 0.3.0 or later with several ranges of one family");
 	owner_of(p, &o);
 	if (rn_ipam_add(s, &p->cfg, &o, &lease, &err) < 0)
 		return fail_err(p, "address allocation failed", &err);
@@ -418,8 +425,7 @@ static bool in_prev_result(json_t *prev, const struct rn_ipam_lease_addr *a)
 	json_t *ips = json_object_get(prev, "ips"), *ip;
 	size_t i;
 
-	json_array_foreach(ips, i, ip)
-	{
+	json_array_foreach (ips, i, ip) {
 		struct rn_ip got;
 		unsigned prefix;
 
@@ -485,8 +491,7 @@ static int cmd_gc(struct plugin *p, struct rn_ipam_store *s)
 	valid = calloc(json_array_size(list) + 1, sizeof(*valid));
 	if (!valid)
 		return fail(p, CNI_IO, "out of memory", NULL);
-	json_array_foreach(list, i, item)
-	{
+	json_array_foreach (list, i, item) {
 		valid[i].container_id = json_string_value(json_object_get(item, "containerID"));
 		valid[i].ifname = json_string_value(json_object_get(item, "ifname"));
 		if (!valid[i].container_id || !valid[i].ifname)
@@ -502,8 +507,8 @@ static int cmd_gc(struct plugin *p, struct rn_ipam_store *s)
 
 static int cmd_version(struct plugin *p)
 {
-	_cleanup_json_ json_t *doc = json_pack("{s:s,s:[]}", "cniVersion", LATEST,
-					       "supportedVersions");
+	_cleanup_json_ json_t *doc =
+		json_pack("{s:s,s:[]}", "cniVersion", LATEST, "supportedVersions");
 	json_t *list = json_object_get(doc, "supportedVersions");
 
 	for (size_t i = 0; i < RN_ARRAY_SIZE(versions); i++)

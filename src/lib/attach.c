@@ -83,14 +83,14 @@ static int plan_add_netdev(struct rn_attach_plan *plan, const struct rn_link *l,
 		if (plan->netdevs[i].ifindex == l->ifindex)
 			return 0;
 	if (plan->n_netdevs == RN_ATTACH_MAX)
-		return rn_error_set(err, E2BIG, "more than %d netdevs belong to the selected device",
+		return rn_error_set(err, E2BIG,
+				    "more than %d netdevs belong to the selected device",
 				    RN_ATTACH_MAX);
 	fill_netdev(&plan->netdevs[plan->n_netdevs++], l);
 	return 0;
 }
 
-static int plan_add_netdev_name(struct rn_attach_plan *plan, const char *name,
-				struct rn_error *err)
+static int plan_add_netdev_name(struct rn_attach_plan *plan, const char *name, struct rn_error *err)
 {
 	struct rn_link l;
 	int r;
@@ -223,9 +223,9 @@ static int resolve_one(enum sel_kind kind, const char *value, const struct rn_rd
 	case SEL_NETDEV:
 		r = rn_link_by_name(value, &l, err);
 		if (r == -ENODEV)
-			return rn_error_set(err, ENODEV,
-					    "netdev %s not found on the host ('ip link' lists them)",
-					    value);
+			return rn_error_set(
+				err, ENODEV,
+				"netdev %s not found on the host ('ip link' lists them)", value);
 		if (r < 0)
 			return r;
 		r = plan_add_netdev(plan, &l, err);
@@ -309,10 +309,9 @@ static int resolve_one(enum sel_kind kind, const char *value, const struct rn_rd
 		if (r < 0)
 			return r;
 		if (plan->n_netdevs == 0)
-			return rn_error_set(err, ENODEV,
-					    "device %s has no netdev on the host%s",
-					    value,
-					    rn ? "" : " and no RDMA device (moved into a pod already?)");
+			return rn_error_set(
+				err, ENODEV, "device %s has no netdev on the host%s", value,
+				rn ? "" : " and no RDMA device (moved into a pod already?)");
 		copy(plan->bus_id, sizeof(plan->bus_id), value);
 		return 0;
 	}
@@ -426,15 +425,16 @@ int rn_attach_resolve_chained(int pod_nsfd, const char *ifname,
 	r = rn_netns_run_sysfs(pod_nsfd, pod_probe_here, &probe, err);
 	if (r == -ENODEV)
 		return rn_error_set(err, ENODEV,
-				    "the previous plugin left no netdev named %s in the pod", ifname);
+				    "the previous plugin left no netdev named %s in the pod",
+				    ifname);
 	if (r < 0)
 		return r;
 	nd = &plan->netdevs[0];
 	fill_netdev(nd, &probe.link);
 	plan->n_netdevs = 1;
 	/* host-device keeps the host name in the alias */
-	if (probe.link.alias[0] && rn_name_check("netdev", probe.link.alias, IF_NAMESIZE - 1,
-						 NULL) == 0)
+	if (probe.link.alias[0] &&
+	    rn_name_check("netdev", probe.link.alias, IF_NAMESIZE - 1, NULL) == 0)
 		copy(nd->name, sizeof(nd->name), probe.link.alias);
 	nd->alias[0] = '\0';
 
@@ -843,10 +843,11 @@ static int verify_here(void *arg, struct rn_error *err)
 			return rn_error_set(err, ENODEV, "netdev %s is no longer in the pod",
 					    nd->pod_name);
 		if (nd->mac[0] && strcasecmp(l.mac, nd->mac) != 0)
-			return rn_error_set(err, ENODEV,
-					    "the pod's %s is not the netdev attached at ADD (MAC %s, "
-					    "expected %s)",
-					    nd->pod_name, l.mac, nd->mac);
+			return rn_error_set(
+				err, ENODEV,
+				"the pod's %s is not the netdev attached at ADD (MAC %s, "
+				"expected %s)",
+				nd->pod_name, l.mac, nd->mac);
 		if (i > 0 || plan->chained)
 			continue;
 		if (!l.up)
@@ -944,18 +945,19 @@ static int send_home_here(void *arg, struct rn_error *err)
 }
 
 /* Moves netdev `l`, found in the netns of from_fd, home under its host name. */
-static int netdev_send_home(const struct rn_attach_netdev *nd, const struct rn_link *l,
-			    int from_fd, int home_fd, struct rn_error *err)
+static int netdev_send_home(const struct rn_attach_netdev *nd, const struct rn_link *l, int from_fd,
+			    int home_fd, struct rn_error *err)
 {
 	struct send_home_job job = { .link = l, .name = nd->name, .home_fd = home_fd };
 	int r;
 
 	r = rn_netns_run(from_fd, send_home_here, &job, err);
 	if (r == -EEXIST)
-		return rn_error_set(err, EEXIST,
-				    "cannot bring netdev %s home: the host has another netdev named "
-				    "%s now; rename that one and run DEL again",
-				    l->name, nd->name);
+		return rn_error_set(
+			err, EEXIST,
+			"cannot bring netdev %s home: the host has another netdev named "
+			"%s now; rename that one and run DEL again",
+			l->name, nd->name);
 	return r;
 }
 
@@ -970,10 +972,11 @@ static int netdev_restore(const struct rn_attach_netdev *nd, const struct rn_lin
 		struct rn_link other;
 
 		if (rn_link_by_name(nd->name, &other, NULL) == 0 && other.ifindex != l.ifindex)
-			return rn_error_set(err, EEXIST,
-					    "cannot rename netdev %s back to %s: the host has another "
-					    "netdev named %s now; rename that one and run DEL again",
-					    l.name, nd->name, nd->name);
+			return rn_error_set(
+				err, EEXIST,
+				"cannot rename netdev %s back to %s: the host has another "
+				"netdev named %s now; rename that one and run DEL again",
+				l.name, nd->name, nd->name);
 		r = rn_link_rename(l.ifindex, l.name, nd->name, err);
 		if (r < 0)
 			return r;
@@ -1004,7 +1007,8 @@ struct out_state {
 };
 
 static int out_from_pod(const struct rn_attach_plan *plan, int pod_fd, int home_fd,
-			struct out_state *os, rn_attach_step_fn step, void *arg, struct rn_error *err)
+			struct out_state *os, rn_attach_step_fn step, void *arg,
+			struct rn_error *err)
 {
 	char what[128];
 	int r;
@@ -1117,7 +1121,8 @@ static int hunt_here(void *arg, struct rn_error *err)
 	(void)find_here(&job, NULL);
 	if (!job.found)
 		return 0;
-	send = (struct send_home_job){ .link = &job.link, .name = h->nd->name,
+	send = (struct send_home_job){ .link = &job.link,
+				       .name = h->nd->name,
 				       .home_fd = h->home_fd };
 	h->moved = true;
 	return send_home_here(&send, err);
@@ -1152,7 +1157,8 @@ static int out_hunt(const struct rn_attach_plan *plan, int home_fd, bool pod_ali
 		if (r == 0)
 			r = rn_move_rdma_dev(plan->rdma[i], fd, home_fd, err);
 		if (r < 0)
-			return rn_error_wrap(err, "cannot bring RDMA device %s home", plan->rdma[i]);
+			return rn_error_wrap(err, "cannot bring RDMA device %s home",
+					     plan->rdma[i]);
 		os->rdma_home[i] = true;
 	}
 
@@ -1235,10 +1241,11 @@ int rn_attach_move_out(const struct rn_attach_plan *plan, const char *pod_netns,
 					    plan->rdma[i], timeout_ms);
 	for (size_t i = 0; i < plan->n_netdevs; i++)
 		if (!os.netdev_done[i])
-			return rn_error_set(err, EAGAIN,
-					    "netdev %s (MAC %s) has not come back to the host after "
-					    "%d ms; try DEL again later",
-					    plan->netdevs[i].name, plan->netdevs[i].mac, timeout_ms);
+			return rn_error_set(
+				err, EAGAIN,
+				"netdev %s (MAC %s) has not come back to the host after "
+				"%d ms; try DEL again later",
+				plan->netdevs[i].name, plan->netdevs[i].mac, timeout_ms);
 	return 0;
 }
 
@@ -1432,7 +1439,8 @@ static void lock_keys_of(const struct rn_attach_plan *plan, struct lock_keys *k)
 	k->n = 0;
 	for (size_t i = 0; i < plan->n_rdma; i++)
 		snprintf(k->v[k->n++], sizeof(k->v[0]), "rdma:%s", plan->rdma[i]);
-	for (size_t i = 0; i < plan->n_netdevs; i++) {
+	/* chained: the netdev is the previous plugin's (and a new MAC per pod: no lock file each) */
+	for (size_t i = 0; !plan->chained && i < plan->n_netdevs; i++) {
 		char mac[18];
 
 		copy(mac, sizeof(mac), plan->netdevs[i].mac);

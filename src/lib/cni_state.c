@@ -233,8 +233,8 @@ static uint64_t fnv1a(const char *a, const char *b, const char *c)
 	return h;
 }
 
-int rn_cni_state_name(const char *network, const char *container_id, const char *ifname,
-		      char *buf, size_t len, struct rn_error *err)
+int rn_cni_state_name(const char *network, const char *container_id, const char *ifname, char *buf,
+		      size_t len, struct rn_error *err)
 {
 	int r;
 
@@ -267,8 +267,7 @@ static int state_path(const char *dir, const char *name, char *buf, size_t len,
 		      struct rn_error *err)
 {
 	if (!name || !*name || strchr(name, '/') || name[0] == '.')
-		return rn_error_set(err, EINVAL, "invalid state file name '%s'",
-				    name ? name : "");
+		return rn_error_set(err, EINVAL, "invalid state file name '%s'", name ? name : "");
 	if (rn_path(buf, len, "%s/%s", dir, name) < 0)
 		return rn_error_set(err, ENAMETOOLONG, "state file path too long: %s/%s", dir,
 				    name);

@@ -741,7 +741,7 @@ int rn_scrape_all(const struct rn_scrape_options *opts, struct rn_scrape *out, s
 	_cleanup_free_ struct rn_netns_entry *nets = NULL;
 	_cleanup_(cni_labels_free) struct cni_labels labels = { 0 };
 	_cleanup_free_ int *fds = NULL, *open_errors = NULL;
-	_cleanup_close_ int self_fd = -1;
+	_cleanup_close_ int self_fd = -1, run_dir = -1;
 	struct walk w = { .s = out };
 	double t0 = now_seconds();
 	size_t n_nets = 0;
@@ -757,10 +757,19 @@ int rn_scrape_all(const struct rn_scrape_options *opts, struct rn_scrape *out, s
 	open_errors = calloc(n_nets ? n_nets : 1, sizeof(*open_errors));
 	if (r < 0 || !fds || !open_errors)
 		return rn_error_set(err, ENOMEM, "out of memory while scraping RDMA counters");
+	run_dir = open(RN_NETNS_RUN_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	for (size_t i = 0; i < n_nets; i++) {
-		/* a netns may vanish while we walk: it is marked failed, the rest goes on */
-		fds[i] = rn_netns_open_path(nets[i].path, NULL);
-		open_errors[i] = fds[i] < 0 ? fds[i] : 0;
+		/*
+		 * Named ones relative to the open /var/run/netns (one walk of its
+		 * symlink, not one per netns). A netns may vanish while we walk:
+		 * it is marked failed, the rest goes on; setns() refuses anything
+		 * that is not one.
+		 */
+		if (run_dir >= 0 && nets[i].name[0] && !nets[i].is_host)
+			fds[i] = openat(run_dir, nets[i].name, O_RDONLY | O_CLOEXEC);
+		else
+			fds[i] = open(nets[i].path, O_RDONLY | O_CLOEXEC);
+		open_errors[i] = fds[i] < 0 ? -errno : 0;
 	}
 	self_fd = rn_netns_open_self(NULL);
 	w.have_self = self_fd >= 0 && rn_netns_id(self_fd, &w.self, NULL) == 0;

@@ -1606,7 +1606,7 @@ int rn_doctor_evaluate(const struct rn_doctor_facts *f, struct rn_doctor_report 
 	_cleanup_nccl_result_ struct rn_nccl_result nccl = { 0 };
 	struct rn_error nerr = { 0 };
 	struct ctx x = { .f = f, .r = out };
-	struct rn_nccl_request req = { 0 };
+	struct rn_nccl_request req = { .layers = f->nccl_layers, .n_layers = f->n_nccl_layers };
 
 	memset(out, 0, sizeof(*out));
 	if (f->node_ok && f->nports > 0 && rn_nccl_resolve(&f->node, &req, &nccl, &nerr) == 0)
@@ -1710,6 +1710,8 @@ int rn_doctor_run(const struct rn_doctor_target *t, struct rn_doctor_facts *f,
 
 	memset(f, 0, sizeof(*f));
 	f->mode = -1;
+	f->nccl_layers = t->nccl_layers;
+	f->n_nccl_layers = t->n_nccl_layers;
 	/* the target first: bad input fails before anything is gathered */
 	if (t->pid > 0) {
 		nsfd = rn_netns_open_pid(t->pid, err);

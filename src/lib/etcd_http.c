@@ -1,7 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-/* HTTP POST over libcurl for the etcd store (etcd_http.h). */
+/*
+ * HTTP POST over libcurl for the etcd store (etcd_http.h).
+ *
+ * libcurl is loaded with dlopen() the first time the etcd store is used:
+ * linked in, its 30-odd dependencies (TLS, Kerberos, LDAP, ...) cost every
+ * exec of the plugin about 20 ms of dynamic relocation, local store or not.
+ */
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +17,62 @@
 #include "etcd_http.h"
 
 #define MAX_BODY (64u * 1024 * 1024)
+#define LIBCURL "libcurl.so.4"
+
+/* The libcurl entry points used here, resolved once. */
+static struct {
+	void *handle;
+	CURLcode (*global_init)(long flags);
+	void (*global_cleanup)(void);
+	CURL *(*easy_init)(void);
+	CURLcode (*easy_setopt)(CURL *curl, CURLoption option, ...);
+	CURLcode (*easy_perform)(CURL *curl);
+	void (*easy_cleanup)(CURL *curl);
+	CURLcode (*easy_getinfo)(CURL *curl, CURLINFO info, ...);
+	const char *(*easy_strerror)(CURLcode code);
+	struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
+	void (*slist_free_all)(struct curl_slist *list);
+} lc;
+
+static int load_libcurl(struct rn_error *err)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} syms[] = {
+		{ "curl_global_init", offsetof(__typeof__(lc), global_init) },
+		{ "curl_global_cleanup", offsetof(__typeof__(lc), global_cleanup) },
+		{ "curl_easy_init", offsetof(__typeof__(lc), easy_init) },
+		{ "curl_easy_setopt", offsetof(__typeof__(lc), easy_setopt) },
+		{ "curl_easy_perform", offsetof(__typeof__(lc), easy_perform) },
+		{ "curl_easy_cleanup", offsetof(__typeof__(lc), easy_cleanup) },
+		{ "curl_easy_getinfo", offsetof(__typeof__(lc), easy_getinfo) },
+		{ "curl_easy_strerror", offsetof(__typeof__(lc), easy_strerror) },
+		{ "curl_slist_append", offsetof(__typeof__(lc), slist_append) },
+		{ "curl_slist_free_all", offsetof(__typeof__(lc), slist_free_all) },
+	};
+	void *h;
+
+	if (lc.handle)
+		return 0;
+	h = dlopen(LIBCURL, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return rn_error_set(err, ENOPKG,
+				    "the etcd store needs libcurl (" LIBCURL "): %s (install "
+				    "libcurl4)",
+				    dlerror());
+	for (size_t i = 0; i < RN_ARRAY_SIZE(syms); i++) {
+		void *f = dlsym(h, syms[i].name);
+
+		if (!f) {
+			dlclose(h);
+			return rn_error_set(err, ENOPKG, LIBCURL " has no %s", syms[i].name);
+		}
+		memcpy((char *)&lc + syms[i].off, &f, sizeof(f));
+	}
+	lc.handle = h;
+	return 0;
+}
 
 struct rn_http {
 	CURL *curl;
@@ -51,7 +115,7 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ctx)
 static void curl_slist_freep(struct curl_slist **l)
 {
 	if (*l)
-		curl_slist_free_all(*l);
+		lc.slist_free_all(*l);
 }
 
 int rn_http_open(const struct rn_http_tls *tls, long timeout_ms, struct rn_http **ret,
@@ -59,37 +123,41 @@ int rn_http_open(const struct rn_http_tls *tls, long timeout_ms, struct rn_http 
 {
 	struct rn_http *h;
 	CURLcode rc;
+	int r;
 
-	rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	r = load_libcurl(err);
+	if (r < 0)
+		return r;
+	rc = lc.global_init(CURL_GLOBAL_DEFAULT);
 	if (rc != CURLE_OK)
-		return rn_error_set(err, EIO, "libcurl: %s", curl_easy_strerror(rc));
+		return rn_error_set(err, EIO, "libcurl: %s", lc.easy_strerror(rc));
 	h = calloc(1, sizeof(*h));
 	if (!h) {
-		curl_global_cleanup();
+		lc.global_cleanup();
 		return rn_error_set(err, ENOMEM, "out of memory");
 	}
-	h->curl = curl_easy_init();
+	h->curl = lc.easy_init();
 	if (!h->curl) {
 		free(h);
-		curl_global_cleanup();
+		lc.global_cleanup();
 		return rn_error_set(err, ENOMEM, "libcurl: cannot create a handle");
 	}
-	curl_easy_setopt(h->curl, CURLOPT_ERRORBUFFER, h->errbuf);
-	curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h->curl, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 2000 ? timeout_ms : 2000L);
+	lc.easy_setopt(h->curl, CURLOPT_ERRORBUFFER, h->errbuf);
+	lc.easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
+	lc.easy_setopt(h->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	lc.easy_setopt(h->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	lc.easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+	lc.easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 2000 ? timeout_ms : 2000L);
 	/* no proxy: etcd is reached directly, whatever the environment says */
-	curl_easy_setopt(h->curl, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_data);
+	lc.easy_setopt(h->curl, CURLOPT_NOPROXY, "*");
+	lc.easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_data);
 	if (tls) {
 		if (tls->ca_file)
-			curl_easy_setopt(h->curl, CURLOPT_CAINFO, tls->ca_file);
+			lc.easy_setopt(h->curl, CURLOPT_CAINFO, tls->ca_file);
 		if (tls->cert_file)
-			curl_easy_setopt(h->curl, CURLOPT_SSLCERT, tls->cert_file);
+			lc.easy_setopt(h->curl, CURLOPT_SSLCERT, tls->cert_file);
 		if (tls->key_file)
-			curl_easy_setopt(h->curl, CURLOPT_SSLKEY, tls->key_file);
+			lc.easy_setopt(h->curl, CURLOPT_SSLKEY, tls->key_file);
 	}
 	*ret = h;
 	return 0;
@@ -99,13 +167,16 @@ void rn_http_close(struct rn_http *h)
 {
 	if (!h)
 		return;
-	curl_easy_cleanup(h->curl);
+	lc.easy_cleanup(h->curl);
 	free(h);
-	curl_global_cleanup();
+	lc.global_cleanup();
 }
 
-static int transport_errno(CURLcode rc)
+static int transport_errno(CURLcode rc, const char *msg)
 {
+	/* a TLS alert (bad certificate) may only show up on the first read */
+	if (msg && (strstr(msg, "SSL") || strstr(msg, "TLS") || strstr(msg, "certificate")))
+		return EPROTO;
 	switch (rc) {
 	case CURLE_COULDNT_CONNECT:
 		return ECONNREFUSED;
@@ -135,23 +206,23 @@ int rn_http_post(struct rn_http *h, const char *url, const char *body, const cha
 	struct buffer b = { 0 };
 	CURLcode rc;
 
-	headers = curl_slist_append(headers, "Content-Type: application/json");
+	headers = lc.slist_append(headers, "Content-Type: application/json");
 	if (authorization && *authorization) {
 		if (asprintf(&auth_header, "Authorization: %s", authorization) < 0) {
 			auth_header = NULL;
 			return rn_error_set(err, ENOMEM, "out of memory");
 		}
-		headers = curl_slist_append(headers, auth_header);
+		headers = lc.slist_append(headers, auth_header);
 	}
 	if (!headers)
 		return rn_error_set(err, ENOMEM, "out of memory");
 	h->errbuf[0] = '\0';
-	curl_easy_setopt(h->curl, CURLOPT_URL, url);
-	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, headers);
-	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, &b);
-	rc = curl_easy_perform(h->curl);
-	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
+	lc.easy_setopt(h->curl, CURLOPT_URL, url);
+	lc.easy_setopt(h->curl, CURLOPT_HTTPHEADER, headers);
+	lc.easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
+	lc.easy_setopt(h->curl, CURLOPT_WRITEDATA, &b);
+	rc = lc.easy_perform(h->curl);
+	lc.easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
 	if (auth_header)
 		explicit_bzero(auth_header, strlen(auth_header));
 	if (rc != CURLE_OK) {
@@ -159,10 +230,10 @@ int rn_http_post(struct rn_http *h, const char *url, const char *body, const cha
 		if (b.too_big)
 			return rn_error_set(err, EMSGSIZE, "%s: answer larger than %u bytes", url,
 					    MAX_BODY);
-		return rn_error_set(err, transport_errno(rc), "%s: %s", url,
-				    h->errbuf[0] ? h->errbuf : curl_easy_strerror(rc));
+		return rn_error_set(err, transport_errno(rc, h->errbuf), "%s: %s", url,
+				    h->errbuf[0] ? h->errbuf : lc.easy_strerror(rc));
 	}
-	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, ret_status);
+	lc.easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, ret_status);
 	if (!b.data) {
 		b.data = strdup("");
 		if (!b.data)

@@ -96,8 +96,8 @@ static int check_token(const char *what, const char *v, size_t max, struct rn_er
 	if (!v || !*v)
 		return rn_error_set(err, EINVAL, "%s is empty", what);
 	if (strlen(v) > max)
-		return rn_error_set(err, EINVAL, "%s '%.64s...' is too long (at most %zu bytes)", what,
-				    v, max);
+		return rn_error_set(err, EINVAL, "%s '%.64s...' is too long (at most %zu bytes)",
+				    what, v, max);
 	for (const char *p = v; *p; p++)
 		if ((unsigned char)*p <= ' ' || *p == 0x7f || *p == '/')
 			return rn_error_set(err, EINVAL,
@@ -267,8 +267,8 @@ static int walk_probe(void *ctx, rn_u128 first, rn_u128 last, rn_u128 **ret, siz
 {
 	struct claim_ctx *cc = ctx;
 
-	return cc->s->ops->probe(cc->s, cc->c->scope, cc->pool, cc->range->family, first, last,
-				 ret, n, cc->err);
+	return cc->s->ops->probe(cc->s, cc->c->scope, cc->pool, cc->range->family, first, last, ret,
+				 n, cc->err);
 }
 
 static int walk_claim(void *ctx, rn_u128 a)
@@ -291,8 +291,9 @@ static int walk_claim(void *ctx, rn_u128 a)
 		r = rn_ipam_record_format(&rec, &rec_text);
 	if (r < 0) {
 		cc->att->n--;
-		return rn_error_set(cc->err, EINVAL, "record for %s has characters a record cannot "
-						     "hold",
+		return rn_error_set(cc->err, EINVAL,
+				    "record for %s has characters a record cannot "
+				    "hold",
 				    h->ip);
 	}
 	*cc->attempted = true;
@@ -370,8 +371,8 @@ static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 
 	/* a range without an address: search it from this attachment's hint */
 	for (size_t k = 0; k < c->n_ranges; k++) {
-		struct claim_ctx cc = { s,	     c,	  &c->ranges[k], pools[k],
-					&att, &att_version, err, &attempted };
+		struct claim_ctx cc = { s,   c,		&c->ranges[k], pools[k], &att, &att_version,
+					err, &attempted };
 		const struct rn_ipam_walk_ops ops = { walk_probe, walk_claim };
 		rn_u128 got;
 
@@ -388,13 +389,14 @@ static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 		if (r == -ENOSPC) {
 			char count[48];
 
-			rn_error_set(err, ENOSPC,
-				     "no free address in range %s: all %s usable addresses are "
-				     "taken (list them with 'rdmans ipam ls'; release stale ones or "
-				     "widen the range)",
-				     c->ranges[k].cidr,
-				     u128_text(rn_ipam_range_count(&c->ranges[k]), count,
-					       sizeof(count)));
+			rn_error_set(
+				err, ENOSPC,
+				"no free address in range %s: all %s usable addresses are "
+				"taken (list them with 'rdmans ipam ls'; release stale ones or "
+				"widen the range)",
+				c->ranges[k].cidr,
+				u128_text(rn_ipam_range_count(&c->ranges[k]), count,
+					  sizeof(count)));
 		}
 		if (r == -ESTALE)
 			return r;
@@ -483,7 +485,8 @@ int rn_ipam_add(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 	int token, r;
 
 	if (c->n_ranges == 0)
-		return rn_error_set(err, EINVAL, "no range configured (set ipam.range or ipam.ipRanges)");
+		return rn_error_set(err, EINVAL,
+				    "no range configured (set ipam.range or ipam.ipRanges)");
 	r = rn_ipam_attachment_id(o, id, sizeof(id), err);
 	if (r < 0)
 		return r;
@@ -497,9 +500,9 @@ int rn_ipam_add(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 	}
 	unlock_att(s, token);
 	if (r == -ESTALE)
-		return rn_error_set(err, EAGAIN,
-				    "attachment %s kept changing while it was being stored; try again",
-				    id);
+		return rn_error_set(
+			err, EAGAIN,
+			"attachment %s kept changing while it was being stored; try again", id);
 	return r;
 }
 
@@ -618,10 +621,10 @@ int rn_ipam_check(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 			    !rn_ipam_range_usable(&c->ranges[k], st.ip.v))
 				continue;
 			if (strcmp(st.rec.container_id, o->container_id) != 0)
-				return rn_error_set(err, ENOENT,
-						    "address %s is recorded for container %s, not %s",
-						    att.held[i].ip, st.rec.container_id,
-						    o->container_id);
+				return rn_error_set(
+					err, ENOENT,
+					"address %s is recorded for container %s, not %s",
+					att.held[i].ip, st.rec.container_id, o->container_id);
 			lease_add(ret, c, k, &st.ip);
 			found = true;
 		}
@@ -659,11 +662,12 @@ int rn_ipam_status(struct rn_ipam_store *s, const struct rn_ipam_config *c, stru
 		r = rn_ipam_range_walk(&c->ranges[k], rn_ipam_range_hint(&c->ranges[k], "status"),
 				       s->window, &ops, &cc, &got);
 		if (r == -ENOSPC)
-			return rn_error_set(err, ENOSPC,
-					    "range %s is exhausted: all %s usable addresses are taken",
-					    c->ranges[k].cidr,
-					    u128_text(rn_ipam_range_count(&c->ranges[k]), count,
-						      sizeof(count)));
+			return rn_error_set(
+				err, ENOSPC,
+				"range %s is exhausted: all %s usable addresses are taken",
+				c->ranges[k].cidr,
+				u128_text(rn_ipam_range_count(&c->ranges[k]), count,
+					  sizeof(count)));
 		if (r < 0)
 			return r;
 	}
@@ -832,8 +836,8 @@ static bool lists(const struct rn_ipam_attachment *att, const char *pool, const 
  * Releases one address record if it still is what `want` says (same
  * attachment and container); `only_orphan`: only when no attachment lists it.
  */
-static int release_one(struct rn_ipam_store *s, const struct rn_ipam_record *want,
-		       bool only_orphan, bool dry_run, bool *released, struct rn_error *err)
+static int release_one(struct rn_ipam_store *s, const struct rn_ipam_record *want, bool only_orphan,
+		       bool dry_run, bool *released, struct rn_error *err)
 {
 	_cleanup_free_ char *text = NULL, *att_text = NULL;
 	struct rn_ipam_attachment att;
@@ -851,8 +855,7 @@ static int release_one(struct rn_ipam_store *s, const struct rn_ipam_record *wan
 		return 0;
 	if (r < 0)
 		return r;
-	if (rn_ipam_record_parse(text, &rec, err) < 0 ||
-	    strcmp(rec.attachment, want->attachment) ||
+	if (rn_ipam_record_parse(text, &rec, err) < 0 || strcmp(rec.attachment, want->attachment) ||
 	    strcmp(rec.container_id, want->container_id))
 		return 0; /* changed meanwhile: not the record asked for */
 	r = load_attachment(s, want->scope, want->attachment, &att, &att_version, err);
@@ -915,8 +918,7 @@ static int release_locked(struct rn_ipam_store *s, const struct rn_ipam_record *
 	return r;
 }
 
-int rn_ipam_release(struct rn_ipam_store *s, const struct rn_ipam_record *rec,
-		    struct rn_error *err)
+int rn_ipam_release(struct rn_ipam_store *s, const struct rn_ipam_record *rec, struct rn_error *err)
 {
 	bool released;
 	int r = release_locked(s, rec, false, false, &released, err);

@@ -119,8 +119,7 @@ static void merge_missing(json_t *dst, json_t *src)
 	const char *key;
 	json_t *v;
 
-	json_object_foreach(src, key, v)
-	{
+	json_object_foreach (src, key, v) {
 		json_t *mine = json_object_get(dst, key);
 
 		if (!mine)
@@ -167,8 +166,9 @@ static int merge_flat_file(json_t *ipam, const char *root, char **ret_path, stru
 		return r;
 	flat = json_loads(text, 0, &jerr);
 	if (!flat || !json_is_object(flat))
-		return rn_error_set(err, EINVAL, "configuration file %s is not a JSON object: %s "
-						 "(line %d)",
+		return rn_error_set(err, EINVAL,
+				    "configuration file %s is not a JSON object: %s "
+				    "(line %d)",
 				    path, flat ? "not an object" : jerr.text, jerr.line);
 	/* a flat file may hold the ipam object itself or a whole network config */
 	if (json_is_object(json_object_get(flat, "ipam")))
@@ -196,11 +196,11 @@ static int get_str_array(json_t *obj, const char *where, const char *key, const 
 	list = calloc(json_array_size(a) + 1, sizeof(*list));
 	if (!list)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	json_array_foreach(a, i, v)
-	{
+	json_array_foreach (a, i, v) {
 		if (!json_is_string(v)) {
 			free(list);
-			return rn_error_set(err, EINVAL, "%s%s[%zu] must be a string", where, key, i);
+			return rn_error_set(err, EINVAL, "%s%s[%zu] must be a string", where, key,
+					    i);
 		}
 		list[i] = json_string_value(v);
 	}
@@ -217,7 +217,8 @@ static int add_range(struct rn_ipam_config *c, json_t *obj, const char *where,
 	int r;
 
 	if (c->n_ranges >= RN_IPAM_MAX_RANGES)
-		return rn_error_set(err, EINVAL, "too many ranges (at most %d)", RN_IPAM_MAX_RANGES);
+		return rn_error_set(err, EINVAL, "too many ranges (at most %d)",
+				    RN_IPAM_MAX_RANGES);
 	r = get_str(obj, where, "range", &spec.range, err);
 	if (r == 0)
 		r = get_str(obj, where, "range_start", &spec.range_start, err);
@@ -266,8 +267,7 @@ static int parse_ranges(struct rn_ipam_config *c, json_t *ipam, struct rn_error 
 	list = json_object_get(ipam, "ipRanges");
 	if (list && !json_is_null(list) && !json_is_array(list))
 		return rn_error_set(err, EINVAL, "ipam.ipRanges must be a list of objects");
-	json_array_foreach(list, i, item)
-	{
+	json_array_foreach (list, i, item) {
 		char where[48];
 
 		snprintf(where, sizeof(where), "ipam.ipRanges[%zu].", i);
@@ -286,10 +286,11 @@ static int parse_ranges(struct rn_ipam_config *c, json_t *ipam, struct rn_error 
 		for (size_t k = 0; k < c->n_ranges; k++)
 			inside = inside || c->ranges[k].has_gateway;
 		if (!inside)
-			return rn_error_set(err, EINVAL,
-					    "ipam.gateway %s is outside every range (a gateway must "
-					    "be on the pods' subnet)",
-					    gateway);
+			return rn_error_set(
+				err, EINVAL,
+				"ipam.gateway %s is outside every range (a gateway must "
+				"be on the pods' subnet)",
+				gateway);
 	}
 	return 0;
 }
@@ -302,8 +303,7 @@ static int parse_routes_dns(struct rn_ipam_config *c, json_t *ipam, struct rn_er
 	if (routes && !json_is_null(routes)) {
 		if (!json_is_array(routes))
 			return rn_error_set(err, EINVAL, "ipam.routes must be a list");
-		json_array_foreach(routes, i, rt)
-		{
+		json_array_foreach (routes, i, rt) {
 			const char *dst = json_string_value(json_object_get(rt, "dst"));
 			const char *gw = json_string_value(json_object_get(rt, "gw"));
 			struct rn_ip ip;
@@ -390,8 +390,7 @@ static int parse_endpoints(struct rn_ipam_config *c, json_t *v, const char *wher
 	}
 	if (!json_is_array(v))
 		return rn_error_set(err, EINVAL, "%s must be a list of URLs", where);
-	json_array_foreach(v, i, item)
-	{
+	json_array_foreach (v, i, item) {
 		if (!json_is_string(item))
 			return rn_error_set(err, EINVAL, "%s[%zu] must be a string", where, i);
 		r = add_endpoint(c, json_string_value(item), strlen(json_string_value(item)), tls,
@@ -565,8 +564,9 @@ static int parse_misc(struct rn_ipam_config *c, json_t *ipam, struct rn_error *e
 		if (r < 0)
 			return r;
 		if (c->network_name[0] == '.')
-			return rn_error_set(err, EINVAL, "ipam.network_name '%s' must not start "
-							 "with '.'",
+			return rn_error_set(err, EINVAL,
+					    "ipam.network_name '%s' must not start "
+					    "with '.'",
 					    c->network_name);
 	}
 	c->scope = strdup(c->network_name ? c->network_name : RN_IPAM_DEFAULT_SCOPE);
@@ -611,8 +611,9 @@ static int parse_misc(struct rn_ipam_config *c, json_t *ipam, struct rn_error *e
 		return rn_error_set(err, ENOMEM, "out of memory");
 	for (const char *p = c->node; *p; p++)
 		if ((unsigned char)*p <= ' ' || *p == 0x7f)
-			return rn_error_set(err, EINVAL, "node name '%s' has spaces or control "
-							 "characters",
+			return rn_error_set(err, EINVAL,
+					    "node name '%s' has spaces or control "
+					    "characters",
 					    c->node);
 	return 0;
 }
@@ -627,8 +628,7 @@ static json_t *find_ipam(json_t *doc, json_t **ret_net)
 	if (json_is_object(json_object_get(doc, "ipam")))
 		return json_object_get(doc, "ipam");
 	if (json_is_array(plugins)) {
-		json_array_foreach(plugins, i, p)
-		{
+		json_array_foreach (plugins, i, p) {
 			json_t *ipam = json_object_get(p, "ipam");
 			const char *type = json_string_value(json_object_get(ipam, "type"));
 
@@ -657,8 +657,9 @@ int rn_ipam_config_parse(const char *json, const char *root, unsigned flags,
 	memset(ret, 0, sizeof(*ret));
 	doc = json_loads(json ? json : "", 0, &jerr);
 	if (!doc)
-		return rn_error_set(err, EBADMSG, "the network configuration is not JSON: %s (line "
-						  "%d, column %d)",
+		return rn_error_set(err, EBADMSG,
+				    "the network configuration is not JSON: %s (line "
+				    "%d, column %d)",
 				    jerr.text, jerr.line, jerr.column);
 	if (!json_is_object(doc))
 		return rn_error_set(err, EBADMSG, "the network configuration is not a JSON object");

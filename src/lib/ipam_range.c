@@ -109,8 +109,8 @@ static int span_cmp(const void *a, const void *b)
 }
 
 /* Parses one exclude entry ("10.0.0.0/28" or "10.0.0.7") into a span. */
-static int parse_exclude(const struct rn_ipam_range *r, const char *text,
-			 struct rn_ipam_span *ret, struct rn_error *err)
+static int parse_exclude(const struct rn_ipam_range *r, const char *text, struct rn_ipam_span *ret,
+			 struct rn_error *err)
 {
 	struct rn_ip ip;
 	unsigned prefix;
@@ -129,8 +129,8 @@ static int parse_exclude(const struct rn_ipam_range *r, const char *text,
 				    text);
 	}
 	if (ip.family != r->family)
-		return rn_error_set(err, EINVAL, "exclude entry '%s' is %s but range %s is %s", text,
-				    family_name(ip.family), r->cidr, family_name(r->family));
+		return rn_error_set(err, EINVAL, "exclude entry '%s' is %s but range %s is %s",
+				    text, family_name(ip.family), r->cidr, family_name(r->family));
 	return 0;
 }
 
@@ -160,7 +160,8 @@ int rn_ipam_range_init(struct rn_ipam_range *r, const struct rn_ipam_range_spec 
 
 	memset(r, 0, sizeof(*r));
 	if (!spec->range || !*spec->range)
-		return rn_error_set(err, EINVAL, "range is missing (e.g. \"range\": \"10.56.0.0/16\")");
+		return rn_error_set(err, EINVAL,
+				    "range is missing (e.g. \"range\": \"10.56.0.0/16\")");
 	dash = strchr(spec->range, '-');
 	cidr_text = dash ? dash + 1 : spec->range;
 	if (rn_cidr_parse(cidr_text, &ip, &prefix) < 0)
@@ -322,7 +323,8 @@ rn_u128 rn_ipam_range_count(const struct rn_ipam_range *r)
 		gone += r->exclude[i].last - r->exclude[i].first + 1;
 	if (r->has_gateway)
 		points[np++] = r->gateway;
-	if ((r->family == AF_INET && r->prefix <= 30) || (r->family == AF_INET6 && r->prefix <= 126))
+	if ((r->family == AF_INET && r->prefix <= 30) ||
+	    (r->family == AF_INET6 && r->prefix <= 126))
 		points[np++] = r->net;
 	if (r->family == AF_INET && r->prefix <= 30)
 		points[np++] = r->last;
@@ -387,15 +389,18 @@ int rn_ipam_range_walk(const struct rn_ipam_range *r, rn_u128 from, size_t windo
 		       const struct rn_ipam_walk_ops *ops, void *ctx, rn_u128 *ret)
 {
 	rn_u128 remaining = rn_ipam_range_count(r), a;
+	/* after a lost race, the next try is a pseudo-random free address of the
+	 * window, not the next one up, which every other loser would try too */
+	uint64_t state = (uint64_t)from ^ (uint64_t)(from >> 64) ^ 0x9e3779b97f4a7c15ULL;
 
 	if (window == 0)
 		window = 1;
 	if (remaining == 0 || !rn_ipam_range_next(r, from, &a))
 		return -ENOSPC;
 	while (remaining > 0) {
-		_cleanup_free_ rn_u128 *taken = NULL;
+		_cleanup_free_ rn_u128 *taken = NULL, *freev = NULL;
 		rn_u128 wlast, x = a;
-		size_t n = 0, ti = 0;
+		size_t n = 0, ti = 0, nfree = 0, i = 0;
 		int ret_code;
 
 		wlast = (r->end - a < (rn_u128)(window - 1)) ? r->end : a + (window - 1);
@@ -404,25 +409,38 @@ int rn_ipam_range_walk(const struct rn_ipam_range *r, rn_u128 from, size_t windo
 			if (ret_code < 0)
 				return ret_code;
 		}
+		freev = malloc(window * sizeof(*freev));
+		if (!freev)
+			return -ENOMEM;
+		/* the usable addresses of the window nobody holds, ascending */
 		for (;;) {
 			rn_u128 y;
 
 			while (ti < n && taken[ti] < x)
 				ti++;
-			if (!(ti < n && taken[ti] == x)) {
-				ret_code = ops->claim(ctx, x);
-				if (ret_code == 0) {
-					*ret = x;
-					return 0;
-				}
-				if (ret_code != -EEXIST)
-					return ret_code;
-			}
+			if (!(ti < n && taken[ti] == x))
+				freev[nfree++] = x;
 			if (--remaining == 0 || x >= wlast)
 				break;
 			if (!rn_ipam_range_next(r, x + 1, &y) || y <= x || y > wlast)
 				break;
 			x = y;
+		}
+		/* the first one up from the window's start, then spread */
+		while (nfree > 0) {
+			x = freev[i];
+			freev[i] = freev[--nfree];
+			ret_code = ops->claim(ctx, x);
+			if (ret_code == 0) {
+				*ret = x;
+				return 0;
+			}
+			if (ret_code != -EEXIST)
+				return ret_code;
+			if (nfree == 0)
+				break;
+			state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+			i = (size_t)((state >> 33) % nfree);
 		}
 		if (remaining == 0)
 			break;

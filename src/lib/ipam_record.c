@@ -132,8 +132,9 @@ int rn_ipam_attachment_format(const struct rn_ipam_attachment *att, char **ret)
  * Calls fn(key, value) for each "key=value" line; comments and blank lines
  * are skipped; a line without '=' is an error.
  */
-static int each_line(const char *text, int (*fn)(const char *key, size_t klen, const char *value,
-						 size_t vlen, void *ctx),
+static int each_line(const char *text,
+		     int (*fn)(const char *key, size_t klen, const char *value, size_t vlen,
+			       void *ctx),
 		     void *ctx)
 {
 	const char *p = text;
@@ -214,8 +215,7 @@ int rn_ipam_record_parse(const char *text, struct rn_ipam_record *ret, struct rn
 	return 0;
 }
 
-int rn_ipam_attachment_parse(const char *text, struct rn_ipam_attachment *ret,
-			     struct rn_error *err)
+int rn_ipam_attachment_parse(const char *text, struct rn_ipam_attachment *ret, struct rn_error *err)
 {
 	memset(ret, 0, sizeof(*ret));
 	{

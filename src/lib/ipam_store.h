@@ -19,13 +19,13 @@
 struct rn_ipam_ref {
 	const char *pool;
 	struct rn_ip ip;
-	const char *text;  /* update(): the new record */
+	const char *text; /* update(): the new record */
 	uint64_t version; /* what it must still be */
 };
 
 enum rn_ipam_att_op {
-	RN_IPAM_ATT_KEEP,   /* compare only */
-	RN_IPAM_ATT_PUT,    /* replace with the given text */
+	RN_IPAM_ATT_KEEP, /* compare only */
+	RN_IPAM_ATT_PUT, /* replace with the given text */
 	RN_IPAM_ATT_DELETE, /* remove */
 };
 

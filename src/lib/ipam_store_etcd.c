@@ -60,6 +60,13 @@ static void wipe_free(char *s)
 	}
 }
 
+/* For buffers that may hold the password (requests) or a token (answers). */
+static void wipe_freep(char **s)
+{
+	wipe_free(*s);
+}
+#define _cleanup_wipe_ __attribute__((cleanup(wipe_freep)))
+
 static void etcd_close(struct rn_ipam_store *s)
 {
 	struct etcd_store *e = to_etcd(s);
@@ -203,8 +210,9 @@ static int parse_hex_key(const char *key, int *family, rn_u128 *v)
 	if (strlen(p) != n)
 		return -EINVAL;
 	for (; *p; p++) {
-		int d = (*p >= '0' && *p <= '9') ? *p - '0' : (*p >= 'a' && *p <= 'f') ? *p - 'a' + 10
-										    : -1;
+		int d = (*p >= '0' && *p <= '9')   ? *p - '0'
+			: (*p >= 'a' && *p <= 'f') ? *p - 'a' + 10
+						   : -1;
 		if (d < 0)
 			return -EINVAL;
 		x = (x << 4) | (unsigned)d;
@@ -233,7 +241,7 @@ static int authenticate(struct etcd_store *e, struct rn_error *err);
 static int request(struct etcd_store *e, const char *path, json_t *body, bool with_token,
 		   json_t **ret, struct rn_error *err)
 {
-	_cleanup_free_ char *text = json_dumps(body, JSON_COMPACT);
+	_cleanup_wipe_ char *text = json_dumps(body, JSON_COMPACT);
 	struct rn_error last = { 0 };
 	bool reauthed = false;
 	size_t tries = e->n_endpoints * 2 + 2;
@@ -249,7 +257,8 @@ static int request(struct etcd_store *e, const char *path, json_t *body, bool wi
 		}
 	}
 	for (size_t attempt = 0; attempt < tries; attempt++) {
-		_cleanup_free_ char *answer = NULL, *url = NULL;
+		_cleanup_wipe_ char *answer = NULL;
+		_cleanup_free_ char *url = NULL;
 		_cleanup_json_ json_t *doc = NULL;
 		const char *endpoint = e->endpoints[e->current % e->n_endpoints];
 		const char *msg;
@@ -296,9 +305,30 @@ static int request(struct etcd_store *e, const char *path, json_t *body, bool wi
 			continue;
 		}
 		explicit_bzero(text, strlen(text));
+		if (!doc && strstr(answer, "CommonName of client"))
+			return rn_error_set(
+				err, EACCES,
+				"etcd at %s refuses a client certificate with a CommonName "
+				"on its JSON gateway while auth is enabled: use a client "
+				"certificate without CN and an etcd username/password",
+				endpoint);
+		if (msg && strstr(msg, "user name is empty"))
+			return rn_error_set(
+				err, EACCES,
+				"etcd at %s has auth enabled: set the etcd username and "
+				"password (ipam.etcd.username, password or password_file)",
+				endpoint);
+		if (!doc) {
+			/* not JSON: show etcd's first line, it is all there is to go on */
+			size_t n = strcspn(answer, "\r\n");
+
+			return rn_error_set(err, EIO, "etcd at %s: HTTP %ld: %.*s", endpoint,
+					    status, (int)(n > 200 ? 200 : n), answer);
+		}
 		if (code == 7 || code == 16 || (msg && strstr(msg, "authentication failed")))
-			return rn_error_set(err, EACCES, "etcd at %s refused: %s (check the etcd "
-							 "user, password and role)",
+			return rn_error_set(err, EACCES,
+					    "etcd at %s refused: %s (check the etcd "
+					    "user, password and role)",
 					    endpoint, msg ? msg : "permission denied");
 		return rn_error_set(err, EIO, "etcd at %s: %s (HTTP %ld)", endpoint,
 				    msg ? msg : "unexpected answer", status);
@@ -402,8 +432,8 @@ static int etcd_ping(struct rn_ipam_store *s, struct rn_error *err)
 	return request(e, "/v3/kv/range", body, true, &ans, err);
 }
 
-static int etcd_att_get(struct rn_ipam_store *s, const char *scope, const char *id,
-			char **ret_text, uint64_t *ret_version, struct rn_error *err)
+static int etcd_att_get(struct rn_ipam_store *s, const char *scope, const char *id, char **ret_text,
+			uint64_t *ret_version, struct rn_error *err)
 {
 	struct etcd_store *e = to_etcd(s);
 	_cleanup_free_ char *key = att_key(e, scope, id);
@@ -442,8 +472,11 @@ static int etcd_probe(struct rn_ipam_store *s, const char *scope, const char *po
 	*ret_n = 0;
 	if (!from || !to)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	/* [from, to]: range_end is exclusive, so end just past `to` */
+	/* [from, to]: range_end is exclusive, so end just past `to`. Serializable:
+	 * any member answers from its own copy; a stale answer only costs a failed
+	 * claim, since the claim's txn compares against the leader's state. */
 	body = range_body(from, to, strlen(to) + 1, true, 0);
+	json_object_set_new(body, "serializable", json_true());
 	r = request(e, "/v3/kv/range", body, true, &ans, err);
 	if (r < 0)
 		return r;
@@ -451,8 +484,7 @@ static int etcd_probe(struct rn_ipam_store *s, const char *scope, const char *po
 	taken = calloc(json_array_size(kvs) + 1, sizeof(*taken));
 	if (!taken)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	json_array_foreach(kvs, i, kv)
-	{
+	json_array_foreach (kvs, i, kv) {
 		_cleanup_free_ char *key = NULL;
 		const char *k = json_string_value(json_object_get(kv, "key"));
 		int fam;
@@ -516,14 +548,16 @@ static int etcd_claim(struct rn_ipam_store *s, const char *scope, const char *po
 	if (r < 0)
 		return r;
 	if (json_is_true(json_object_get(ans, "succeeded"))) {
-		*att_version = json_u64(json_object_get(json_object_get(ans, "header"), "revision"));
+		*att_version =
+			json_u64(json_object_get(json_object_get(ans, "header"), "revision"));
 		return 0;
 	}
 	/* which compare failed? the attachment's revision tells */
 	kv = json_array_get(
-		json_object_get(json_object_get(json_array_get(json_object_get(ans, "responses"), 0),
-						"response_range"),
-				"kvs"),
+		json_object_get(
+			json_object_get(json_array_get(json_object_get(ans, "responses"), 0),
+					"response_range"),
+			"kvs"),
 		0);
 	now = kv ? json_u64(json_object_get(kv, "mod_revision")) : 0;
 	return now == *att_version ? -EEXIST : -ESTALE;
@@ -542,14 +576,14 @@ static int etcd_commit(struct rn_ipam_store *s, const char *scope, const struct 
 	if (!body)
 		return rn_error_set(err, ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		_cleanup_free_ char *key = addr_key(e, scope, refs[i].pool, refs[i].ip.family,
-						    refs[i].ip.v);
+		_cleanup_free_ char *key =
+			addr_key(e, scope, refs[i].pool, refs[i].ip.family, refs[i].ip.v);
 
 		if (!key)
 			return rn_error_set(err, ENOMEM, "out of memory");
 		json_array_append_new(cmp, compare_version(key, refs[i].version));
-		json_array_append_new(ops, refs[i].text ? op_put(key, refs[i].text)
-							: op_delete(key));
+		json_array_append_new(ops,
+				      refs[i].text ? op_put(key, refs[i].text) : op_delete(key));
 	}
 	if (id) {
 		_cleanup_free_ char *key = att_key(e, scope, id);
@@ -622,8 +656,7 @@ static int etcd_list(struct rn_ipam_store *s, const char *scope, enum rn_ipam_ki
 		r = request(e, "/v3/kv/range", body, true, &ans, err);
 		if (r < 0)
 			return r;
-		json_array_foreach(json_object_get(ans, "kvs"), i, kv)
-		{
+		json_array_foreach (json_object_get(ans, "kvs"), i, kv) {
 			_cleanup_free_ char *key = NULL, *value = NULL;
 			const char *k = json_string_value(json_object_get(kv, "key"));
 			const char *v = json_string_value(json_object_get(kv, "value"));
@@ -677,8 +710,9 @@ int rn_ipam_store_etcd_open(const struct rn_ipam_config *c, struct rn_ipam_store
 	int r;
 
 	if (cfg->n_endpoints == 0)
-		return rn_error_set(err, EINVAL,
-				    "store 'etcd' needs endpoints (ipam.etcd.endpoints or etcd_host)");
+		return rn_error_set(
+			err, EINVAL,
+			"store 'etcd' needs endpoints (ipam.etcd.endpoints or etcd_host)");
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return rn_error_set(err, ENOMEM, "out of memory");

@@ -318,7 +318,8 @@ static int local_ping(struct rn_ipam_store *s, struct rn_error *err)
 	if (r < 0)
 		return r;
 	if (faccessat(l->dirfd, ".", W_OK, AT_EACCESS) < 0)
-		return rn_error_errno(err, errno, "IPAM data directory %s is not writable", l->path);
+		return rn_error_errno(err, errno, "IPAM data directory %s is not writable",
+				      l->path);
 	return 0;
 }
 
@@ -340,8 +341,8 @@ static int local_lock(struct rn_ipam_store *s, const char *scope, const char *id
 		if (r < 0)
 			return r;
 		snprintf(rel, sizeof(rel), LOCK_DIR "/%d", stripe);
-		l->lockfd[stripe] = openat(l->dirfd, rel, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-					   0600);
+		l->lockfd[stripe] =
+			openat(l->dirfd, rel, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (l->lockfd[stripe] < 0)
 			return rn_error_errno(err, errno, "cannot open lock %s/%s", l->path, rel);
 	}
@@ -625,7 +626,9 @@ static int local_sweep(struct rn_ipam_store *s, bool dry_run, size_t *ret_n, str
 		return 0;
 	fd = openat(l->dirfd, TMP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT ? 0 : rn_error_errno(err, errno, "cannot open %s/" TMP_DIR, l->path);
+		return errno == ENOENT
+			       ? 0
+			       : rn_error_errno(err, errno, "cannot open %s/" TMP_DIR, l->path);
 	d = fdopendir(fd);
 	if (!d) {
 		(void)close(fd);
@@ -647,8 +650,8 @@ static int local_sweep(struct rn_ipam_store *s, bool dry_run, size_t *ret_n, str
 		if (rn_parse_pid(pidtext, &pid) == 0 && (kill(pid, 0) == 0 || errno != ESRCH))
 			continue;
 		if (!dry_run && unlinkat(dirfd(d), e->d_name, 0) < 0 && errno != ENOENT)
-			return rn_error_errno(err, errno, "cannot remove %s/" TMP_DIR "/%s", l->path,
-					      e->d_name);
+			return rn_error_errno(err, errno, "cannot remove %s/" TMP_DIR "/%s",
+					      l->path, e->d_name);
 		(*ret_n)++;
 	}
 	return 0;

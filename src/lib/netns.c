@@ -322,9 +322,14 @@ int rn_netns_list(struct rn_netns_entry **ret, size_t *ret_n, struct rn_error *e
 	while (dir && (de = readdir(dir))) {
 		if (de->d_name[0] == '.')
 			continue;
+		struct stat st;
+
+		/* relative to the open directory: /var/run is a symlink, walked once */
 		if (rn_path(path, sizeof(path), "%s/%s", RN_NETNS_RUN_DIR, de->d_name) < 0 ||
-		    stat_netns(path, &id) < 0)
+		    fstatat(dirfd(dir), de->d_name, &st, 0) < 0)
 			continue;
+		id.dev = st.st_dev;
+		id.ino = st.st_ino;
 		e = netns_set_add(&set, &id);
 		if (!e)
 			goto oom;

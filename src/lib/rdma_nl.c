@@ -649,8 +649,7 @@ static int stat_entry(const struct nlattr *entry, struct stat_collect *c)
 {
 	const struct nlattr *attr, *name = NULL, *value = NULL;
 
-	mnl_attr_for_each_nested(attr, entry)
-	{
+	mnl_attr_for_each_nested (attr, entry) {
 		int type = mnl_attr_get_type(attr);
 
 		if (type == RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME &&
@@ -670,15 +669,13 @@ static int stat_get_cb(const struct nlmsghdr *nlh, void *data)
 	struct stat_collect *c = data;
 	const struct nlattr *attr;
 
-	mnl_attr_for_each(attr, nlh, 0)
-	{
+	mnl_attr_for_each (attr, nlh, 0) {
 		const struct nlattr *entry;
 
 		if (mnl_attr_get_type(attr) != RDMA_NLDEV_ATTR_STAT_HWCOUNTERS ||
 		    mnl_attr_validate(attr, MNL_TYPE_NESTED) < 0)
 			continue;
-		mnl_attr_for_each_nested(entry, attr)
-		{
+		mnl_attr_for_each_nested (entry, attr) {
 			int r;
 
 			if (mnl_attr_get_type(entry) != RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY ||

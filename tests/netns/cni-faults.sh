@@ -23,6 +23,7 @@ tmp=$(mktemp -d /tmp/rncf.XXXXXX)
 mkdir "$tmp/bin"
 ln -s "$PLUGIN" "$tmp/bin/rdma-netns"
 CNI_BIN=$tmp/bin
+CNI_TMP=$tmp
 export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
 cleanup() {
 	ip netns del rncf-pod 2>/dev/null

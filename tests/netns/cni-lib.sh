@@ -5,6 +5,7 @@
 # tests/vm/cni.sh and bench/cni-*.sh.
 #
 #   CNI_BIN       directory with rdma-netns (and the other plugins) first in CNI_PATH
+#   CNI_TMP       scratch directory the caller removes (stderr of each run)
 #   cni_run CMD CONF [VAR=VALUE...]
 #                 runs the plugin named by CONF's "type" with CNI_COMMAND=CMD and
 #                 the default CNI_CONTAINERID/CNI_NETNS/CNI_IFNAME/CNI_ARGS from
@@ -25,7 +26,7 @@ CNI_IF=${CNI_IF:-net1}
 CNI_ARGS_DEFAULT=${CNI_ARGS_DEFAULT:-IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=pod-a}
 
 cni_run() {
-	local cmd=$1 conf=$2 type= plugin kv k errf=${TMPDIR:-/tmp}/rnc-cni-err.$BASHPID
+	local cmd=$1 conf=$2 type='' plugin kv k errf=${CNI_TMP:-${TMPDIR:-/tmp}}/cni-err.$BASHPID
 	shift 2
 	# the first "type" is the plugin's (configs here put it before "ipam"); no jq: execs are dear in the VM
 	[[ $conf =~ \"type\"[[:space:]]*:[[:space:]]*\"([^\"]+)\" ]] && type=${BASH_REMATCH[1]}

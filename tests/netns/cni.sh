@@ -19,6 +19,7 @@ tmp=$(mktemp -d /tmp/rnc.XXXXXX)
 mkdir "$tmp/bin"
 ln -s "$PLUGIN" "$tmp/bin/rdma-netns"
 CNI_BIN=$tmp/bin
+CNI_TMP=$tmp
 export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
 HL=$tmp/hl
 
@@ -322,7 +323,7 @@ ip -n rnc-node link set rncmgmt up
 ip -n rnc-node link set rncmgmtp up
 ip -n rnc-node addr add 10.192.0.2/24 dev rncmgmt
 ip -n rnc-node route add default via 10.192.0.1
-node_snap() { ip -n rnc-node -o link; ip -n rnc-node -o addr; ip -n rnc-node route; ip -n rnc-pod1 -o link; snap; }
+node_snap() { ip -n rnc-node -o link; ip -n rnc-node -o addr | grep -v "inet6 fe80"; ip -n rnc-node route; ip -n rnc-pod1 -o link; snap; }
 before_node=$(node_snap)
 mgmt=$(conf 1.0.0 '.device = "rncmgmt"' 'del(.ipam)')
 CNI_ERRF=$tmp/err
@@ -342,6 +343,18 @@ printf '%s' "$mgmt" | ip netns exec rnc-node env CNI_COMMAND=DEL CNI_CONTAINERID
 vm_check "and DEL brings it home (its addresses are gone, as with host-device)" sh -c \
 	"[ $RC = 0 ] && ip -n rnc-node link show rncmgmt && ! ip -n rnc-pod1 link show net1"
 ip netns del rnc-node
+
+# --- the shipped examples (cni-conf/) parse: ADD gets as far as the missing netns ----------------
+for f in "$here"/../../cni-conf/*.yaml "$here"/../../cni-conf/*.conflist; do
+	case "$f" in
+	*.yaml) c=$(sed -n "/config: '/,\$p" "$f" | sed "1s/.*config: '//; \$s/'[[:space:]]*\$//") ;; # the NAD's config: '...'
+
+	*) c=$(cat "$f") ;;
+	esac
+	c=$(jq -c 'if .plugins then (.plugins[] | select(.type == "rdma-netns")) + {cniVersion: .cniVersion, name: .name} else . end' <<<"$c" 2>/dev/null)
+	cni_expect_err "cni-conf/${f##*/} is a valid rdma-netns configuration" 4 "/var/run/netns/rnc-nosuch does not exist" \
+		ADD "$c" CNI_NETNS=/var/run/netns/rnc-nosuch
+done
 
 # --- bad input: one clear CNI error, the node exactly as before --------------------------------
 before=$(snap)

@@ -15,10 +15,12 @@ CONF='{"cniVersion":"1.1.0","name":"rdma-etcd","type":"rdma-netns","ipam":{"type
  "etcd":{"endpoints":'"$EP"',"key_prefix":"/t"}}}'
 
 # 100 ADDs at once, each its own pod (as 100 kubelets would send them)
+jobs=()
 for i in $(seq 1 100); do
 	(ipam_run ADD "par$i" net1 "ns/pod-$i"; echo "$? $IPAM_OUT" >"$IPAM_TMP/par.$i") &
+	jobs+=($!)
 done
-wait
+wait "${jobs[@]}"
 fails=$(cat "$IPAM_TMP"/par.* | grep -cv '^0 ')
 addrs=$(for f in "$IPAM_TMP"/par.*; do cut -d' ' -f2- "$f" | jq -r '.ips[0].address'; done | sort)
 vm_check "100 parallel ADDs all succeed" vm_expect_eq 0 "$fails" "failed ADDs"

@@ -142,13 +142,14 @@ static void bad_values_name_their_key(void)
 			0, &c, &err),
 		  -EINVAL);
 	CHECK_CONTAINS(err.msg, "ipam.ipRanges[1].range: range 'x' is not a CIDR");
-	CHECK_INT(parse("{\"ipam\":{\"range\":\"10.0.0.0/8\",\"log_level\":\"loud\"}}", 0, &c,
-			&err),
-		  -EINVAL);
+	CHECK_INT(
+		parse("{\"ipam\":{\"range\":\"10.0.0.0/8\",\"log_level\":\"loud\"}}", 0, &c, &err),
+		-EINVAL);
 	CHECK_CONTAINS(err.msg, "ipam.log_level 'loud' is unknown");
-	CHECK_INT(parse("{\"ipam\":{\"range\":\"10.0.0.0/8\",\"enable_overlapping_ranges\":\"no\"}}",
-			0, &c, &err),
-		  -EINVAL);
+	CHECK_INT(
+		parse("{\"ipam\":{\"range\":\"10.0.0.0/8\",\"enable_overlapping_ranges\":\"no\"}}",
+		      0, &c, &err),
+		-EINVAL);
 	CHECK_INT(parse("{\"ipam\":{\"range\":\"10.0.0.0/8\",\"routes\":[{\"dst\":\"x\"}]}}", 0, &c,
 			&err),
 		  -EINVAL);
@@ -289,7 +290,8 @@ static void the_kubernetes_datastore_is_refused_not_made_local(void)
 
 	fresh_root();
 	CHECK_INT(parse("{\"ipam\":{\"range\":\"10.0.0.0/8\",\"datastore\":\"kubernetes\","
-			"\"kubernetes\":{\"kubeconfig\":\"/etc/cni/net.d/whereabouts.d/k.kubeconfig\"}}}",
+			"\"kubernetes\":{\"kubeconfig\":\"/etc/cni/net.d/whereabouts.d/"
+			"k.kubeconfig\"}}}",
 			0, &c, &err),
 		  -EINVAL);
 	CHECK_CONTAINS(err.msg, "kubernetes datastore is not supported");
@@ -309,8 +311,9 @@ static void configuration_path_fills_what_the_inline_config_leaves_out(void)
 	char conf[512];
 
 	fresh_root();
-	write_file("/conf/flat.conf", "{\"range\":\"10.9.0.0/16\",\"dataDir\":\"/var/x\","
-				      "\"network_name\":\"from-file\",\"etcd\":{\"timeout_ms\":77}}");
+	write_file("/conf/flat.conf",
+		   "{\"range\":\"10.9.0.0/16\",\"dataDir\":\"/var/x\","
+		   "\"network_name\":\"from-file\",\"etcd\":{\"timeout_ms\":77}}");
 	snprintf(conf, sizeof(conf),
 		 "{\"name\":\"n\",\"ipam\":{\"configuration_path\":\"%s/conf/flat.conf\","
 		 "\"network_name\":\"inline\"}}",
@@ -439,7 +442,7 @@ static void records_round_trip_and_skip_unknown_keys(void)
 				      .pod = "ns/pod",
 				      .node = "worker-3",
 				      .time = "2024-05-01T12:00:00Z" },
-			     back;
+			      back;
 	struct rn_ipam_attachment att = { .id = "ns/pod/net1",
 					  .scope = "_default",
 					  .network = "rdma-a",
@@ -482,9 +485,9 @@ static void damaged_records_are_refused(void)
 
 	CHECK_INT(rn_ipam_record_parse("garbage", &back, &err), -EBADMSG);
 	CHECK_CONTAINS(err.msg, "not an address record");
-	CHECK_INT(rn_ipam_record_parse("ip=10.0.0.300\nattachment=a\nscope=s\npool=p\n", &back,
-				       &err),
-		  -EBADMSG);
+	CHECK_INT(
+		rn_ipam_record_parse("ip=10.0.0.300\nattachment=a\nscope=s\npool=p\n", &back, &err),
+		-EBADMSG);
 	CHECK_INT(rn_ipam_attachment_parse("attachment=a\n", &att, &err), -EBADMSG);
 	CHECK_INT(rn_ipam_attachment_parse("attachment=a\nscope=s\ncontainer_id=c\naddress=x\n",
 					   &att, &err),

@@ -529,7 +529,8 @@ static void gc_releases_this_nodes_stale_attachments_only(void)
 	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\"");
 	config(&other_net, "rdma-b", "\"range\":\"10.56.0.0/24\"");
 	snprintf(json, sizeof(json),
-		 "{\"name\":\"rdma-a\",\"ipam\":{\"range\":\"10.56.0.0/24\",\"dataDir\":\"%s/store\","
+		 "{\"name\":\"rdma-a\",\"ipam\":{\"range\":\"10.56.0.0/24\",\"dataDir\":\"%s/"
+		 "store\","
 		 "\"node_name\":\"node-b\"}}",
 		 dir);
 	CHECK_INT(rn_ipam_config_parse(json, dir, 0, &other_node, &err), 0);
@@ -581,7 +582,8 @@ static void list_filters_and_release_drops_one_address(void)
 	size_t n = 0;
 
 	setup();
-	config(&c, "rdma-a", "\"ipRanges\":[{\"range\":\"10.56.0.0/24\"},{\"range\":\"fd00::/120\"}]");
+	config(&c, "rdma-a",
+	       "\"ipRanges\":[{\"range\":\"10.56.0.0/24\"},{\"range\":\"fd00::/120\"}]");
 	s = open_store(&c);
 	CHECK_INT(rn_ipam_add(s, &c, &a, &l, &err), 0);
 	CHECK_INT(rn_ipam_add(s, &c, &b, &l, &err), 0);

@@ -205,8 +205,8 @@ static void gateway_is_never_usable(void)
 
 static void excludes_are_merged_and_honoured(void)
 {
-	const char *ex[] = { "10.56.0.0/28", "10.56.0.8/29", "10.56.0.16", "10.56.0.17",
-			     "10.57.0.0/16", "10.56.0.100/30" };
+	const char *ex[] = { "10.56.0.0/28", "10.56.0.8/29", "10.56.0.16",
+			     "10.56.0.17",   "10.57.0.0/16", "10.56.0.100/30" };
 	struct rn_ipam_range_spec spec = { .range = "10.56.0.0/24", .exclude = ex, .n_exclude = 6 };
 	struct rn_ipam_range r;
 	struct rn_error err = { 0 };
@@ -349,7 +349,7 @@ struct fake {
 	rn_u128 taken[1024];
 	size_t n_taken;
 	rn_u128 race; /* claim() says -EEXIST for this one (taken meanwhile) */
-	int fail_at;  /* claim() number that fails with -EIO, 0: none */
+	int fail_at; /* claim() number that fails with -EIO, 0: none */
 	size_t claims, probes;
 	rn_u128 claimed[1024];
 	bool want_all; /* claim() refuses everything, to count visits */
@@ -436,10 +436,9 @@ static void walk_goes_on_when_a_claim_loses_a_race(void)
 static void walk_wraps_and_visits_every_usable_address_once(void)
 {
 	const char *ex[] = { "10.56.0.8/30" };
-	struct rn_ipam_range_spec spec = { .range = "10.56.0.0/27",
-					   .gateway = "10.56.0.1",
-					   .exclude = ex,
-					   .n_exclude = 1 };
+	struct rn_ipam_range_spec spec = {
+		.range = "10.56.0.0/27", .gateway = "10.56.0.1", .exclude = ex, .n_exclude = 1
+	};
 	struct rn_ipam_range r;
 	struct rn_error err = { 0 };
 	rn_u128 got;
@@ -454,15 +453,49 @@ static void walk_wraps_and_visits_every_usable_address_once(void)
 			  -ENOSPC);
 		CHECK_INT(f.claims, 25);
 		CHECK_STR(fmt(&r, f.claimed[0]), "10.56.0.20");
-		CHECK_STR(fmt(&r, f.claimed[10]), "10.56.0.30");
-		CHECK_STR(fmt(&r, f.claimed[11]), "10.56.0.2"); /* wrapped past .31, .0, .1 */
-		CHECK_STR(fmt(&r, f.claimed[24]), "10.56.0.19");
+		if (window == 1) {
+			/* one address per window: strictly in order, wrapping */
+			CHECK_STR(fmt(&r, f.claimed[10]), "10.56.0.30");
+			CHECK_STR(fmt(&r, f.claimed[11]), "10.56.0.2"); /* past .31, .0, .1 */
+			CHECK_STR(fmt(&r, f.claimed[24]), "10.56.0.19");
+		}
 		for (size_t i = 0; i < 25; i++) {
 			CHECK(rn_ipam_range_usable(&r, f.claimed[i]));
 			for (size_t j = 0; j < i; j++)
 				CHECK(f.claimed[i] != f.claimed[j]);
 		}
 	}
+	rn_ipam_range_free(&r);
+}
+
+static void losers_of_a_race_spread_over_the_window(void)
+{
+	struct rn_ipam_range r;
+	struct rn_error err = { 0 };
+	rn_u128 second[8];
+	size_t distinct = 0;
+
+	/* eight walks from different hints in one window lose their first race:
+	 * their second tries are not all the same address */
+	CHECK_INT(init(&r, "10.56.0.0/24", &err), 0);
+	for (int k = 0; k < 8; k++) {
+		struct fake f = { .race = ip4("10.56.0.10") };
+		rn_u128 got;
+		bool dup = false;
+
+		/* hints below .10 with .0-.9 taken: the first try is .10, which is lost */
+		for (int t = 0; t < 10; t++)
+			f.taken[f.n_taken++] = ip4("10.56.0.0") + (rn_u128)t;
+		CHECK_INT(rn_ipam_range_walk(&r, ip4("10.56.0.1") + (rn_u128)k, 256, &fake_ops, &f,
+					     &got),
+			  0);
+		CHECK_STR(fmt(&r, f.claimed[0]), "10.56.0.10");
+		second[k] = got;
+		for (int j = 0; j < k; j++)
+			dup = dup || second[j] == got;
+		distinct += !dup;
+	}
+	CHECK(distinct >= 6);
 	rn_ipam_range_free(&r);
 }
 
@@ -542,6 +575,7 @@ RN_TEST_MAIN(T(ip_parse_and_format_round_trip), T(ip_parse_refuses_garbage),
 	     T(ipv6_slash_120_has_255_usable_addresses), T(the_whole_ipv6_space_does_not_overflow),
 	     T(hints_depend_on_the_key), T(walk_starts_at_the_hint_not_the_first_address),
 	     T(walk_goes_on_when_a_claim_loses_a_race),
-	     T(walk_wraps_and_visits_every_usable_address_once), T(walk_reports_a_full_range),
+	     T(walk_wraps_and_visits_every_usable_address_once),
+	     T(losers_of_a_race_spread_over_the_window), T(walk_reports_a_full_range),
 	     T(walk_stops_on_a_store_error), T(walk_jumps_over_a_large_exclude),
 	     T(walk_in_a_slash_64_finds_an_address_near_the_hint))

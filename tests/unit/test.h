@@ -16,6 +16,8 @@ struct rn_test {
 };
 
 extern int rn_test_failed;
+/* Set by a test that could not run what it is about: its line says "# SKIP reason", never a plain ok. */
+extern const char *rn_test_skip_reason;
 
 #define CHECK(cond)                                                                                \
 	do {                                                                                       \

@@ -16,6 +16,7 @@ PLUGIN=$RDMANS_BUILD_DIR/src/cni/rdma-netns
 mkdir -p /tmp/cni/bin
 ln -sf "$PLUGIN" /tmp/cni/bin/rdma-netns
 CNI_BIN=/tmp/cni/bin
+CNI_TMP=/tmp/cni
 HL=/tmp/cni/hl
 export RDMA_NETNS_STATE_DIR=/tmp/cni/state
 DEVINFO=/var/run/k8s.cni.cncf.io/devinfo

@@ -13,7 +13,7 @@ set -u
 # shellcheck source=guest-lib.sh
 . "${RDMANS_VM_LIB:-$(dirname "$0")/guest-lib.sh}"
 R=$RDMANS_BUILD_DIR/src/cli/rdmans
-PORT=19879
+PORT=19877
 URL=http://127.0.0.1:$PORT/metrics
 
 run_code() { # run_code WANT NAME CMD...: stdout in $OUT, stderr in $ERR

@@ -19,7 +19,8 @@
 # RDMANS_VM_SMP (2), RDMANS_VM_ACCEL (tcg,thread=multi), RDMANS_VM_APPEND
 # (extra kernel command line, e.g. ib_core.netns_mode=0), RDMANS_VM_QEMU_EXTRA
 # (extra qemu arguments, split on spaces), RDMANS_VM_CACHE,
-# RDMANS_VM_KVER, RDMANS_VM_VERBOSE=1 (timings on stderr), RDMANS_VM_KEEP=1
+# RDMANS_VM_KVER, RDMANS_VM_STATE_DIR (a host dir the guest can mount as tag
+# rdmansstate, kept across runs), RDMANS_VM_VERBOSE=1 (timings on stderr), RDMANS_VM_KEEP=1
 # (keep the work dir with console.log).
 set -eu -o pipefail
 
@@ -95,6 +96,12 @@ qemu=(qemu-system-x86_64 -nodefaults -nographic -no-reboot
 	${RDMANS_VM_QEMU_EXTRA:-} -monitor none -serial "file:$work/console.log"
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
 	-virtfs "local,path=$work/share,mount_tag=rdmansvm,security_model=none,multidevs=remap")
+# A host directory that outlives the VM ("the node's disk" across a reboot):
+# the guest mounts it with `mount -t 9p -o trans=virtio,version=9p2000.L rdmansstate DIR`.
+if [ -n "${RDMANS_VM_STATE_DIR:-}" ]; then
+	[ -d "$RDMANS_VM_STATE_DIR" ] || die "RDMANS_VM_STATE_DIR=$RDMANS_VM_STATE_DIR is not a directory"
+	qemu+=(-virtfs "local,path=$RDMANS_VM_STATE_DIR,mount_tag=rdmansstate,security_model=none,multidevs=remap")
+fi
 
 t1=$(date +%s.%N)
 timeout -k 10 "$timeout_s" "${qemu[@]}" </dev/null >"$work/qemu.log" 2>&1 &

@@ -1,0 +1,20 @@
+#!/bin/bash
+# In the VM (Debian 6.1, real ib_core, a simulated HCA bound to a veth):
+# ADD+DEL of an RDMA device with its netdev into a pod and back,
+#   rdma-netns      the plugin, main mode, no IPAM
+#   ip + rdma       by hand: ip link set h0 netns pod name net1, rdma dev set
+#                   irdma0 netns pod; back: ip netns exec pod rdma dev set
+#                   irdma0 netns host, ip -n pod link set net1 netns 1 name h0
+# interleaved in rounds. Prints ms per cycle (median, mean) and the ratio.
+# TCG emulation: absolute figures are the VM's, the ratio is what carries.
+#   bench/cni-vm.sh [CYCLES]     (default 30)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+build=${RDMANS_BENCH_BUILD:-build-bench}
+[ "$(id -u)" = 0 ] || { echo "bench/cni-vm.sh: needs root" >&2; exit 1; }
+[ -d "$build" ] || meson setup "$build" -Dbuildtype=release >/dev/null
+ninja -C "$build" src/cni/rdma-netns tests/vm/simhca.ko >/dev/null
+RDMANS_BUILD_DIR=$top/$build RDMANS_SIMHCA_KO=$top/$build/tests/vm/simhca.ko \
+	TEST_BENCH_CYCLES=${1:-30} RDMANS_VM_TIMEOUT=${RDMANS_VM_TIMEOUT:-900} \
+	tests/vm/vm-run.sh bench/cni-vm-guest.sh

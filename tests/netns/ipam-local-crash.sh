@@ -1,0 +1,83 @@
+#!/bin/bash
+# The local store survives kill -9 at random points of 200 ADD/DEL runs:
+# each killed run is retried to completion (as kubelet retries), and after
+# every run the store holds exactly one record per attached container, at
+# the address that container was first given: none lost, none duplicated.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../vm/guest-lib.sh"
+. "$here/ipam-lib.sh"
+
+STORE=$IPAM_TMP/store
+CONF='{"cniVersion":"1.1.0","name":"rdma-crash","ipam":{"type":"rdma-netns-ipam",
+ "range":"10.63.0.0/27","gateway":"10.63.0.1","dataDir":"'"$STORE"'","node_name":"node-1"}}'
+RUNS=${RUNS:-200}
+N=20
+declare -A addr=() # container -> address it holds
+
+# check_store: the files match addr[] exactly
+check_store() {
+	local f ip att n=0 c
+	for f in "$STORE"/_default/addr/*; do
+		[ -e "$f" ] || continue
+		n=$((n + 1))
+		ip=$(sed -n 's/^ip=//p' "$f")
+		att=$(sed -n 's/^attachment=//p' "$f")
+		c=${att%/net1}
+		[ "$ip" = "${f##*/}" ] || { echo "record $f says ip=$ip"; return 1; }
+		[ "${addr[$c]:-}" = "$ip" ] || { echo "$ip is held by $c, expected ${addr[$c]:-nothing}"; return 1; }
+	done
+	[ "$n" = "${#addr[@]}" ] || { echo "$n address records for ${#addr[@]} attached containers (${!addr[*]})"; return 1; }
+}
+
+killed=0 finished=0 bad=""
+for run in $(seq 1 "$RUNS"); do
+	c=c$((RANDOM % N))
+	op=ADD
+	[ $((RANDOM % 2)) = 0 ] && op=DEL
+	printf '%s' "$CONF" | CNI_COMMAND=$op CNI_CONTAINERID=$c CNI_IFNAME=net1 CNI_NETNS=/x \
+		"$IPAM" >/dev/null 2>&1 &
+	pid=$!
+	sleep "$(printf '0.%03d' $((RANDOM % 30)))"
+	kill -9 "$pid" 2>/dev/null
+	rc=0
+	wait "$pid" 2>/dev/null || rc=$?
+	if [ "$rc" = 137 ]; then killed=$((killed + 1)); else finished=$((finished + 1)); fi
+	# kubelet retries until the runtime hears success
+	if ! ipam_run "$op" "$c"; then
+		bad="run $run: retried $op $c failed: $IPAM_OUT"
+		break
+	fi
+	if [ "$op" = ADD ]; then
+		got=$(ip_of)
+		if [ -n "${addr[$c]:-}" ] && [ "${addr[$c]}" != "$got" ]; then
+			bad="run $run: $c held ${addr[$c]} but ADD returned $got"
+			break
+		fi
+		addr[$c]=$got
+	else
+		unset "addr[$c]"
+	fi
+	if ! out=$(check_store); then
+		bad="run $run ($op $c, killed: $([ "$rc" = 137 ] && echo yes || echo no)): $out"
+		break
+	fi
+done
+vm_diag "$killed runs killed -9 mid-way, $finished finished before the kill"
+vm_check "$RUNS ADD/DEL runs, killed at random points, leave a consistent store" vm_expect_eq "" "$bad" "first inconsistency"
+vm_check "kill -9 landed mid-run in at least a quarter of the runs" bash -c "[ $killed -ge $((RUNS / 4)) ]"
+vm_check "addresses are distinct" vm_expect_eq "${#addr[@]}" "$(for a in "${addr[@]}"; do echo "$a"; done | sort -u | grep -c .)"
+
+gc=$("$RDMANS" -j ipam gc --data-dir "$STORE")
+vm_diag "rdmans ipam gc: $gc"
+vm_check "no orphaned address record and no empty attachment was left" vm_expect_eq "0 0" \
+	"$(jq -r '"\(.orphans) \(.empty_attachments)"' <<<"$gc")" "orphans, empty attachments"
+vm_check "gc removed every temp file the killed writers left" vm_expect_eq 0 \
+	"$(find "$STORE/.tmp" -type f 2>/dev/null | wc -l)" "temp files"
+export CONF IPAM
+vm_check "every attached container passes CHECK" bash -c '
+	for c in "$@"; do printf "%s" "$CONF" | CNI_COMMAND=CHECK CNI_CONTAINERID=$c CNI_IFNAME=net1 CNI_NETNS=/x "$IPAM" || exit 1; done
+' _ "${!addr[@]}"
+vm_check "the store still matches after gc" check_store
+
+vm_done
