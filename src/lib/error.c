@@ -27,8 +27,8 @@ static size_t strlcpy_like(char *dst, const char *src, size_t size)
 	return n;
 }
 
-__attribute__((format(printf, 4, 0))) static int error_vset(struct rn_error *err, int errnum, bool with_strerror, const char *fmt,
-		      va_list ap)
+__attribute__((format(printf, 4, 0))) static int
+error_vset(struct rn_error *err, int errnum, bool with_strerror, const char *fmt, va_list ap)
 {
 	size_t len;
 
