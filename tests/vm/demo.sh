@@ -1,81 +1,111 @@
 #!/bin/bash
 # The demo (README's first command), run inside the VM: doc 003's manual
-# steps, each done by rdmans, each printed with its result. Fails loudly.
+# flow with rdmans doing every step, each printed with its result, ending in
+# a one-screen summary. Fails loudly at the first step that fails.
 set -euo pipefail
 . "$RDMANS_VM_LIB"
-R=$RDMANS_BUILD_DIR/src/cli/rdmans
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../netns/hook-lib.sh"
+B=$RDMANS_BUILD_DIR
+R=$B/src/cli/rdmans
 
 step=0
 say() { step=$((step + 1)); printf '\n\033[1m== %d. %s\033[0m\n' "$step" "$*"; }
-run() { printf '$ %s\n' "$*"; "$@"; }
+run() { printf '$ %s\n' "$*" >&2; "$@"; }
 trap 'echo; echo "DEMO FAILED at step $step: $BASH_COMMAND" >&2' ERR
+wait_for() { # wait_for SECS CMD...
+	local i
+	for ((i = 0; i < $1 * 10; i++)); do "${@:2}" >/dev/null 2>&1 && return 0; sleep 0.1; done
+	"${@:2}"
+}
 
-say "Load the RDMA stack of Debian's kernel ($(uname -r)): ib_core, rdma_rxe, and simhca, a simulated RoCE HCA"
+# CNI as a runtime calls it: env + config on stdin, result on stdout
+mkdir -p /tmp/cni-bin /var/lib/cni/rdma-netns-ipam
+ln -sf "$B/src/cni/rdma-netns" /tmp/cni-bin/rdma-netns
+ln -sf "$B/src/ipam/rdma-netns-ipam" /tmp/cni-bin/rdma-netns-ipam
+NAD='{"cniVersion":"1.1.0","name":"nic0","type":"rdma-netns","device":"DEV","ipam":{"type":"rdma-netns-ipam","range":"10.100.100.0/24"}}'
+cni() { # cni COMMAND POD NETDEV
+	printf '$ CNI_COMMAND=%s CNI_NETNS=/var/run/netns/%s CNI_IFNAME=net1 rdma-netns <<< %s\n' "$1" "$2" "${NAD/DEV/$3}" >&2
+	CNI_COMMAND=$1 CNI_CONTAINERID=cid-$2 CNI_NETNS=/var/run/netns/$2 CNI_IFNAME=net1 \
+		CNI_PATH=/tmp/cni-bin:/usr/lib/cni CNI_ARGS="K8S_POD_NAMESPACE=default;K8S_POD_NAME=$2" \
+		/tmp/cni-bin/rdma-netns <<<"${NAD/DEV/$3}"
+}
+
+say "The node: Debian's kernel $(uname -r) with the real ib_core; simhca stands in for two Intel E810 (irdma) NICs"
 vm_load_rdma
 vm_load_simhca
-run "$R" system
-
-say "ib_core must be in exclusive netns mode before pods exist (doc 003 needed a reboot)"
-run "$R" system set netns exclusive --persist
-run cat /etc/modprobe.d/rdmans-ib_core.conf
-
-say "A node with two RoCE NICs (veth pairs here) and a soft-RoCE device"
 vm_veth eth1 eth1-peer
 vm_veth eth2 eth2-peer
-vm_veth eth3 eth3-peer
-ip addr add 192.168.100.1/24 dev eth3
-irdma0=$(vm_simhca_new "irdma%d" eth1)
-irdma1=$(vm_simhca_new "irdma%d" eth2)
-run "$R" link add rxe0 type rxe netdev eth3
+d1=$(vm_simhca_new "irdma%d" eth1)
+d2=$(vm_simhca_new "irdma%d" eth2)
 run "$R" dev
 
-say "The GID table (show_gids): the RoCE v2 entry of an IPv4 address is NCCL_IB_GID_INDEX"
-for _ in $(seq 50); do "$R" -j gids rxe0 | jq -e '.[] | select(.ipv4)' >/dev/null && break; sleep 0.1; done
-run "$R" gids
+say "ib_core must be in exclusive netns mode (doc 003: modprobe.d + reboot, because of EBUSY)"
+run "$R" system
+run "$R" system set netns exclusive --persist
+run "$R" system
 
-say "Two pods: network namespaces held by a process each, as a container runtime makes them"
+say "Two pods: network namespaces, as the container runtime creates them"
 ip netns add pod-a
 ip netns add pod-b
-ip netns exec pod-b sleep 600 &
-pod_b_pid=$!
-sleep 0.2
-echo "pod-a: /var/run/netns/pod-a   pod-b: PID $pod_b_pid"
+run ip netns list
 
-say "Move $irdma0 and its netdev into pod-a (as net1), $irdma1 into pod-b by PID"
-run "$R" move "$irdma0" pod-a --with-netdev --netdev-name net1
-run "$R" move "$irdma1" "$pod_b_pid" --with-netdev --netdev-name net1
-ip -n pod-a addr add 10.100.100.1/24 dev net1 && ip -n pod-a link set net1 up
-ip -n pod-b addr add 10.100.100.2/24 dev net1 && ip -n pod-b link set net1 up
+say "rdma-netns (CNI ADD) moves each NIC and its RDMA device into a pod; rdma-netns-ipam gives the address"
+cni ADD pod-a eth1 | jq -c '{interfaces: [.interfaces[] | .name], ips: [.ips[].address]}'
+cni ADD pod-b eth2 | jq -c '{interfaces: [.interfaces[] | .name], ips: [.ips[].address]}'
+run "$R" ipam ls --data-dir /var/lib/cni/rdma-netns-ipam
 
-say "The host no longer sees them; rdmans finds them in their namespaces"
+say "The host no longer sees them; rdmans finds each in its pod"
 run rdma dev
 run "$R" dev --all-netns
 
-say "The GID table inside pod-a: the pod's address as a RoCE v2 GID"
-for _ in $(seq 50); do "$R" -j gids "$irdma0" --netns pod-a | jq -e '.[] | select(.ipv4 == "10.100.100.1")' >/dev/null && break; sleep 0.1; done
-run "$R" gids "$irdma0" --netns pod-a
-gid_a=$("$R" -j gids "$irdma0" --netns pod-a | jq -r '.[] | select(.ipv4 == "10.100.100.1" and .ver == "v2") | .index')
-[ -n "$gid_a" ]
+say "The GID table inside pod-a: the pod's address as a RoCE v2 GID (what NCCL_IB_GID_INDEX must name)"
+ip_a=$(ip -n pod-a -j addr show dev net1 | jq -r '.[0].addr_info[] | select(.family == "inet") | .local')
+wait_for 10 sh -c "'$R' -j gids $d1 --netns pod-a | jq -e '.[] | select(.ipv4 == \"$ip_a\")'"
+run "$R" gids "$d1" --netns pod-a
 
-say "Bad input changes nothing: a soft-RoCE device cannot move, and says so"
-if "$R" move rxe0 pod-a; then echo "rxe0 moved?" >&2; false; else echo "(exit $?, as expected)"; fi
+say "The NCCL settings, resolved from what is really in each pod"
+run "$R" env --netns pod-a --explain
+run "$R" env --netns pod-b --format env
 
-say "Pod teardown: devices come home"
-run "$R" move "$irdma1" host --with-netdev --netdev-name eth2
+say "A container in pod-a (runc + rdmans-hook): /etc/nccl.conf is there for every process"
+mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup
+tmp=$(mktemp -d)
+hl_bundle "$tmp/c1" "$B/src/hook/rdmans-hook" /var/run/netns/pod-a \
+	'["sh","-c","grep ^NCCL /etc/nccl.conf"]' '.annotations = {"rdmans.io/nccl-profile": "roce"}'
+echo '$ runc run c1   # createRuntime hook: rdmans-hook'
+hl_run "$tmp/runc" "$tmp/c1" c1 || { echo "$HL_ERR" >&2; false; }
+echo "$HL_OUT"
+gid_a=$(printf '%s\n' "$HL_OUT" | sed -n 's/^NCCL_IB_GID_INDEX=//p')
+
+say "rdmans doctor inside pod-a"
+"$R" doctor --netns pod-a || [ $? = 20 ] # WARN: simhca has no libibverbs provider, so the active MTU is unread
+
+say "One Prometheus scrape (rdmans exporter): counters and port state, labelled by pod"
+"$R" exporter --once | grep -E "^rdma_port_state\{" | sed 's/^/  /'
+
+say "Teardown: CNI DEL for pod-b; pod-a deleted without DEL (a crashed node), then GC"
+cni DEL pod-b eth2
 ip netns del pod-a
-for _ in $(seq 100); do rdma dev show "$irdma0" >/dev/null 2>&1 && break; sleep 0.1; done
-echo "pod-a deleted: $irdma0 returned to the host by itself"
+wait_for 20 rdma dev show "$d1"
+echo "pod-a's netns is gone: $d1 returned to the host by itself"
+printf '$ CNI_COMMAND=GC rdma-netns (no valid attachments)\n'
+CNI_COMMAND=GC CNI_PATH=/tmp/cni-bin:/usr/lib/cni /tmp/cni-bin/rdma-netns \
+	<<<"$(jq -c '. + {"cni.dev/valid-attachments": []}' <<<"${NAD/DEV/eth1}")"
 run "$R" dev
-kill "$pod_b_pid"
+run "$R" ipam ls --data-dir /var/lib/cni/rdma-netns-ipam
+left=$("$R" -j ipam ls --data-dir /var/lib/cni/rdma-netns-ipam | jq length)
+[ "$left" = 0 ]
 
 cat <<SUMMARY
 
-== Summary ================================================================
- netns mode          exclusive now and at boot (/etc/modprobe.d/rdmans-ib_core.conf)
- pod-a               $irdma0 + net1 10.100.100.1, RoCE v2 GID index $gid_a
- pod-b               $irdma1 + net1 10.100.100.2 (moved by PID)
- soft-RoCE rxe0      refused to move, nothing changed
- teardown            both devices back on the host, names kept
- kernel              $(uname -r), real ib_core; simhca stands in for irdma
-===========================================================================
+== Summary ===================================================================
+ node        $(uname -r), real ib_core; simhca devices $d1, $d2
+ netns mode  exclusive now and at boot (/etc/modprobe.d/rdmans-ib_core.conf)
+ pod-a       $d1 + net1 $ip_a via rdma-netns/rdma-netns-ipam; RoCE v2 GID $gid_a
+             nccl.conf written by rdmans-hook in a runc container; doctor: no FAIL
+ pod-b       $d2 + net1, released by CNI DEL
+ crash path  pod-a deleted without DEL: device came home, GC freed its address
+ leftovers   $left addresses, $(rdma dev | grep -c .) devices back on the host
+==============================================================================
 SUMMARY
