@@ -94,6 +94,10 @@ printf '%-34s %-16s %7s %7s %7s\n' "ms per operation" plugin median mean p99
 for w in ours hl; do awk '{print $1 + $2}' "$tmp/$w.empty" >"$tmp/$w.cycle"; done
 printf '%-34s %-16s %s\n' "ADD+DEL, empty pool ($n cycles)" rdma-netns-ipam "$(stats "$tmp/ours.cycle" 1)"
 printf '%-34s %-16s %s\n' "" host-local "$(stats "$tmp/hl.cycle" 1)"
+printf '%-34s %-16s %s\n' "  of which ADD" rdma-netns-ipam "$(stats "$tmp/ours.empty" 1)"
+printf '%-34s %-16s %s\n' "" host-local "$(stats "$tmp/hl.empty" 1)"
+printf '%-34s %-16s %s\n' "  of which DEL" rdma-netns-ipam "$(stats "$tmp/ours.empty" 2)"
+printf '%-34s %-16s %s\n' "" host-local "$(stats "$tmp/hl.empty" 2)"
 
 have=0
 for pct in 10 90; do

@@ -262,7 +262,9 @@ static void parent_of(const char *rel, char *buf, size_t len)
 
 /*
  * Puts text at rel: replacing what is there, or (noreplace) only if nothing
- * is (-EEXIST otherwise). The parent directory is created and fsync'ed.
+ * is (-EEXIST otherwise). The file is fsync'ed before the rename (no half
+ * record after a power loss); the parent directory is created, and fsync'ed
+ * by the caller (sync_parents()), once for all the renames of an operation.
  */
 static int put_file(struct local_store *l, const char *rel, const char *text, bool noreplace,
 		    struct rn_error *err)
@@ -300,7 +302,36 @@ static int put_file(struct local_store *l, const char *rel, const char *text, bo
 			return -EEXIST;
 		return rn_error_errno(err, saved, "cannot create %s/%s", l->path, rel);
 	}
-	return fsync_dir(l, parent, err);
+	return 0;
+}
+
+/* The directories an operation renamed or unlinked in, fsync'ed once at its end. */
+struct parents {
+	char dir[2 * RN_IPAM_MAX_RANGES + 2][PATH_MAX / 8];
+	size_t n;
+};
+
+static void note_parent(struct parents *p, const char *rel)
+{
+	char dir[PATH_MAX];
+
+	parent_of(rel, dir, sizeof(dir));
+	for (size_t i = 0; i < p->n; i++)
+		if (strcmp(p->dir[i], dir) == 0)
+			return;
+	if (p->n < RN_ARRAY_SIZE(p->dir) && strlen(dir) < sizeof(p->dir[0]))
+		snprintf(p->dir[p->n++], sizeof(p->dir[0]), "%s", dir);
+}
+
+static int sync_parents(struct local_store *l, const struct parents *p, struct rn_error *err)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		int r = fsync_dir(l, p->dir[i], err);
+
+		if (r < 0 && r != -ENOENT)
+			return r;
+	}
+	return 0;
 }
 
 static int remove_file(struct local_store *l, const char *rel, struct rn_error *err)
@@ -438,16 +469,30 @@ static int local_claim(struct rn_ipam_store *s, const char *scope, const char *p
 	char rel[PATH_MAX];
 	int r;
 
-	/* the attachment first: it must point at the address before the address exists */
+	struct parents dirs = { .n = 0 };
+
+	/*
+	 * The attachment first: it must point at the address before the address
+	 * exists (a writer killed between the two renames leaves an attachment
+	 * listing an address it does not hold, which is checked and dropped,
+	 * never an address nobody's attachment lists). The directories are
+	 * fsync'ed after both renames: a power loss in between can at worst
+	 * leave an address record without its attachment, which GC releases.
+	 */
 	if (att_path(scope, id, rel, sizeof(rel)) < 0)
 		return rn_error_set(err, ENAMETOOLONG, "attachment id '%s' is too long", id);
 	r = put_file(l, rel, att_text, false, err);
 	if (r < 0)
 		return r;
+	note_parent(&dirs, rel);
 	*att_version = 1;
 	if (addr_path(scope, pool, ip->family, ip->v, rel, sizeof(rel)) < 0)
 		return rn_error_set(err, ENAMETOOLONG, "pool path too long");
-	return put_file(l, rel, rec_text, true, err);
+	r = put_file(l, rel, rec_text, true, err);
+	if (r < 0)
+		return r;
+	note_parent(&dirs, rel);
+	return sync_parents(l, &dirs, err);
 }
 
 static int local_commit(struct rn_ipam_store *s, const char *scope, const struct rn_ipam_ref *refs,
@@ -455,42 +500,40 @@ static int local_commit(struct rn_ipam_store *s, const char *scope, const struct
 			const char *att_text, struct rn_error *err)
 {
 	struct local_store *l = to_local(s);
-	char rel[PATH_MAX], parent[PATH_MAX];
+	struct parents dirs = { .n = 0 };
+	char rel[PATH_MAX];
 	int r;
 
 	r = data_dir(l, true, err);
 	if (r < 0)
 		return r;
+	/* address records first, the attachment last: a crash in between leaves
+	 * the attachment, and DEL again finishes the job */
 	for (size_t i = 0; i < n; i++) {
 		if (addr_path(scope, refs[i].pool, refs[i].ip.family, refs[i].ip.v, rel,
 			      sizeof(rel)) < 0)
 			return rn_error_set(err, ENAMETOOLONG, "pool path too long");
-		if (refs[i].text) {
+		if (refs[i].text)
 			r = put_file(l, rel, refs[i].text, false, err);
-		} else {
+		else
 			r = remove_file(l, rel, err);
-			if (r == 0) {
-				parent_of(rel, parent, sizeof(parent));
-				r = fsync_dir(l, parent, err);
-				if (r == -ENOENT)
-					r = 0;
-			}
-		}
 		if (r < 0)
 			return r;
+		note_parent(&dirs, rel);
 	}
-	if (!id || att_op == RN_IPAM_ATT_KEEP)
-		return 0;
-	if (att_path(scope, id, rel, sizeof(rel)) < 0)
-		return rn_error_set(err, ENAMETOOLONG, "attachment id '%s' is too long", id);
-	if (att_op == RN_IPAM_ATT_PUT)
-		return put_file(l, rel, att_text, false, err);
-	r = remove_file(l, rel, err);
-	if (r < 0)
-		return r;
-	parent_of(rel, parent, sizeof(parent));
-	r = fsync_dir(l, parent, err);
-	return r == -ENOENT ? 0 : r;
+	if (id && att_op != RN_IPAM_ATT_KEEP) {
+		if (att_path(scope, id, rel, sizeof(rel)) < 0)
+			return rn_error_set(err, ENAMETOOLONG, "attachment id '%s' is too long",
+					    id);
+		if (att_op == RN_IPAM_ATT_PUT)
+			r = put_file(l, rel, att_text, false, err);
+		else
+			r = remove_file(l, rel, err);
+		if (r < 0)
+			return r;
+		note_parent(&dirs, rel);
+	}
+	return sync_parents(l, &dirs, err);
 }
 
 static bool hidden(const char *name)

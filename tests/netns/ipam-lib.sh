@@ -9,7 +9,6 @@ RDMANS=${RDMANS:-$RDMANS_BUILD_DIR/src/cli/rdmans}
 
 IPAM_TMP=$(mktemp -d /tmp/rn-ipam-test.XXXXXX)
 ETCD_PIDS=()
-ETCD_NAMES=()
 ETCD_CLIENT=()
 
 ipam_cleanup() {
@@ -40,18 +39,17 @@ free_port() {
 # ETCD_CLIENT[i] (client URLs) and ETCD_PIDS[i]. Data lives in tmpfs-backed
 # $IPAM_TMP when /tmp is tmpfs, else on disk.
 etcd_cluster() {
-	local n=$1 i cluster="" scheme=${ETCD_SCHEME:-http} peers=() clients=()
+	local n=$1 i cluster="" scheme=${ETCD_SCHEME:-http} peers=() cports=()
 	shift
 	for ((i = 0; i < n; i++)); do
 		free_port
-		clients[i]=$PORT
+		cports[i]=$PORT
 		free_port
 		peers[i]=$PORT
 		cluster+="${cluster:+,}m$i=http://127.0.0.1:${peers[i]}"
 	done
 	for ((i = 0; i < n; i++)); do
-		ETCD_NAMES[i]=m$i
-		ETCD_CLIENT[i]=$scheme://127.0.0.1:${clients[i]}
+		ETCD_CLIENT[i]=$scheme://127.0.0.1:${cports[i]}
 		etcd --name "m$i" --data-dir "$IPAM_TMP/etcd-m$i" \
 			--listen-client-urls "${ETCD_CLIENT[i]}" --advertise-client-urls "${ETCD_CLIENT[i]}" \
 			--listen-peer-urls "http://127.0.0.1:${peers[i]}" \
