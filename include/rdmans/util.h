@@ -21,6 +21,9 @@ int rn_parse_pid(const char *text, pid_t *ret);
 /* Reads a small sysfs/proc file into buf, stripping the trailing newline. */
 int rn_read_line(const char *path, char *buf, size_t len);
 
+/* Writes all of buf, retrying on EINTR and short writes; 0 or -errno. */
+int rn_write_all(int fd, const char *buf, size_t len);
+
 /* snprintf that reports truncation as -ENAMETOOLONG. */
 int rn_path(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -84,22 +84,6 @@ static char **build_env(const struct cni_delegate_env *env, char extra[5][PATH_M
 	return out;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Runs path with stdin `input`; *ret_out gets stdout (NUL-terminated), *ret_status the wait status. */
 static int run_plugin(const char *path, char **envp, const char *input, size_t input_len,
 		      char **ret_out, int *ret_status)
@@ -132,7 +116,8 @@ static int run_plugin(const char *path, char **envp, const char *input, size_t i
 	}
 	close(TAKE_FD(in_r));
 	close(TAKE_FD(out_w));
-	(void)write_all(in_w, input, input_len); /* a plugin that does not read is its business */
+	(void)rn_write_all(in_w, input,
+			   input_len); /* a plugin that does not read is its business */
 	close(TAKE_FD(in_w));
 	for (;;) {
 		ssize_t n;

@@ -147,22 +147,6 @@ static int open_dir_p(int rootfd, const char *dir, struct rn_error *err)
 	return TAKE_FD(parent);
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int fail_write(struct rn_error *err, int errnum, const char *path)
 {
 	if (errnum == EROFS)
@@ -202,7 +186,7 @@ int rn_rootfs_write(int rootfd, const char *path, const char *content, mode_t mo
 		if (fd < 0 && (errno != EEXIST || attempt > 100))
 			return fail_write(err, errno, path);
 	}
-	r = write_all(fd, content, strlen(content));
+	r = rn_write_all(fd, content, strlen(content));
 	if (r == 0 && fchmod(fd, mode) < 0)
 		r = -errno;
 	if (r == 0 && close(TAKE_FD(fd)) < 0)

@@ -86,3 +86,19 @@ int rn_path(char *buf, size_t len, const char *fmt, ...)
 		return -ENAMETOOLONG;
 	return 0;
 }
+
+int rn_write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}

@@ -35,14 +35,6 @@ fi
 . "$HERE/../netns/hook-lib.sh"
 B=$RDMANS_BUILD_DIR
 R=$B/src/cli/rdmans
-poll() { # poll SECS CMD...
-	local i
-	for ((i = 0; i < $1 * 10; i++)); do
-		"${@:2}" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	"${@:2}"
-}
 
 # The node's disk: CNI state and IPAM records survive the "reboot".
 disk=/var/lib/rdmans-node
@@ -112,7 +104,7 @@ if [ "$RDMANS_ACCEPT_PHASE" = 1 ]; then
 
 	# --- pod-b deleted without DEL: GC and DEL clean up ----------------------------
 	ip netns del pod-b
-	vm_check "pod-b's netns gone: $d2 returns to the host" poll 20 rdma dev show "$d2"
+	vm_check "pod-b's netns gone: $d2 returns to the host" vm_poll 20 rdma dev show "$d2"
 	CNI_CID=cid-pod-b CNI_NS="" cni_expect_ok "CNI GC keeps only pod-a" GC \
 		"$(jq -c '. + {"cni.dev/valid-attachments": [{"containerID": "cid-pod-a", "ifname": "net1"}]}' <<<"$(conf eth1)")"
 	vm_check "GC released pod-b's address" vm_expect_eq "[\"${ip_a%/*}\"]" "$(ipam_records | jq -c '[.[] | sub("/.*"; "")]')"

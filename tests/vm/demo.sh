@@ -13,11 +13,6 @@ step=0
 say() { step=$((step + 1)); printf '\n\033[1m== %d. %s\033[0m\n' "$step" "$*"; }
 run() { printf '$ %s\n' "$*" >&2; "$@"; }
 trap 'echo; echo "DEMO FAILED at step $step: $BASH_COMMAND" >&2' ERR
-wait_for() { # wait_for SECS CMD...
-	local i
-	for ((i = 0; i < $1 * 10; i++)); do "${@:2}" >/dev/null 2>&1 && return 0; sleep 0.1; done
-	"${@:2}"
-}
 
 # CNI as a runtime calls it: env + config on stdin, result on stdout
 mkdir -p /tmp/cni-bin /var/lib/cni/rdma-netns-ipam
@@ -61,7 +56,7 @@ run "$R" dev --all-netns
 
 say "The GID table inside pod-a: the pod's address as a RoCE v2 GID (what NCCL_IB_GID_INDEX must name)"
 ip_a=$(ip -n pod-a -j addr show dev net1 | jq -r '.[0].addr_info[] | select(.family == "inet") | .local')
-wait_for 10 sh -c "'$R' -j gids $d1 --netns pod-a | jq -e '.[] | select(.ipv4 == \"$ip_a\")'"
+vm_poll 10 sh -c "'$R' -j gids $d1 --netns pod-a | jq -e '.[] | select(.ipv4 == \"$ip_a\")'"
 run "$R" gids "$d1" --netns pod-a
 
 say "The NCCL settings, resolved from what is really in each pod"
@@ -87,7 +82,7 @@ say "One Prometheus scrape (rdmans exporter): counters and port state, labelled 
 say "Teardown: CNI DEL for pod-b; pod-a deleted without DEL (a crashed node), then GC"
 cni DEL pod-b eth2
 ip netns del pod-a
-wait_for 20 rdma dev show "$d1"
+vm_poll 20 rdma dev show "$d1"
 echo "pod-a's netns is gone: $d1 returned to the host by itself"
 printf '$ CNI_COMMAND=GC rdma-netns (no valid attachments)\n'
 CNI_COMMAND=GC CNI_PATH=/tmp/cni-bin:/usr/lib/cni /tmp/cni-bin/rdma-netns \

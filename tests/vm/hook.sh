@@ -12,14 +12,6 @@ R=$B/src/cli/rdmans
 HOOK=$B/src/hook/rdmans-hook
 VALIDATE=$(dirname "$0")/../cdi/validate.py
 
-poll() { # poll SECS CMD...
-	local i
-	for ((i = 0; i < $1 * 10; i++)); do
-		"${@:2}" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	"${@:2}"
-}
 # doc 002: the RoCE v2 entry whose GID is the IPv4-mapped address, in netns $1 for device $2
 gid_by_grep() {
 	ip netns exec "$1" sh -c "grep -l 'RoCE v2' \$(grep -l '0000:0000:0000:0000:0000:ffff:$3' /sys/class/infiniband/$2/ports/1/gids/* | sed 's/gids/gid_attrs\/types/') | sed 's/.*\///'"
@@ -112,5 +104,5 @@ vm_check "  validates against the CDI schema" /usr/bin/python3 "$VALIDATE" "$tmp
 # --- pods go away: the devices come home ------------------------------------------------------
 ip netns del pod1
 ip netns del pod2
-vm_check "deleting the pods returns both HCAs to the host" poll 20 sh -c "rdma dev show $d1 && rdma dev show $d2"
+vm_check "deleting the pods returns both HCAs to the host" vm_poll 20 sh -c "rdma dev show $d1 && rdma dev show $d2"
 vm_done
