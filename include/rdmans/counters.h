@@ -8,9 +8,10 @@
  *     added), ports/P/counters (the IB PMA counters), ports/P/rate, and the
  *     device-wide DEV/hw_counters;
  *   - the bound netdev's class/net/IF/{mtu,operstate}.
- * sysfs is read under rn_sysfs_root(); for another netns a private sysfs
- * is mounted for it (rn_netns_run_sysfs), since devices that moved into a
- * pod are invisible to the host's sysfs.
+ * sysfs is read under rn_sysfs_root(); for another netns, through a sysfs
+ * instance made for it and mounted nowhere (rn_netns_sysfs_fd(); without
+ * fsmount(), rn_netns_run_sysfs()), since devices that moved into a pod are
+ * invisible to the host's sysfs.
  */
 #ifndef RDMANS_COUNTERS_H
 #define RDMANS_COUNTERS_H

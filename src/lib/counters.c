@@ -2,10 +2,11 @@
 /*
  * Counters and link state of every RDMA port in every netns (see counters.h).
  *
- * A scrape walks the namespaces once: in each, a thread joined to it dumps
- * the devices, ports and netlink statistics over one RDMA netlink socket;
- * only a namespace that holds devices gets a private sysfs mounted for the
- * sysfs part. Nothing is kept between scrapes.
+ * A scrape walks the namespaces once, on one thread that joins each in
+ * turn (rn_netns_run_each): there it dumps the devices, ports and netlink
+ * statistics over one RDMA netlink socket; only a namespace that holds
+ * devices gets a sysfs instance (fsmount, attached nowhere) for the sysfs
+ * part. Nothing is kept between scrapes.
  */
 #include <ctype.h>
 #include <dirent.h>

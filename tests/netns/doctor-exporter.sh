@@ -11,28 +11,8 @@ R=${RDMANS:-$RDMANS_BUILD_DIR/src/cli/rdmans}
 
 [ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root"; exit 77; }
 
-run_code() { # run_code WANT NAME CMD...: stdout in $OUT, stderr in $ERR
-	local want=$1 name=$2 rc=0
-	shift 2
-	OUT=$("$@" 2>"$tmp/err") || rc=$?
-	ERR=$(cat "$tmp/err")
-	if [ "$rc" = "$want" ]; then
-		vm_ok "$name"
-	else
-		vm_not_ok "$name"
-		vm_diag "command: $* (exit $rc, expected $want)" "stdout: $OUT" "stderr: $ERR"
-	fi
-}
 status() { echo "$OUT" | jq -r --arg id "$1" '[.checks[] | select(.id == $id)][0].status'; }
 message() { echo "$OUT" | jq -r --arg id "$1" '[.checks[] | select(.id == $id)][0].message'; }
-poll() {
-	local i
-	for ((i = 0; i < $1 * 10; i++)); do
-		"${@:2}" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	"${@:2}"
-}
 is_comm() { [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]; }
 
 tmp=$(mktemp -d)
@@ -48,30 +28,30 @@ ip netns del rnd-pod 2>/dev/null
 ip netns add rnd-pod
 
 # --- doctor without RDMA -----------------------------------------------------------
-run_code 21 "doctor: no RDMA netlink is a FAIL (exit 21)" "$R" -j doctor
+vm_run_code 21 "doctor: no RDMA netlink is a FAIL (exit 21)" "$R" -j doctor
 vm_check "rdma-netlink FAIL" vm_expect_eq FAIL "$(status rdma-netlink)"
 vm_check "the fix says modprobe ib_core" vm_expect_contains \
 	"$(echo "$OUT" | jq -r '.checks[] | select(.id == "rdma-netlink") | .fix')" "modprobe ib_core"
 vm_check "netns-mode SKIP" vm_expect_eq SKIP "$(status netns-mode)"
 vm_check "devices FAIL" vm_expect_eq FAIL "$(status devices)"
 vm_check "worst is FAIL" vm_expect_eq FAIL "$(echo "$OUT" | jq -r .worst)"
-run_code 21 "doctor --netns rnd-pod" "$R" -j doctor --netns rnd-pod
+vm_run_code 21 "doctor --netns rnd-pod" "$R" -j doctor --netns rnd-pod
 vm_check "--netns: target named" vm_expect_eq "netns 'rnd-pod'" "$(echo "$OUT" | jq -r .target)"
 vm_check "--netns: no process, memlock SKIP" vm_expect_eq SKIP "$(status memlock)"
 mkdir -p "$tmp/etc/modprobe.d"
 echo "options ib_core netns_mode=0" >"$tmp/etc/modprobe.d/ib.conf"
-run_code 21 "doctor with exclusive mode configured for the next boot" env RDMANS_CONFIG_ROOT="$tmp" "$R" -j doctor
+vm_run_code 21 "doctor with exclusive mode configured for the next boot" env RDMANS_CONFIG_ROOT="$tmp" "$R" -j doctor
 vm_check "netns-mode-boot PASS, source named" vm_expect_contains "$(message netns-mode-boot)" "exclusive (/etc/modprobe.d/ib.conf)"
 
 # --- bad input ---------------------------------------------------------------------
-run_code 2 "doctor --pid junk" "$R" doctor --pid 1x
-run_code 2 "doctor --pid and --netns" "$R" doctor --pid 1 --netns rnd-pod
-run_code 2 "doctor --netns without a value" "$R" doctor --netns
-run_code 4 "doctor --pid of no process" "$R" doctor --pid 999999999
+vm_run_code 2 "doctor --pid junk" "$R" doctor --pid 1x
+vm_run_code 2 "doctor --pid and --netns" "$R" doctor --pid 1 --netns rnd-pod
+vm_run_code 2 "doctor --netns without a value" "$R" doctor --netns
+vm_run_code 4 "doctor --pid of no process" "$R" doctor --pid 999999999
 vm_check "says no process" vm_expect_contains "$ERR" "no process with PID 999999999"
-run_code 5 "doctor --netns of no netns" "$R" doctor --netns nosuch
-run_code 6 "doctor --netns of a path that is no netns" "$R" doctor --netns /etc/hostname
-run_code 2 "doctor --set without =" "$R" doctor --set NCCL_IB_HCA
+vm_run_code 5 "doctor --netns of no netns" "$R" doctor --netns nosuch
+vm_run_code 6 "doctor --netns of a path that is no netns" "$R" doctor --netns /etc/hostname
+vm_run_code 2 "doctor --set without =" "$R" doctor --set NCCL_IB_HCA
 
 # --- a process without CAP_IPC_LOCK and a low memlock limit, NCCL settings from env and its nccl.conf
 ip netns exec rnd-pod prlimit --memlock=65536:65536 setpriv --bounding-set=-ipc_lock \
@@ -79,8 +59,8 @@ ip netns exec rnd-pod prlimit --memlock=65536:65536 setpriv --bounding-set=-ipc_
 	unshare -m sh -c 'mount -t tmpfs none /etc && echo NCCL_SOCKET_IFNAME=eth9 >/etc/nccl.conf && exec sleep 1000' &
 pids+=($!)
 p=${pids[-1]}
-poll 5 is_comm "$p" sleep
-run_code 21 "doctor --pid of a limited process" "$R" -j doctor --pid "$p"
+vm_poll 5 is_comm "$p" sleep
+vm_run_code 21 "doctor --pid of a limited process" "$R" -j doctor --pid "$p"
 vm_check "memlock FAIL: 64 KiB, no CAP_IPC_LOCK" vm_expect_contains "$(message memlock)" "RLIMIT_MEMLOCK 64 KiB (hard 64 KiB) and no CAP_IPC_LOCK"
 vm_check "the target is its netns" vm_expect_eq "the netns of PID $p" "$(echo "$OUT" | jq -r .target)"
 vm_check "nccl-hca FAIL: mlx5 selects nothing here" vm_expect_contains "$(message nccl-hca)" "NCCL_IB_HCA=mlx5 (environment) selects no RDMA port"
@@ -88,28 +68,28 @@ vm_check "nccl-socket-ifname FAIL: eth9 from its /etc/nccl.conf" vm_expect_conta
 vm_check "nccl-net PASS (NCCL_IB_DISABLE=0)" vm_expect_eq PASS "$(status nccl-net)"
 ip netns exec rnd-pod env NCCL_IB_DISABLE=1 sleep 1000 &
 pids+=($!)
-poll 5 is_comm "${pids[-1]}" sleep
-run_code 21 "doctor --pid with NCCL_IB_DISABLE=1" "$R" -j doctor --pid "${pids[-1]}"
+vm_poll 5 is_comm "${pids[-1]}" sleep
+vm_run_code 21 "doctor --pid with NCCL_IB_DISABLE=1" "$R" -j doctor --pid "${pids[-1]}"
 vm_check "nccl-net FAIL" vm_expect_contains "$(message nccl-net)" "NCCL_IB_DISABLE=1 (environment): NCCL will not use RDMA"
 vm_check "memlock PASS for root (CAP_IPC_LOCK)" vm_expect_eq PASS "$(status memlock)"
-run_code 21 "doctor text output" "$R" doctor --pid "${pids[-1]}"
+vm_run_code 21 "doctor text output" "$R" doctor --pid "${pids[-1]}"
 vm_check "text: a FAIL line with its fix" sh -c 'echo "$1" | grep -q "^FAIL  nccl-net" && echo "$1" | grep -q "fix: remove NCCL_IB_DISABLE"' sh "$OUT"
 vm_check "text: the summary line" sh -c 'echo "$1" | tail -1 | grep -Eq "^[0-9]+ PASS, [0-9]+ WARN, [0-9]+ FAIL, [0-9]+ SKIP$"' sh "$OUT"
 
 # --- exporter ----------------------------------------------------------------------
-run_code 0 "exporter --once without RDMA" "$R" exporter --once
+vm_run_code 0 "exporter --once without RDMA" "$R" exporter --once
 vm_check "rdma_up 0" sh -c 'echo "$1" | grep -qx "rdma_up 0"' sh "$OUT"
 if command -v promtool >/dev/null; then
 	vm_check "promtool check metrics accepts it" sh -c 'echo "$1" | promtool check metrics' sh "$OUT"
 fi
-run_code 2 "--listen without a port" "$R" exporter --listen 127.0.0.1
-run_code 2 "--listen with port 65536" "$R" exporter --listen :65536
-run_code 2 "--listen with a bare IPv6 address" "$R" exporter --listen ::1:9877
-run_code 2 "--listen with an unknown host" "$R" exporter --listen no-such-host.invalid:9877
-run_code 2 "exporter with an unknown option" "$R" exporter --bogus
+vm_run_code 2 "--listen without a port" "$R" exporter --listen 127.0.0.1
+vm_run_code 2 "--listen with port 65536" "$R" exporter --listen :65536
+vm_run_code 2 "--listen with a bare IPv6 address" "$R" exporter --listen ::1:9877
+vm_run_code 2 "--listen with an unknown host" "$R" exporter --listen no-such-host.invalid:9877
+vm_run_code 2 "exporter with an unknown option" "$R" exporter --bogus
 "$R" exporter --listen 127.0.0.1:0 2>"$tmp/exp.log" &
 exporter=$!
-poll 5 grep -q "port" "$tmp/exp.log"
+vm_poll 5 grep -q "port" "$tmp/exp.log"
 port=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$tmp/exp.log")
 vm_check "exporter on an ephemeral port ($port)" test -n "$port"
 url=http://127.0.0.1:$port
@@ -121,7 +101,7 @@ vm_check "100 scrapes over one connection (keep-alive)" sh -c "curl -sfv -o /dev
 fds0=$(ls /proc/$exporter/fd | wc -l)
 curl -sf -o /dev/null "$url/metrics?[1-500]"
 vm_check "no fd growth over 500 scrapes" vm_expect_eq "$fds0" "$(ls /proc/$exporter/fd | wc -l)"
-run_code 1 "a second exporter on the same port fails" "$R" exporter --listen "127.0.0.1:$port"
+vm_run_code 1 "a second exporter on the same port fails" "$R" exporter --listen "127.0.0.1:$port"
 vm_check "it says it cannot listen" vm_expect_contains "$ERR" "cannot listen on 127.0.0.1:$port"
 kill -TERM "$exporter"
 rc=0

@@ -85,13 +85,15 @@ vm_run_code() {
 
 # vm_poll SECS CMD...: runs CMD every 0.1 s until it succeeds or SECS pass
 # (then once more, so its output and status reach the caller).
-vm_poll() {
-	local i
-	for ((i = 0; i < $1 * 10; i++)); do
-		"${@:2}" >/dev/null 2>&1 && return 0
+vm_poll() { # POSIX sh: guest scripts also source this from `sh -c`
+	local tries=$(($1 * 10))
+	shift
+	while [ "$tries" -gt 0 ]; do
+		"$@" >/dev/null 2>&1 && return 0
 		sleep 0.1
+		tries=$((tries - 1))
 	done
-	"${@:2}"
+	"$@"
 }
 
 # vm_done: print the TAP plan; exit 0 if every check passed, else 1.
