@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fakesys.h"
+#include "rdmans/sysfs.h"
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
@@ -365,4 +366,18 @@ void fakesys_add_unreadable_gid(const char *root, const char *dev, unsigned port
 	fmt_path(rel, sizeof(rel), "class/infiniband/%s/ports/%u/gid_attrs/ndevs/%u", dev, port,
 		 idx);
 	unreadable(root, rel);
+}
+
+char *fake_start(void)
+{
+	char *root = fakesys_new();
+
+	rn_sysfs_set_root(root);
+	return root;
+}
+
+void fake_done(char **root)
+{
+	rn_sysfs_set_root(NULL);
+	fakesys_free(*root);
 }

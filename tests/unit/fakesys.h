@@ -20,6 +20,11 @@ char *fakesys_new(void);
 /* Removes the tree and frees the path. Accepts NULL. */
 void fakesys_free(char *root);
 
+/* A new root that rn_sysfs_root() points at until fake_done() (for _cleanup_fake_). */
+char *fake_start(void);
+void fake_done(char **root);
+#define _cleanup_fake_ __attribute__((cleanup(fake_done)))
+
 /* A PCI function at devices/pci0000:00/BDF, linked from bus/pci/devices. Idempotent. */
 void fakesys_add_pci(const char *root, const char *bdf);
 /* An auxiliary device AUX under PCI function BDF (ice.roce.0, mlx5_core.sf.2). Idempotent. */

@@ -24,22 +24,6 @@
 			return;                                                                    \
 	} while (0)
 
-static char *fake_start(void)
-{
-	char *root = fakesys_new();
-
-	rn_sysfs_set_root(root);
-	return root;
-}
-
-static void fake_done(char **root)
-{
-	rn_sysfs_set_root(NULL);
-	fakesys_free(*root);
-}
-
-#define _cleanup_fake_ _cleanup_(fake_done)
-
 /* ---- the nodes of the documents, as a pod sees them ---- */
 
 /* Doc 000 show_gids, one rail: mlx5_N on ethN, RoCE v2 + IPv4 at index 3. */

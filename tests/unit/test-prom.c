@@ -230,22 +230,6 @@ static void no_rdma_renders_only_the_exporter_gauges(void)
 
 /* ---- counters from sysfs ---- */
 
-static char *fake_start(void)
-{
-	char *root = fakesys_new();
-
-	rn_sysfs_set_root(root);
-	return root;
-}
-
-static void fake_done(char **root)
-{
-	rn_sysfs_set_root(NULL);
-	fakesys_free(*root);
-}
-
-#define _cleanup_fake_ _cleanup_(fake_done)
-
 /* Doc 003: irdma0 on ice.roce.0, port 1 bound to ens192, some of its hw_counters. */
 static void add_irdma(const char *root)
 {

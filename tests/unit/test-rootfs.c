@@ -250,12 +250,6 @@ static void directory_in_the_way_is_a_clear_error(void)
 
 /* ---- device nodes ---- */
 
-static void fake_done(char **root)
-{
-	rn_sysfs_set_root(NULL);
-	fakesys_free(*root);
-}
-
 static void uverbs_nodes_sorted_by_device(void)
 {
 	_cleanup_(fake_done) char *root = fakesys_new();

@@ -25,22 +25,6 @@
 
 #define ZERO_GID "0000:0000:0000:0000:0000:0000:0000:0000"
 
-static char *fake_start(void)
-{
-	char *root = fakesys_new();
-
-	rn_sysfs_set_root(root);
-	return root;
-}
-
-static void fake_done(char **root)
-{
-	rn_sysfs_set_root(NULL);
-	fakesys_free(*root);
-}
-
-#define _cleanup_fake_ _cleanup_(fake_done)
-
 /* ---- the nodes of the documents ---- */
 
 /* Doc 000, show_gids: mlx5_0 and mlx5_1, RoCE v2 + IPv4 at index 3. */
