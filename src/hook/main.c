@@ -413,13 +413,9 @@ static int load_layers(struct hook *h, struct rn_nccl_layer *layers, size_t *n,
 	return 0;
 }
 
-static int write_files(struct hook *h, const struct rn_nccl_result *res, struct rn_error *err)
+/* Before anything changes: a container whose files cannot be written is refused untouched. */
+static int check_writable(const struct hook *h, struct rn_error *err)
 {
-	_cleanup_free_ char *existing = NULL, *conf = NULL, *sh = NULL;
-	_cleanup_close_ int rootfd = -1;
-	char header[512];
-	int r;
-
 	if (h->readonly)
 		return rn_error_set(
 			err, EROFS,
@@ -428,6 +424,16 @@ static int write_files(struct hook *h, const struct rn_nccl_result *res, struct 
 			" there; NCCL in it would run without the resolved settings. Set the "
 			"annotation " ANN_CONF ": \"off\" to start it anyway (then give NCCL its "
 			"settings through the environment: 'rdmans env --netns PID' prints them)");
+	return 0;
+}
+
+static int write_files(struct hook *h, const struct rn_nccl_result *res, struct rn_error *err)
+{
+	_cleanup_free_ char *existing = NULL, *conf = NULL, *sh = NULL;
+	_cleanup_close_ int rootfd = -1;
+	char header[512];
+	int r;
+
 	rootfd = rn_rootfs_open(h->rootfs, err);
 	if (rootfd < 0)
 		return rootfd;
@@ -558,6 +564,8 @@ static int run(struct hook *h, int argc, char **argv)
 			       "rdmans.io annotations or give it a network namespace");
 
 	r = load_layers(h, layers, &n_layers, &err);
+	if (r == 0 && files)
+		r = check_writable(h, &err);
 	if (r == 0 && (h->n_devices || h->all))
 		r = move_devices(h, nsfd, &moved, &err);
 	if (r == 0 && files)
