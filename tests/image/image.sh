@@ -64,6 +64,8 @@ vm_check "a local Debian 12 base is docker.io/library/debian:12 and :12-slim" \
 	pm image exists docker.io/library/debian:12-slim
 
 # --- the image ---------------------------------------------------------------------------
+# the last run's image goes, its cached layers stay (the apt-get steps are the slow part)
+pm rmi -f "$tag" >/dev/null 2>&1
 rc=0
 pm build --pull=never --network=host -f "$src/deploy/Containerfile" -t "$tag" "$src" >"$tmp/build.log" 2>&1 || rc=$?
 if [ "$rc" = 0 ]; then
