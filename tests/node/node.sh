@@ -29,6 +29,7 @@ cleanup_all() {
 	cleanup
 	ipam_cleanup
 }
+trap cleanup EXIT
 
 # --- the release build, installed as the image holds it --------------------------------
 build=$RDMANS_BUILD_DIR/node-release
@@ -77,7 +78,6 @@ out=$(in_root "$root" -- /opt/rdmans/bin/rdmans --version 2>&1)
 vm_check "rdmans --version in the bare root" vm_expect_eq "rdmans $(meson introspect --projectinfo "$build" | jq -r .version)" "$out"
 
 # --- ADD/CHECK/DEL of a veth, IPAM delegated to rdma-netns-ipam (local store) -------------
-trap cleanup EXIT
 ip link add rnn0 type veth peer name rnn0p
 ip netns add rnn-pod
 conf='{"cniVersion":"1.0.0","name":"rnnode","type":"rdma-netns","device":"rnn0","requireRdma":false,
