@@ -13,6 +13,7 @@
  * (rdma-netns-ipam(8)) and then the local store in its default directory.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 
 #include "rdmans.h"
 #include "rdmans/cleanup.h"
+#include "rdmans/util.h"
 #include "rdmans/ipam.h"
 
 struct ipam_opts {
@@ -110,9 +112,13 @@ static int load_config(const struct ipam_opts *o, struct rn_ipam_config *c, stru
 	int r;
 
 	if (o->config) {
+		_cleanup_close_ int fd =
+			rn_open_regular(AT_FDCWD, o->config, O_RDONLY, 0, "--config", err);
 		json_error_t jerr;
 
-		doc = json_load_file(o->config, 0, &jerr);
+		if (fd < 0)
+			return fd;
+		doc = json_loadfd(fd, 0, &jerr);
 		if (!doc)
 			return rn_error_set(err, EINVAL, "--config %s: %s", o->config, jerr.text);
 	} else {

@@ -74,7 +74,11 @@ int cni_devinfo_write(struct cni_ctx *ctx, const char *path, const struct rn_att
 	size_t n = 0;
 	int r;
 
-	doc = json_load_file(path, 0, NULL);
+	{
+		_cleanup_close_ int fd = rn_open_regular(AT_FDCWD, path, O_RDONLY, 0, NULL, NULL);
+
+		doc = fd >= 0 ? json_loadfd(fd, 0, NULL) : NULL; /* a FIFO must not hang ADD */
+	}
 	if (!json_is_object(doc)) {
 		if (doc)
 			json_decref(doc);

@@ -17,6 +17,7 @@
  * which makes the runtime fail the container's creation.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
@@ -206,7 +207,14 @@ static int read_config(struct hook *h, struct rn_error *err)
 	json_t *root, *rpath, *ro;
 
 	snprintf(path, sizeof(path), "%s/config.json", h->bundle);
-	h->config_json = json_load_file(path, 0, &jerr);
+	{
+		_cleanup_close_ int fd =
+			rn_open_regular(AT_FDCWD, path, O_RDONLY, 0, "the bundle's", err);
+
+		if (fd < 0)
+			return fd;
+		h->config_json = json_loadfd(fd, 0, &jerr);
+	}
 	if (!h->config_json)
 		return rn_error_set(err, EINVAL, "cannot read the bundle's %s: %s", path,
 				    jerr.text);

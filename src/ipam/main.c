@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
+#include "rdmans/util.h"
 #include "rdmans/ipam.h"
 
 #ifndef RDMANS_VERSION
@@ -103,7 +104,9 @@ static void open_log(struct plugin *p)
 	p->log_level = p->cfg.log_level;
 	if (!p->cfg.log_file)
 		return;
-	fd = open(p->cfg.log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+	/* never blocks: a FIFO or a device as log_file is refused */
+	fd = rn_open_regular(AT_FDCWD, p->cfg.log_file, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW,
+			     0640, "log_file", NULL);
 	if (fd >= 0)
 		p->log = fdopen(fd, "a");
 	if (!p->log) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
+#include "rdmans/util.h"
 #include "rdmans/nccl_json.h"
 
 /* "annotation rdmans.io/nccl", for messages (a static buffer: one message at a time). */
@@ -99,10 +101,17 @@ int rn_nccl_layer_from_file(struct rn_nccl_layer *l, const char *path, bool cni,
 	json_error_t jerr;
 	size_t i;
 
-	doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-	if (!doc) {
-		if (jerr.line == -1 && access(path, F_OK) < 0 && errno == ENOENT)
+	{
+		/* a FIFO or a device named here must not hang the caller */
+		_cleanup_close_ int fd = rn_open_regular(AT_FDCWD, path, O_RDONLY, 0, NULL, err);
+
+		if (fd == -ENOENT)
 			return rn_error_set(err, ENOENT, "%s does not exist", path);
+		if (fd < 0)
+			return fd;
+		doc = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
+	}
+	if (!doc) {
 		if (jerr.line == -1)
 			return rn_error_set(err, EIO, "cannot read %s: %s", path, jerr.text);
 		return rn_error_set(err, EINVAL, "%s is not valid JSON: %s (line %d, column %d)",

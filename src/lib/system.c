@@ -56,12 +56,16 @@ static enum rn_boot_mode scan_words(char *words, const char *key)
 
 static enum rn_boot_mode scan_modprobe_file(const char *path)
 {
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	int fd = rn_open_regular(AT_FDCWD, path, O_RDONLY, 0, NULL, NULL); /* a FIFO: skipped */
+	_cleanup_fclose_ FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
 	enum rn_boot_mode mode = RN_BOOT_DEFAULT;
 	char line[4096];
 
-	if (!f)
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		return RN_BOOT_DEFAULT;
+	}
 	while (fgets(line, sizeof(line), f)) {
 		char *save = NULL, *cmd, *module, *rest;
 		enum rn_boot_mode m;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
@@ -100,5 +101,89 @@ int rn_write_all(int fd, const char *buf, size_t len)
 		buf += n;
 		len -= (size_t)n;
 	}
+	return 0;
+}
+
+static const char *file_type(mode_t m)
+{
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISSOCK(m))
+		return "a socket";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	if (S_ISLNK(m))
+		return "a symbolic link";
+	return "not a regular file";
+}
+
+static int not_regular(const char *what, const char *path, mode_t m, struct rn_error *err)
+{
+	return rn_error_set(err, EINVAL, "%s%s%s is %s, not a regular file", what ? what : "",
+			    what ? " " : "", path, file_type(m));
+}
+
+int rn_open_regular(int dirfd, const char *path, int flags, mode_t mode, const char *what,
+		    struct rn_error *err)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	int fl;
+
+	if (!path || !*path)
+		return rn_error_set(err, EINVAL, "%s path is empty", what ? what : "file");
+	/* stat first: a FIFO, a socket, a device is never opened */
+	if (fstatat(dirfd, path, &st, (flags & O_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0) == 0 &&
+	    !S_ISREG(st.st_mode))
+		return not_regular(what, path, st.st_mode, err);
+	fd = openat(dirfd, path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode);
+	if (fd < 0)
+		return rn_error_errno(err, errno, "cannot open %s%s%s", what ? what : "",
+				      what ? " " : "", path);
+	if (fstat(fd, &st) < 0)
+		return rn_error_errno(err, errno, "cannot inspect %s", path);
+	if (!S_ISREG(st.st_mode))
+		return not_regular(what, path, st.st_mode, err);
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+		return rn_error_errno(err, errno, "cannot set up %s", path);
+	return TAKE_FD(fd);
+}
+
+int rn_read_regular(const char *path, size_t max, const char *what, char **ret, size_t *ret_len,
+		    struct rn_error *err)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+
+	fd = rn_open_regular(AT_FDCWD, path, O_RDONLY, 0, what, err);
+	if (fd < 0)
+		return fd;
+	buf = malloc(max + 1);
+	if (!buf)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	for (;;) {
+		ssize_t n = read(fd, buf + len, max + 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return rn_error_errno(err, errno, "cannot read %s", path);
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max)
+			return rn_error_set(err, EFBIG, "%s%s%s is larger than %zu bytes",
+					    what ? what : "", what ? " " : "", path, max);
+	}
+	buf[len] = '\0';
+	*ret = TAKE_PTR(buf);
+	if (ret_len)
+		*ret_len = len;
 	return 0;
 }
