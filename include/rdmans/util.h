@@ -35,6 +35,14 @@ int rn_open_regular(int dirfd, const char *path, int flags, mode_t mode, const c
 		    struct rn_error *err);
 
 /*
+ * 0 when path (symlinks followed) / fd is a regular file; -EINVAL naming its
+ * type otherwise, or -errno when it cannot be looked at. For files another
+ * library opens itself (libcurl's TLS files) and fds opened elsewhere.
+ */
+int rn_check_regular(const char *path, const char *what, struct rn_error *err);
+int rn_check_regular_fd(int fd, const char *path, const char *what, struct rn_error *err);
+
+/*
  * Reads all of a regular file (rn_open_regular()) of at most max bytes into
  * a NUL-terminated buffer (free() it); -EFBIG beyond max. ret_len optional.
  */

@@ -112,13 +112,14 @@ static int load_config(const struct ipam_opts *o, struct rn_ipam_config *c, stru
 	int r;
 
 	if (o->config) {
-		_cleanup_close_ int fd =
-			rn_open_regular(AT_FDCWD, o->config, O_RDONLY, 0, "--config", err);
+		_cleanup_free_ char *raw = NULL;
 		json_error_t jerr;
+		size_t len = 0;
 
-		if (fd < 0)
-			return fd;
-		doc = json_loadfd(fd, 0, &jerr);
+		r = rn_read_regular(o->config, 1u << 20, "--config", &raw, &len, err);
+		if (r < 0)
+			return r;
+		doc = json_loadb(raw, len, 0, &jerr);
 		if (!doc)
 			return rn_error_set(err, EINVAL, "--config %s: %s", o->config, jerr.text);
 	} else {

@@ -75,9 +75,12 @@ int cni_devinfo_write(struct cni_ctx *ctx, const char *path, const struct rn_att
 	int r;
 
 	{
-		_cleanup_close_ int fd = rn_open_regular(AT_FDCWD, path, O_RDONLY, 0, NULL, NULL);
+		_cleanup_free_ char *text = NULL;
+		size_t len = 0;
 
-		doc = fd >= 0 ? json_loadfd(fd, 0, NULL) : NULL; /* a FIFO must not hang ADD */
+		/* a FIFO or a huge file must not hang ADD */
+		if (rn_read_regular(path, 1u << 20, NULL, &text, &len, NULL) == 0)
+			doc = json_loadb(text, len, 0, NULL);
 	}
 	if (!json_is_object(doc)) {
 		if (doc)

@@ -208,12 +208,13 @@ static int read_config(struct hook *h, struct rn_error *err)
 
 	snprintf(path, sizeof(path), "%s/config.json", h->bundle);
 	{
-		_cleanup_close_ int fd =
-			rn_open_regular(AT_FDCWD, path, O_RDONLY, 0, "the bundle's", err);
+		_cleanup_free_ char *text = NULL;
+		size_t len = 0;
+		int r = rn_read_regular(path, 16u << 20, "the bundle's", &text, &len, err);
 
-		if (fd < 0)
-			return fd;
-		h->config_json = json_loadfd(fd, 0, &jerr);
+		if (r < 0)
+			return r;
+		h->config_json = json_loadb(text, len, 0, &jerr);
 	}
 	if (!h->config_json)
 		return rn_error_set(err, EINVAL, "cannot read the bundle's %s: %s", path,

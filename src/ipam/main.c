@@ -99,6 +99,7 @@ static void logf_(struct plugin *p, enum rn_ipam_log_level level, const char *fm
 
 static void open_log(struct plugin *p)
 {
+	struct rn_error err = { 0 };
 	int fd;
 
 	p->log_level = p->cfg.log_level;
@@ -106,14 +107,15 @@ static void open_log(struct plugin *p)
 		return;
 	/* never blocks: a FIFO or a device as log_file is refused */
 	fd = rn_open_regular(AT_FDCWD, p->cfg.log_file, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW,
-			     0640, "log_file", NULL);
+			     0640, "log_file", &err);
 	if (fd >= 0)
 		p->log = fdopen(fd, "a");
 	if (!p->log) {
 		if (fd >= 0)
 			close(fd);
-		fprintf(stderr, "rdma-netns-ipam: cannot open log_file %s: %s\n", p->cfg.log_file,
-			strerror(errno));
+		if (!rn_error_isset(&err))
+			rn_error_errno(&err, errno, "cannot open log_file %s", p->cfg.log_file);
+		fprintf(stderr, "rdma-netns-ipam: %s\n", err.msg);
 	}
 }
 

@@ -102,14 +102,16 @@ int rn_nccl_layer_from_file(struct rn_nccl_layer *l, const char *path, bool cni,
 	size_t i;
 
 	{
-		/* a FIFO or a device named here must not hang the caller */
-		_cleanup_close_ int fd = rn_open_regular(AT_FDCWD, path, O_RDONLY, 0, NULL, err);
+		/* a FIFO, a device or a huge file named here must not hang the caller */
+		_cleanup_free_ char *text = NULL;
+		size_t len = 0;
+		int r = rn_read_regular(path, 1u << 20, NULL, &text, &len, err);
 
-		if (fd == -ENOENT)
+		if (r == -ENOENT)
 			return rn_error_set(err, ENOENT, "%s does not exist", path);
-		if (fd < 0)
-			return fd;
-		doc = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
+		if (r < 0)
+			return r;
+		doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	}
 	if (!doc) {
 		if (jerr.line == -1)

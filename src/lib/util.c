@@ -61,7 +61,8 @@ int rn_read_line(const char *path, char *buf, size_t len)
 
 	if (len == 0)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path,
+		  O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); /* sysfs, proc: never blocks */
 	if (fd < 0)
 		return -errno;
 	n = read(fd, buf, len - 1);
@@ -127,12 +128,31 @@ static int not_regular(const char *what, const char *path, mode_t m, struct rn_e
 			    what ? " " : "", path, file_type(m));
 }
 
+int rn_check_regular(const char *path, const char *what, struct rn_error *err)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return rn_error_errno(err, errno, "cannot open %s%s%s", what ? what : "",
+				      what ? " " : "", path);
+	return S_ISREG(st.st_mode) ? 0 : not_regular(what, path, st.st_mode, err);
+}
+
+int rn_check_regular_fd(int fd, const char *path, const char *what, struct rn_error *err)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return rn_error_errno(err, errno, "cannot inspect %s", path);
+	return S_ISREG(st.st_mode) ? 0 : not_regular(what, path, st.st_mode, err);
+}
+
 int rn_open_regular(int dirfd, const char *path, int flags, mode_t mode, const char *what,
 		    struct rn_error *err)
 {
 	_cleanup_close_ int fd = -1;
 	struct stat st;
-	int fl;
+	int fl, r;
 
 	if (!path || !*path)
 		return rn_error_set(err, EINVAL, "%s path is empty", what ? what : "file");
@@ -144,10 +164,9 @@ int rn_open_regular(int dirfd, const char *path, int flags, mode_t mode, const c
 	if (fd < 0)
 		return rn_error_errno(err, errno, "cannot open %s%s%s", what ? what : "",
 				      what ? " " : "", path);
-	if (fstat(fd, &st) < 0)
-		return rn_error_errno(err, errno, "cannot inspect %s", path);
-	if (!S_ISREG(st.st_mode))
-		return not_regular(what, path, st.st_mode, err);
+	r = rn_check_regular_fd(fd, path, what, err);
+	if (r < 0)
+		return r;
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
 		return rn_error_errno(err, errno, "cannot set up %s", path);
