@@ -16,6 +16,7 @@ tmp=$(mktemp -d)
 sock_pid=
 trap '[ -z "$sock_pid" ] || kill "$sock_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 mkfifo "$tmp/fifo"
+echo "not a certificate" >"$tmp/cert.pem"
 mkdir "$tmp/dir"
 truncate -s 2G "$tmp/huge" # sparse: reads as 2 GiB of zeroes
 python3 -c 'import socket, sys, time
@@ -108,8 +109,10 @@ for k in fifo chardev dir socket huge; do
 	# a huge log file is appended to, as logs are; a huge CA file is libcurl's to parse
 	[ "$k" = huge ] && continue
 	for f in ca_file cert_file key_file; do
+		cert= # a key needs a certificate: a real file, so the key is what is refused
+		[ "$f" != key_file ] || cert="\"cert_file\":\"$tmp/cert.pem\","
 		guarded "IPAM etcd $f=$k: refused before libcurl opens it" nz "$f $p $t" bash -c \
-			"ipam '{\"cniVersion\":\"1.0.0\",\"name\":\"rnh\",\"ipam\":{\"type\":\"rdma-netns-ipam\",\"range\":\"10.197.0.0/29\",\"store\":\"etcd\",\"etcd\":{\"endpoints\":[\"https://127.0.0.1:1\"],\"$f\":\"$p\"}}}'"
+			"ipam '{\"cniVersion\":\"1.0.0\",\"name\":\"rnh\",\"ipam\":{\"type\":\"rdma-netns-ipam\",\"range\":\"10.197.0.0/29\",\"store\":\"etcd\",\"etcd\":{\"endpoints\":[\"https://127.0.0.1:1\"],$cert\"$f\":\"$p\"}}}'"
 	done
 	guarded "IPAM log_file=$k: ADD returns, says the log is not a file" any "$t" bash -c \
 		"ipam '{\"cniVersion\":\"1.0.0\",\"name\":\"rnh\",\"ipam\":{\"type\":\"rdma-netns-ipam\",\"range\":\"10.197.0.0/29\",\"dataDir\":\"$tmp/ipam\",\"log_file\":\"$p\"}}'"
