@@ -49,6 +49,14 @@ int rn_check_regular_fd(int fd, const char *path, const char *what, struct rn_er
 int rn_read_regular(const char *path, size_t max, const char *what, char **ret, size_t *ret_len,
 		    struct rn_error *err);
 
+/*
+ * Whether buf[0..len) holds one whole JSON object or array (leading
+ * whitespace allowed; strings and escapes skipped). Readers of stdin stop
+ * there, so a writer that never closes its end cannot hang them; what they
+ * read is still parsed strictly.
+ */
+bool rn_json_complete(const char *buf, size_t len);
+
 /* Writes all of buf, retrying on EINTR and short writes; 0 or -errno. */
 int rn_write_all(int fd, const char *buf, size_t len);
 

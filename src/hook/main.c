@@ -140,6 +140,8 @@ static int read_stdin(char **ret, struct rn_error *err)
 			return rn_error_set(err, EFBIG,
 					    "the OCI state on stdin is larger than 1 MiB: not a "
 					    "runtime's state");
+		if (rn_json_complete(buf, len))
+			break; /* the whole state: a runtime that keeps stdin open cannot hang us */
 	}
 	buf[len] = '\0';
 	*ret = TAKE_PTR(buf);

@@ -290,6 +290,8 @@ static int read_stdin(struct plugin *p)
 		if (n == 0)
 			break;
 		len += (size_t)n;
+		if (len <= MAX_STDIN && rn_json_complete(buf, len))
+			break; /* a runtime that keeps stdin open cannot hang us */
 	}
 	if (len > MAX_STDIN) {
 		free(buf);

@@ -206,3 +206,32 @@ int rn_read_regular(const char *path, size_t max, const char *what, char **ret, 
 		*ret_len = len;
 	return 0;
 }
+
+bool rn_json_complete(const char *buf, size_t len)
+{
+	size_t depth = 0, i = 0;
+	bool in_string = false;
+
+	while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
+		i++;
+	if (i == len || (buf[i] != '{' && buf[i] != '['))
+		return false;
+	for (; i < len; i++) {
+		char c = buf[i];
+
+		if (in_string) {
+			if (c == '\\')
+				i++; /* the escaped character, whatever it is */
+			else if (c == '"')
+				in_string = false;
+		} else if (c == '"') {
+			in_string = true;
+		} else if (c == '{' || c == '[') {
+			depth++;
+		} else if (c == '}' || c == ']') {
+			if (depth == 0 || --depth == 0)
+				return true;
+		}
+	}
+	return false;
+}

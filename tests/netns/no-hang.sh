@@ -33,7 +33,7 @@ declare -A TYPE=([fifo]="is a FIFO" [chardev]="is a character device" [dir]="is 
 guarded() {
 	local name=$1 want=$2 needle=$3 rc=0 out
 	shift 3
-	out=$(timeout 20 "$@" 2>&1 </dev/null) || rc=$?
+	out=$(timeout 20 "$@" 2>&1 <"${STDIN_FROM:-/dev/null}") || rc=$?
 	if [ "$rc" = 124 ]; then
 		vm_not_ok "$name"
 		vm_diag "command: $* hung (killed after 20 s)"
@@ -132,5 +132,29 @@ guarded "rdma-netns: endless stdin refused by size" 1 "larger than" sh -c \
 guarded "rdma-netns-ipam: endless stdin refused by size" 1 "File too large" sh -c \
 	"CNI_COMMAND=ADD CNI_CONTAINERID=c CNI_NETNS=/proc/self/ns/net CNI_IFNAME=net1 '$B/src/ipam/rdma-netns-ipam' </dev/zero"
 guarded "rdmans-hook: endless stdin refused by size" 1 "larger than 1 MiB" sh -c "'$B/src/hook/rdmans-hook' </dev/zero"
+
+# --- stdin whose writer never closes it (a runtime that keeps the pipe) ---------------------------
+# open_stdin DOC NAME WANT_RC NEEDLE CMD...: guarded CMD reads DOC from a stdin that never ends
+open_stdin() {
+	local doc=$1 holder
+	shift
+	rm -f "$tmp/in" && mkfifo "$tmp/in"
+	{
+		printf '%s\n' "$doc"
+		exec sleep 1000
+	} >"$tmp/in" &
+	holder=$!
+	STDIN_FROM=$tmp/in guarded "$@"
+	kill "$holder" 2>/dev/null
+	wait "$holder" 2>/dev/null
+}
+open_stdin "$conf" "rdma-netns: DEL with stdin left open returns" 0 "" env CNI_COMMAND=DEL \
+	CNI_CONTAINERID=rnh-never CNI_IFNAME=net1 CNI_PATH=/usr/lib/cni "$B/src/cni/rdma-netns"
+open_stdin '{"cniVersion":"1.0.0","name":"rnh","ipam":{"type":"rdma-netns-ipam","range":"10.197.0.0/29","dataDir":"'"$tmp/ipam"'"}}' \
+	"rdma-netns-ipam: DEL with stdin left open returns" 0 "" env CNI_COMMAND=DEL \
+	CNI_CONTAINERID=rnh-never CNI_IFNAME=net1 CNI_PATH=/usr/lib/cni "$B/src/ipam/rdma-netns-ipam"
+open_stdin '{"ociVersion":"1.0.2","id":"rnh","status":"creating","pid":'$$',"bundle":"/nonexistent"}' \
+	"rdmans-hook: state with stdin left open: goes on, names the bundle" 1 \
+	"cannot open the bundle's /nonexistent/config.json" "$B/src/hook/rdmans-hook"
 
 vm_done

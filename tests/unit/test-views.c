@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +217,44 @@ static void a_missing_file_says_so(void)
 	CHECK_CONTAINS(err.msg, "No such file");
 }
 
+/* ---- stdin that stays open: a whole document is enough ---- */
+
+static bool complete(const char *text)
+{
+	return rn_json_complete(text, strlen(text));
+}
+
+static void json_complete_sees_a_whole_object(void)
+{
+	CHECK(complete("{}"));
+	CHECK(complete("  \n{\"cniVersion\":\"1.0.0\",\"ipam\":{\"ranges\":[[{}]]}}"));
+	CHECK(complete("[1,2,{\"a\":[]}]"));
+	CHECK(complete("{\"a\":1}\n")); /* what follows is the strict parser's business */
+}
+
+static void json_complete_waits_for_the_rest(void)
+{
+	CHECK(!complete(""));
+	CHECK(!complete("   "));
+	CHECK(!complete("{"));
+	CHECK(!complete("{\"a\":{\"b\":1}"));
+	CHECK(!complete("[[]"));
+	/* braces inside strings, escaped quotes */
+	CHECK(!complete("{\"}\":\"}"));
+	CHECK(complete("{\"}\":\"}\"}"));
+	CHECK(!complete("{\"a\":\"\\\"}\""));
+	CHECK(complete("{\"a\":\"\\\"}\"}"));
+	CHECK(complete("{\"a\":\"\\\\\"}"));
+}
+
+static void json_complete_never_for_scalars(void)
+{
+	/* "12" may go on as "123": only an object or array ends itself */
+	CHECK(!complete("12"));
+	CHECK(!complete("\"text\""));
+	CHECK(!complete("null"));
+}
+
 static void setup(void)
 {
 	if (!mkdtemp(dir))
@@ -237,4 +276,6 @@ RN_TEST_MAIN(T(sysfs_of_this_netns_agrees), T(sysfs_with_another_netdev_is_anoth
 	     T(sysfs_without_class_net_is_an_error), T(setup),
 	     T(a_fifo_is_refused_without_blocking), T(a_character_device_is_refused),
 	     T(a_directory_is_refused), T(a_socket_is_refused), T(a_huge_file_is_refused_by_size),
-	     T(a_regular_file_is_read_and_created), T(a_missing_file_says_so), T(teardown))
+	     T(a_regular_file_is_read_and_created), T(a_missing_file_says_so), T(teardown),
+	     T(json_complete_sees_a_whole_object), T(json_complete_waits_for_the_rest),
+	     T(json_complete_never_for_scalars))
