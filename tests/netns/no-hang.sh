@@ -14,7 +14,7 @@ R=$B/src/cli/rdmans
 
 tmp=$(mktemp -d)
 sock_pid=
-trap '[ -z "$sock_pid" ] || kill "$sock_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap '[ -z "$sock_pid" ] || kill "$sock_pid" 2>/dev/null; rm -rf "$tmp"; rm -f /run/netns/rnh-fifo /run/netns/rnh-file' EXIT
 mkfifo "$tmp/fifo"
 echo "not a certificate" >"$tmp/cert.pem"
 mkdir "$tmp/dir"
@@ -55,6 +55,16 @@ for k in fifo chardev dir socket huge; do
 	done
 	guarded "rdmans move irdma0 TARGET=$k: not a netns" 6 "is not a network namespace" "$R" move irdma0 "$p"
 done
+
+# stray files among the named namespaces: every netns walk (exporter, dev --all-netns) skips them
+mkdir -p /run/netns
+rm -f /run/netns/rnh-fifo /run/netns/rnh-file
+mkfifo /run/netns/rnh-fifo
+echo junk >/run/netns/rnh-file
+guarded "exporter --once with a FIFO and a file in /run/netns: returns" 0 "rdmans_scrape_namespaces" "$R" exporter --once
+guarded "dev --all-netns with a FIFO in /run/netns: returns" any "" "$R" dev --all-netns
+guarded "gids --netns rnh-fifo (a name): not a netns" 6 "is not a network namespace" "$R" gids --netns rnh-fifo
+rm -f /run/netns/rnh-fifo /run/netns/rnh-file
 
 conf='{"cniVersion":"1.0.0","name":"rnh","type":"rdma-netns","device":"rnh0","requireRdma":false}'
 cni() { # cni CMD NETNS: rdma-netns as a runtime runs it
