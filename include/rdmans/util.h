@@ -49,6 +49,9 @@ int rn_check_regular_fd(int fd, const char *path, const char *what, struct rn_er
 int rn_read_regular(const char *path, size_t max, const char *what, char **ret, size_t *ret_len,
 		    struct rn_error *err);
 
+/* Reads fd to its end, at most max bytes, NUL-terminated (free() it): 0, -EFBIG beyond max, -errno. */
+int rn_read_fd(int fd, size_t max, char **ret, size_t *ret_len);
+
 /*
  * Whether buf[0..len) holds one whole JSON object or array (leading
  * whitespace allowed; strings and escapes skipped). Readers of stdin stop

@@ -180,25 +180,50 @@ int rn_read_regular(const char *path, size_t max, const char *what, char **ret, 
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 
+	int r;
+
 	fd = rn_open_regular(AT_FDCWD, path, O_RDONLY, 0, what, err);
 	if (fd < 0)
 		return fd;
-	buf = malloc(max + 1);
-	if (!buf)
-		return rn_error_set(err, ENOMEM, "out of memory");
-	for (;;) {
-		ssize_t n = read(fd, buf + len, max + 1 - len);
+	r = rn_read_fd(fd, max, &buf, &len);
+	if (r == -EFBIG)
+		return rn_error_set(err, EFBIG, "%s%s%s is larger than %zu bytes", what ? what : "",
+				    what ? " " : "", path, max);
+	if (r < 0)
+		return rn_error_errno(err, -r, "cannot read %s", path);
+	*ret = TAKE_PTR(buf);
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
 
+int rn_read_fd(int fd, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	for (;;) {
+		ssize_t n;
+
+		if (len + 4096 + 1 > cap) { /* grows as it reads: max is a limit, not a size */
+			size_t ncap = cap ? cap * 2 : 8192;
+			char *v = realloc(buf, ncap);
+
+			if (!v)
+				return -ENOMEM;
+			buf = v;
+			cap = ncap;
+		}
+		n = read(fd, buf + len, cap - len - 1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return rn_error_errno(err, errno, "cannot read %s", path);
+			return -errno;
 		if (n == 0)
 			break;
 		len += (size_t)n;
 		if (len > max)
-			return rn_error_set(err, EFBIG, "%s%s%s is larger than %zu bytes",
-					    what ? what : "", what ? " " : "", path, max);
+			return -EFBIG;
 	}
 	buf[len] = '\0';
 	*ret = TAKE_PTR(buf);
