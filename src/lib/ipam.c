@@ -217,9 +217,12 @@ static void fill_record(struct rn_ipam_record *r, const struct rn_ipam_attachmen
 	copy(r->netns_ino, sizeof(r->netns_ino), a->netns_ino);
 }
 
+static bool same_ip(const char *x, const char *y);
+
 /* What the store says about one address an attachment lists. */
 struct held_state {
 	bool ours; /* its record names this attachment */
+	bool damaged; /* its key holds something that is no record (version: what was read) */
 	struct rn_ip ip;
 	uint64_t version;
 	struct rn_ipam_record rec;
@@ -236,13 +239,16 @@ static int verify_held(struct rn_ipam_store *s, const char *scope, const char *i
 		return 0;
 	r = s->ops->addr_get(s, scope, h->pool, &st->ip, &text, &st->version, err);
 	if (r == -ENOENT || r == -EBADMSG) {
+		st->damaged = r == -EBADMSG;
 		rn_error_clear(err); /* absent, or damaged: not provably ours */
 		return 0;
 	}
 	if (r < 0)
 		return r;
-	if (rn_ipam_record_parse(text, &st->rec, NULL) < 0)
-		return 0; /* damaged: not provably ours, so left alone */
+	if (rn_ipam_record_parse(text, &st->rec, NULL) < 0 || !same_ip(st->rec.ip, h->ip)) {
+		st->damaged = true;
+		return 0; /* damaged: not provably ours */
+	}
 	st->ours = strcmp(st->rec.attachment, id) == 0 && strcmp(st->rec.scope, scope) == 0 &&
 		   strcmp(st->rec.pool, h->pool) == 0;
 	return 0;
@@ -552,6 +558,18 @@ static int release_attachment(struct rn_ipam_store *s, const char *scope, const 
 		if (st[i].ours)
 			refs[n++] = (struct rn_ipam_ref){ att->held[i].pool, st[i].ip, NULL,
 							  st[i].version };
+		/*
+		 * a damaged record at an address this attachment lists: its own,
+		 * damaged, so DEL leaves nothing; removed only while it is still
+		 * what was read (compare-and-delete)
+		 */
+		if (st[i].damaged) {
+			r = s->ops->addr_drop(s, scope, att->held[i].pool, &st[i].ip, st[i].version,
+					      err);
+			if (r < 0 && r != -ENOENT)
+				return r;
+			rn_error_clear(err);
+		}
 	}
 	r = s->ops->commit(s, scope, refs, n, id, version, RN_IPAM_ATT_DELETE, NULL, err);
 	if (r == 0 && released)

@@ -707,6 +707,29 @@ static void a_damaged_attachment_is_rebuilt_by_add_and_released_by_del(void)
 	teardown();
 }
 
+static void del_removes_its_own_damaged_address_record(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l;
+	struct rn_ipam_owner a = pod("ca", "a");
+	struct rn_error err = { 0 };
+	char rel[128];
+
+	setup();
+	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\"");
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_add(s, &c, &a, &l, &err), 0);
+	snprintf(rel, sizeof(rel), "_default/addr/%s", addr_of(&l, 0));
+	put(rel, "ip=10.56.0.");
+	CHECK_INT(rn_ipam_del(s, &c, &a, NULL, &err), 0);
+	CHECK(read_all(rel) == NULL);
+	CHECK_INT(count_files("_default/attachments"), 0);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
 static void gc_rebuilds_a_damaged_attachment_and_keeps_its_addresses(void)
 {
 	struct rn_ipam_config c;
@@ -843,4 +866,5 @@ RN_TEST_MAIN(T(add_gives_an_address_and_an_operator_readable_record),
 	     T(list_filters_and_release_drops_one_address), T(repair_sweeps_crash_leftovers),
 	     T(a_damaged_attachment_is_rebuilt_by_add_and_released_by_del),
 	     T(gc_rebuilds_a_damaged_attachment_and_keeps_its_addresses),
+	     T(del_removes_its_own_damaged_address_record),
 	     T(damaged_address_records_are_listed_and_removed_only_while_damaged))
