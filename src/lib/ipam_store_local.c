@@ -203,6 +203,7 @@ static int read_text(struct local_store *l, const char *rel, char **ret, uint64_
 
 	if (l->dirfd < 0 && data_dir(l, false, NULL) < 0)
 		return -ENOENT;
+	/* O_NONBLOCK: a FIFO planted as a record reads as damaged, never blocks */
 	fd = openat(l->dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0 && errno != ENOENT && fstatat(l->dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    !S_ISREG(st.st_mode)) {
