@@ -338,6 +338,7 @@ static void owner_of(const struct plugin *p, struct rn_ipam_owner *o)
 	o->ifname = p->ifname;
 	o->pod_namespace = p->pod_namespace;
 	o->pod_name = p->pod_name;
+	o->netns = getenv("CNI_NETNS"); /* recorded for `rdmans ipam reconcile` */
 }
 
 static void log_lease(struct plugin *p, const char *verb, const struct rn_ipam_lease *l)
