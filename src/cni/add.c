@@ -176,7 +176,8 @@ static int resolve_and_lock(struct add_job *job)
 			return -1;
 		if (rn_attach_locks_cover(&first, &again)) {
 			job->plan = again;
-			if (check_not_added(job) < 0 || check_owner(job, &job->plan, NULL, NULL) < 0 ||
+			if (check_not_added(job) < 0 ||
+			    check_owner(job, &job->plan, NULL, NULL) < 0 ||
 			    check_policy(job, &job->plan) < 0)
 				return -1;
 			return 0;

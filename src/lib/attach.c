@@ -1155,7 +1155,8 @@ static int out_at_home(const struct rn_attach_plan *plan, bool pod_alive, struct
 			continue;
 		r = find_here(&job, err);
 		if (r < 0)
-			return rn_error_wrap(err, "cannot look for netdev %s on the host", nd->name);
+			return rn_error_wrap(err, "cannot look for netdev %s on the host",
+					     nd->name);
 		if (job.found) {
 			r = netdev_restore(nd, &job.link, err);
 			if (r < 0)

@@ -160,6 +160,27 @@ static int check_dir(const char *dir, struct rn_error *err)
 	return 0;
 }
 
+/* DIR/locks as a directory fd; a symlink there (or a symlinked DIR) is refused. */
+static int open_locks_dir(const char *dir, struct rn_error *err)
+{
+	_cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd;
+
+	if (dfd < 0)
+		return rn_error_errno(err, errno,
+				      "cannot open state directory %s (a symlink there is refused)",
+				      dir);
+	fd = rn_open_beneath(dfd, "locks", O_PATH | O_DIRECTORY, 0);
+	if (fd == -ELOOP || fd == -ENOTDIR)
+		return rn_error_set(err, ELOOP,
+				    "%s/locks is not a directory (a symlink there is refused: "
+				    "remove it, rdma-netns makes the directory)",
+				    dir);
+	if (fd < 0)
+		return rn_error_errno(err, -fd, "cannot open %s/locks", dir);
+	return fd;
+}
+
 static int mkdir_p(const char *dir, struct rn_error *err)
 {
 	char path[PATH_MAX];
@@ -196,6 +217,10 @@ int rn_cni_state_dir_init(const char *dir, struct rn_error *err)
 		return rn_error_set(err, ENAMETOOLONG, "state directory %s: path too long", dir);
 	if (mkdir(locks, 0700) < 0 && errno != EEXIST)
 		return rn_error_errno(err, errno, "cannot create %s", locks);
+	r = open_locks_dir(dir, err);
+	if (r < 0)
+		return r;
+	close(r);
 	return 0;
 }
 
@@ -495,6 +520,7 @@ int rn_cni_lock(const char *dir, const char *key, const char *what, int timeout_
 		struct rn_error *err)
 {
 	char path[PATH_MAX], safe[128];
+	_cleanup_close_ int locks = -1;
 	_cleanup_close_ int fd = -1;
 	struct timespec start, now;
 	size_t i;
@@ -512,9 +538,15 @@ int rn_cni_lock(const char *dir, const char *key, const char *what, int timeout_
 		return rn_error_set(err, EINVAL, "invalid lock name '%s'", key);
 	if (rn_path(path, sizeof(path), "%s/locks/%s.lock", dir, safe) < 0)
 		return rn_error_set(err, ENAMETOOLONG, "lock path too long under %s", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	locks = open_locks_dir(dir, err);
+	if (locks < 0)
+		return locks;
+	fd = rn_open_beneath(locks, path + strlen(dir) + strlen("/locks/"),
+			     O_RDWR | O_CREAT | O_NONBLOCK, 0600);
 	if (fd < 0)
-		return rn_error_errno(err, errno, "cannot open lock %s", path);
+		return rn_error_errno(err, -fd, "cannot open lock %s%s", path,
+				      fd == -ELOOP ? " (a symlink there is refused: remove it)"
+						   : "");
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		long elapsed;
