@@ -8,10 +8,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -96,22 +98,39 @@ static void logf_(struct plugin *p, enum rn_ipam_log_level level, const char *fm
 	fflush(out);
 }
 
-static void open_log(struct plugin *p)
+/*
+ * ipam.log_file, appended to; 0, or -1 with *why set when it cannot be
+ * opened (the command then fails: a log that silently goes nowhere helps
+ * nobody). Never a FIFO or a device (O_NONBLOCK: no wait for a reader).
+ */
+static int open_log(struct plugin *p, char *why, size_t len)
 {
+	struct stat st;
 	int fd;
 
 	p->log_level = p->cfg.log_level;
 	if (!p->cfg.log_file)
-		return;
-	fd = open(p->cfg.log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-	if (fd >= 0)
-		p->log = fdopen(fd, "a");
-	if (!p->log) {
-		if (fd >= 0)
-			close(fd);
-		fprintf(stderr, "rdma-netns-ipam: cannot open log_file %s: %s\n", p->cfg.log_file,
-			strerror(errno));
+		return 0;
+	fd = open(p->cfg.log_file,
+		  O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+		  0640);
+	if (fd < 0) {
+		snprintf(why, len, "cannot open ipam.log_file %s: %s%s", p->cfg.log_file,
+			 strerror(errno), errno == ELOOP ? " (a symlink is refused)" : "");
+		return -1;
 	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(why, len, "ipam.log_file %s is not a regular file", p->cfg.log_file);
+		close(fd);
+		return -1;
+	}
+	if (fcntl(fd, F_SETFL, O_WRONLY | O_APPEND) < 0 || !(p->log = fdopen(fd, "a"))) {
+		snprintf(why, len, "cannot use ipam.log_file %s: %s", p->cfg.log_file,
+			 strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- output ---------------------------------------------------------------- */
@@ -534,6 +553,7 @@ static int run(struct plugin *p)
 	bool add_like, store_only;
 	const char *args;
 	unsigned flags;
+	char why[PATH_MAX + 128];
 	int r;
 
 	p->command = getenv("CNI_COMMAND");
@@ -583,7 +603,10 @@ static int run(struct plugin *p)
 		return fail(p, err.code == EBADMSG ? CNI_DECODE : CNI_INVALID_CONFIG,
 			    "invalid IPAM configuration", err.msg);
 	p->have_cfg = true;
-	open_log(p);
+	if (open_log(p, why, sizeof(why)) < 0)
+		return fail(p, CNI_INVALID_CONFIG, why,
+			    "point ipam.log_file at a writable regular file, or remove it to log "
+			    "to stderr");
 	log_config(p);
 
 	if (add_like || strcmp(p->command, "DEL") == 0) {
