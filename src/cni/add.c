@@ -403,6 +403,7 @@ int cni_cmd_add(struct cni_ctx *ctx)
 	struct rn_error err = { 0 };
 	_cleanup_close_ int pod = -1;
 	_cleanup_close_ int self = -1;
+	int att_lock = -1;
 	int mine, r;
 
 	memset(&job, 0, sizeof(job));
@@ -440,8 +441,13 @@ int cni_cmd_add(struct cni_ctx *ctx)
 		return -1;
 	if (rn_cni_state_dir_init(ctx->state_dir, &err) < 0)
 		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
-	if (check_not_added(&job) < 0)
+	/* no DEL (or other ADD) of this attachment runs until this one is done */
+	if (rn_cni_attachment_lock(ctx->state_dir, job.name, LOCK_TIMEOUT_MS, &att_lock, &err) < 0)
+		return cni_fail_lib(ctx, CNI_ERR_TRY_AGAIN, &err);
+	if (check_not_added(&job) < 0) {
+		rn_cni_attachment_unlock(ctx->state_dir, job.name, att_lock);
 		return -1;
+	}
 
 	r = add_steps(&job);
 	if (r < 0) {
@@ -453,6 +459,7 @@ int cni_cmd_add(struct cni_ctx *ctx)
 	if (r < 0 && !ctx->code)
 		cni_fail(ctx, CNI_ERR_IO, "cannot write the result to stdout");
 	rn_attach_unlock(job.locks, job.n_locks);
+	rn_cni_attachment_unlock(ctx->state_dir, job.name, att_lock);
 	rn_cni_state_free(&job.st);
 	cni_ipam_result_free(&job.ipam);
 	return r;
