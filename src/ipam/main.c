@@ -13,11 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
+#include "rdmans/util.h"
 #include "rdmans/ipam.h"
 
 #ifndef RDMANS_VERSION
@@ -105,29 +105,22 @@ static void logf_(struct plugin *p, enum rn_ipam_log_level level, const char *fm
  */
 static int open_log(struct plugin *p, char *why, size_t len)
 {
-	struct stat st;
+	struct rn_error err = { 0 };
 	int fd;
 
 	p->log_level = p->cfg.log_level;
 	if (!p->cfg.log_file)
 		return 0;
-	fd = open(p->cfg.log_file,
-		  O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
-		  0640);
+	/* never blocks: a FIFO, a device or a symlink as log_file is refused */
+	fd = rn_open_regular(AT_FDCWD, p->cfg.log_file, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW,
+			     0640, "ipam.log_file", &err);
+	if (fd >= 0 && !(p->log = fdopen(fd, "a"))) {
+		rn_error_errno(&err, errno, "cannot use ipam.log_file %s", p->cfg.log_file);
+		close(fd);
+		fd = -1;
+	}
 	if (fd < 0) {
-		snprintf(why, len, "cannot open ipam.log_file %s: %s%s", p->cfg.log_file,
-			 strerror(errno), errno == ELOOP ? " (a symlink is refused)" : "");
-		return -1;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(why, len, "ipam.log_file %s is not a regular file", p->cfg.log_file);
-		close(fd);
-		return -1;
-	}
-	if (fcntl(fd, F_SETFL, O_WRONLY | O_APPEND) < 0 || !(p->log = fdopen(fd, "a"))) {
-		snprintf(why, len, "cannot use ipam.log_file %s: %s", p->cfg.log_file,
-			 strerror(errno));
-		close(fd);
+		snprintf(why, len, "%s", err.msg);
 		return -1;
 	}
 	return 0;
@@ -304,6 +297,8 @@ static int read_stdin(struct plugin *p)
 		if (n == 0)
 			break;
 		len += (size_t)n;
+		if (len <= MAX_STDIN && rn_json_complete(buf, len))
+			break; /* a runtime that keeps stdin open cannot hang us */
 	}
 	if (len > MAX_STDIN) {
 		free(buf);
@@ -350,6 +345,7 @@ static void owner_of(const struct plugin *p, struct rn_ipam_owner *o)
 	o->ifname = p->ifname;
 	o->pod_namespace = p->pod_namespace;
 	o->pod_name = p->pod_name;
+	o->netns = getenv("CNI_NETNS"); /* recorded for `rdmans ipam reconcile` */
 }
 
 static void log_lease(struct plugin *p, const char *verb, const struct rn_ipam_lease *l)

@@ -55,9 +55,9 @@ nothing_left() { vm_expect_eq "$baseline" "$(snap)" "the node"; }
 # ---- the state an ADD of "device": "lo" left behind before lo was refused ----
 # (phase adding, the host's lo recorded with MAC 00:00:00:00:00:00): the
 # pod's own lo has that name and MAC, and is not the host's.
-mkdir -p "$tmp/state/locks"
+mkdir -p "$tmp/state/locks" "$tmp/elsewhere"
 chmod 700 "$tmp/state"
-cat >"$tmp/state/rnvnet:$CNI_CID:net1" <<STATE
+cat >"$tmp/lo-state" <<STATE
 # rdma-netns attachment state (format: include/rdmans/cni_state.h)
 format=1
 network=rnvnet
@@ -79,6 +79,7 @@ netdev.0.alias=$(cat /sys/class/net/lo/ifalias)
 netdev.0.up=1
 rdma=0
 STATE
+cp "$tmp/lo-state" "$tmp/state/rnvnet:$CNI_CID:net1"
 pod_lo=$(ip -n rnv-pod -o link show lo)
 host_lo=$(ip -o link show lo)
 cni_expect_ok "DEL of the state a refused lo ADD left succeeds" DEL "$conf"
@@ -127,7 +128,6 @@ cni_expect_ok "the next DEL succeeds" DEL "$conf"
 vm_check "nothing left after it" nothing_left
 
 # ---- a state directory whose locks/ is a symlink ----
-mkdir "$tmp/elsewhere"
 rm -rf "$tmp/state/locks"
 ln -s "$tmp/elsewhere" "$tmp/state/locks"
 cni_expect_err "ADD refuses a locks/ symlink in the state directory" 5 \
@@ -136,5 +136,15 @@ vm_check "no lock was made through it" test -z "$(ls -A "$tmp/elsewhere")"
 vm_check "the netdev stayed home" ip link show rnv0
 rm "$tmp/state/locks"
 cni_expect_ok "DEL after it succeeds" DEL "$conf"
+vm_check "nothing left" nothing_left
+
+# ---- a state file that is a symlink (to a state someone else wrote) ----
+cp "$tmp/lo-state" "$tmp/elsewhere/planted"
+ln -s "$tmp/elsewhere/planted" "$tmp/state/rnvnet:$CNI_CID:net1"
+cni_expect_err "DEL refuses a symlinked state file" 5 "is a symbolic link" DEL "$conf"
+cni_expect_err "ADD refuses it too" 5 "is a symbolic link" ADD "$conf"
+vm_check "the planted file was not acted on or removed" cmp "$tmp/lo-state" "$tmp/elsewhere/planted"
+rm "$tmp/state/rnvnet:$CNI_CID:net1"
+cni_expect_ok "DEL after it is removed succeeds" DEL "$conf"
 vm_check "nothing left" nothing_left
 vm_done
