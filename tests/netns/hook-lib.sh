@@ -3,12 +3,13 @@
 # tests/vm/hook.sh, bench/hook.sh). Source it; needs root, runc, jq and
 # busybox-static.
 
-# hl_rootfs DIR: a minimal busybox image in DIR (bin/, proc/, dev/, sys/, tmp/).
+# hl_rootfs DIR: a minimal busybox image in DIR (bin/, proc/, dev/, sys/, tmp/; no etc/).
+# Also the image of the runtime suite (tests/runtime/runtime-lib.sh).
 hl_rootfs() {
 	local dir=$1 a
 	mkdir -p "$dir/bin" "$dir/proc" "$dir/dev" "$dir/sys" "$dir/tmp"
 	cp /bin/busybox "$dir/bin/busybox"
-	for a in sh cat ls grep test echo env readlink sleep true; do
+	for a in sh cat ls grep sed tr head wc test echo env readlink sleep true ip; do
 		ln -sf busybox "$dir/bin/$a"
 	done
 }

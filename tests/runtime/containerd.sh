@@ -8,15 +8,10 @@
 # task has exited, when its netns is gone: netdev (its name back) and device
 # come home, no state file, no lease.
 set -u
-. "$RDMANS_VM_LIB"
 . "$(dirname "$0")/runtime-lib.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 
-vm_load_rdma exclusive
-vm_load_simhca
-rt_t "meson install" rt_install
-rt_podman
-rt_t "podman import" rt_image
+rt_setup
 
 # containerd: state on tmpfs (its overlayfs snapshotter cannot sit on the guest's overlay root);
 # no CRI plugin (nothing here speaks CRI, and Debian 12 has no crictl)
@@ -46,13 +41,7 @@ mac=$(cat /sys/class/net/usb0/address)
 shipped=$top/cni-conf/10-rdma-netns.conflist
 jq --arg id "$aux" '.plugins[0].deviceID = $id' "$shipped" >/etc/cni/net.d/10-rdma-netns.conflist
 
-snap() {
-	"$R" dev --all-netns
-	ip -o link show usb0 2>&1 | sed 's/ qlen.*//'
-	ip -o -4 addr show usb0 2>&1
-	find /var/lib/cni/rdma-netns /var/run/k8s.cni.cncf.io -type f ! -path '*/locks/*' 2>/dev/null | sort
-	"$R" ipam ls 2>&1
-}
+snap() { rt_snap usb0; }
 before=$(snap)
 
 # In the task: eth0's MAC, address, the RDMA devices, and the RoCE v2 GID index of the address.

@@ -7,16 +7,13 @@
 # the held device is refused with a message naming what podman told (pod
 # name, no namespace); restart and `network reload` keep everything; stop
 # and rm bring netdev and device home with no state file and no lease left.
+# c1 also carries rdmans.io/nccl-profile, so the installed hooks.d JSON runs
+# rdmans-hook after the CNI ADD: its nccl.conf follows each re-attach.
 set -u
-. "$RDMANS_VM_LIB"
 . "$(dirname "$0")/runtime-lib.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 
-vm_load_rdma exclusive
-vm_load_simhca
-rt_t "meson install" rt_install
-rt_podman
-rt_t "podman import" rt_image
+rt_setup
 vm_veth h0 p0 || vm_fail "veth h0"
 vm_veth h1 p1 || vm_fail "veth h1"
 d0=$(vm_simhca_new "irdma%d" h0) || vm_fail "simhca on h0"
@@ -33,15 +30,7 @@ net=$(jq -r .name "$conf")
 vm_check "podman lists network $net (its libcni takes cniVersion $(jq -r .cniVersion "$conf"))" \
 	sh -c "podman network ls --format '{{.Name}}' | grep -qx '$net'"
 
-# Everything a container may change on the node: RDMA devices and where they
-# are, h0 and its addresses, rdma-netns state and device-info files, leases.
-snap() {
-	"$R" dev --all-netns
-	ip -o link show h0 2>&1 | sed 's/ qlen.*//'
-	ip -o -4 addr show h0 2>&1 # (IPv6 link-local comes and goes with DAD: not ours)
-	find /var/lib/cni/rdma-netns /var/run/k8s.cni.cncf.io -type f ! -path '*/locks/*' 2>/dev/null | sort
-	"$R" ipam ls 2>&1
-}
+snap() { rt_snap h0; }
 state_files() { find /var/lib/cni/rdma-netns -maxdepth 1 -type f | wc -l; }
 before=$(snap)
 
@@ -64,10 +53,14 @@ attached() { # attached WHEN: the checks of a running c1
 	vm_check "$when: a RoCE v2 GID of $d0 holds ${IN_ADDR%/*}, read inside (index $gid)" test -n "$gid"
 	vm_check "$when: one state file, one lease" vm_expect_eq "1 1" \
 		"$(state_files) $("$R" -j ipam ls | jq length)"
+	conf=$(podman exec c1 cat /etc/nccl.conf 2>&1)
+	vm_check "$when: the hook's nccl.conf: $d0, GID $gid, eth0, one rdmans block" vm_expect_eq \
+		"NCCL_IB_HCA=$d0 NCCL_IB_GID_INDEX=$gid NCCL_SOCKET_IFNAME=eth0 1" \
+		"$(grep -E '^NCCL_(IB_HCA|IB_GID_INDEX|SOCKET_IFNAME)=' <<<"$conf" | tr '\n' ' ')$(grep -c '^# rdmans: begin' <<<"$conf")"
 }
 
 rt_t "podman run (CNI ADD)" vm_run_code 0 "podman run --network $net starts c1" \
-	podman run -d --name c1 --network "$net" "$IMG" sleep 1000000
+	podman run -d --name c1 --network "$net" --annotation rdmans.io/nccl-profile=roce "$IMG" sleep 1000000
 attached "run"
 st=$(find /var/lib/cni/rdma-netns -maxdepth 1 -type f)
 vm_check "the state names pod c1 (podman's K8S_POD_NAME) and no namespace" \

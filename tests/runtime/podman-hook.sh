@@ -13,15 +13,9 @@
 #    nodes are there, the environment holds no pod-dependent NCCL value, and
 #    nccl.conf is still right; rdma=all gives the pod its own devices only.
 set -u
-. "$RDMANS_VM_LIB"
 . "$(dirname "$0")/runtime-lib.sh"
 
-vm_load_rdma exclusive
-vm_load_simhca
-modprobe rdma_ucm 2>/dev/null
-rt_t "meson install" rt_install
-rt_podman
-rt_t "podman import" rt_image
+rt_setup
 
 # --- item 6: installed where podman looks, pointing at the installed hook -----------------------
 vm_check "meson install put the hook JSON where podman and CRI-O read it ($HOOK_JSON)" \

@@ -2,8 +2,11 @@
 # Helpers for the runtime suite's guest scripts (tests/runtime/*.sh, run by
 # tests/vm/vm-run.sh): rdmans installed the way a user installs it, podman and
 # containerd from Debian set up as tests/../notes say they need, and a busybox
-# image built here (no registry is reachable). Source after guest-lib.sh.
+# image built here (no registry is reachable). Source it; it sources guest-lib.sh
+# and tests/netns/hook-lib.sh.
 #
+#   rt_setup            the RDMA modules (exclusive mode), simhca, rt_install,
+#                       rt_podman, rt_image: what every script here starts with
 #   rt_install          meson install of the build tree (its own prefix, the
 #                       default /usr/local in tools/test.sh); sets R (the
 #                       installed rdmans), HOOK, HOOK_JSON (the JSON podman reads)
@@ -12,6 +15,11 @@
 #   rt_t NAME CMD...    runs CMD, prints "# NAME: Ns" (the suite reports durations)
 #   rt_gid_in CTR DEV IPV4  (podman) the RoCE v2 GID index of IPV4 in DEV's table,
 #                       read inside container CTR; "" when none
+#   rt_snap NETDEV      everything a container may change on the node: RDMA devices
+#                       and where they are, NETDEV and its IPv4 addresses, rdma-netns
+#                       state and device-info files, leases
+. "$RDMANS_VM_LIB"
+. "$(dirname "$RDMANS_VM_LIB")/../netns/hook-lib.sh"
 
 B=$RDMANS_BUILD_DIR
 IMG=localhost/rdmans-busybox:1
@@ -58,19 +66,10 @@ CONF
 	rm -f /etc/cni/net.d/*
 }
 
-rt_rootfs() { # rt_rootfs DIR: a busybox-static root filesystem
-	local dir=$1 a
-	mkdir -p "$dir/bin" "$dir/etc" "$dir/proc" "$dir/sys" "$dir/dev" "$dir/tmp" "$dir/run"
-	cp /bin/busybox "$dir/bin/busybox"
-	for a in sh cat ls ip grep sed sleep true false env test echo readlink tr head wc find; do
-		ln -sf busybox "$dir/bin/$a"
-	done
-}
-
 rt_image() {
 	local dir
 	dir=$(mktemp -d /tmp/rt-rootfs.XXXXXX)
-	rt_rootfs "$dir"
+	hl_rootfs "$dir" && mkdir -p "$dir/etc" "$dir/run"
 	tar -C "$dir" -c . | podman import --quiet - "$IMG" >/dev/null || vm_fail "podman import of the busybox image failed"
 	rm -rf "$dir"
 }
@@ -90,4 +89,21 @@ rt_gid_hex() { # a.b.c.d -> "0a38:0002" as sysfs prints the tail of an IPv4-mapp
 
 rt_gid_in() {
 	podman exec "$1" sh -c "$RT_GID_SCRIPT" _ "$2" "$(rt_gid_hex "$3")" 2>/dev/null
+}
+
+rt_setup() {
+	vm_load_rdma exclusive
+	vm_load_simhca
+	modprobe rdma_ucm 2>/dev/null
+	rt_t "meson install" rt_install
+	rt_podman
+	rt_t "podman import" rt_image
+}
+
+rt_snap() {
+	"$R" dev --all-netns
+	ip -o link show "$1" 2>&1 | sed 's/ qlen.*//'
+	ip -o -4 addr show "$1" 2>&1 # (IPv6 link-local comes and goes with DAD: not ours)
+	find /var/lib/cni/rdma-netns /var/run/k8s.cni.cncf.io -type f ! -path '*/locks/*' 2>/dev/null | sort
+	"$R" ipam ls 2>&1
 }
