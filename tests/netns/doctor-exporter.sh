@@ -59,7 +59,7 @@ ip netns exec rnd-pod prlimit --memlock=65536:65536 setpriv --bounding-set=-ipc_
 	unshare -m sh -c 'mount -t tmpfs none /etc && echo NCCL_SOCKET_IFNAME=eth9 >/etc/nccl.conf && exec sleep 1000' &
 pids+=($!)
 p=${pids[-1]}
-vm_poll 5 is_comm "$p" sleep
+vm_poll 60 is_comm "$p" sleep
 vm_run_code 21 "doctor --pid of a limited process" "$R" -j doctor --pid "$p"
 vm_check "memlock FAIL: 64 KiB, no CAP_IPC_LOCK" vm_expect_contains "$(message memlock)" "RLIMIT_MEMLOCK 64 KiB (hard 64 KiB) and no CAP_IPC_LOCK"
 vm_check "the target is its netns" vm_expect_eq "the netns of PID $p" "$(echo "$OUT" | jq -r .target)"
@@ -68,7 +68,7 @@ vm_check "nccl-socket-ifname FAIL: eth9 from its /etc/nccl.conf" vm_expect_conta
 vm_check "nccl-net PASS (NCCL_IB_DISABLE=0)" vm_expect_eq PASS "$(status nccl-net)"
 ip netns exec rnd-pod env NCCL_IB_DISABLE=1 sleep 1000 &
 pids+=($!)
-vm_poll 5 is_comm "${pids[-1]}" sleep
+vm_poll 60 is_comm "${pids[-1]}" sleep
 vm_run_code 21 "doctor --pid with NCCL_IB_DISABLE=1" "$R" -j doctor --pid "${pids[-1]}"
 vm_check "nccl-net FAIL" vm_expect_contains "$(message nccl-net)" "NCCL_IB_DISABLE=1 (environment): NCCL will not use RDMA"
 vm_check "memlock PASS for root (CAP_IPC_LOCK)" vm_expect_eq PASS "$(status memlock)"
@@ -89,7 +89,7 @@ vm_run_code 2 "--listen with an unknown host" "$R" exporter --listen no-such-hos
 vm_run_code 2 "exporter with an unknown option" "$R" exporter --bogus
 "$R" exporter --listen 127.0.0.1:0 2>"$tmp/exp.log" &
 exporter=$!
-vm_poll 5 grep -q "port" "$tmp/exp.log"
+vm_poll 60 grep -q "port" "$tmp/exp.log"
 port=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$tmp/exp.log")
 vm_check "exporter on an ephemeral port ($port)" test -n "$port"
 url=http://127.0.0.1:$port

@@ -104,7 +104,7 @@ if [ "$RDMANS_ACCEPT_PHASE" = 1 ]; then
 
 	# --- pod-b deleted without DEL: GC and DEL clean up ----------------------------
 	ip netns del pod-b
-	vm_check "pod-b's netns gone: $d2 returns to the host" vm_poll 20 rdma dev show "$d2"
+	vm_check "pod-b's netns gone: $d2 returns to the host" vm_poll 60 rdma dev show "$d2"
 	CNI_CID=cid-pod-b CNI_NS="" cni_expect_ok "CNI GC keeps only pod-a" GC \
 		"$(jq -c '. + {"cni.dev/valid-attachments": [{"containerID": "cid-pod-a", "ifname": "net1"}]}' <<<"$(conf eth1)")"
 	vm_check "GC released pod-b's address" vm_expect_eq "[\"${ip_a%/*}\"]" "$(ipam_records | jq -c '[.[] | sub("/.*"; "")]')"

@@ -104,5 +104,5 @@ vm_check "  validates against the CDI schema" /usr/bin/python3 "$VALIDATE" "$tmp
 # --- pods go away: the devices come home ------------------------------------------------------
 ip netns del pod1
 ip netns del pod2
-vm_check "deleting the pods returns both HCAs to the host" vm_poll 20 sh -c "rdma dev show $d1 && rdma dev show $d2"
+vm_check "deleting the pods returns both HCAs to the host" vm_poll 60 sh -c "rdma dev show $d1 && rdma dev show $d2"
 vm_done
