@@ -127,7 +127,7 @@ static json_t *result_json(const struct rn_nccl_result *res, const char *where)
 					 jstr_or_null(u->used ? NULL : u->why_not), "netdev",
 					 jstr_or_null(u->netdev), "gid_index",
 					 gid ? json_integer(u->gid_index) : json_null(),
-					 "gid_address", jstr_or_null(gid ? u->gid_ipv4 : NULL)));
+					 "gid_address", jstr_or_null(gid ? u->gid_addr : NULL)));
 	}
 	for (size_t i = 0; i < res->n; i++) {
 		const struct rn_nccl_setting *s = &res->v[i];

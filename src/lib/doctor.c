@@ -1503,7 +1503,7 @@ static void check_nccl_gid(struct ctx *x)
 		gid_slot_desc(f, p, index, slot, sizeof(slot));
 		n = snprintf(wrong + off_w, sizeof(wrong) - off_w,
 			     "%son %s/%u %s, the RoCE v2 GID of %s is index %d", off_w ? "; " : "",
-			     p->dev, p->port, slot, u->gid_ipv4, u->gid_index);
+			     p->dev, p->port, slot, u->gid_addr, u->gid_index);
 		if (n > 0 && (size_t)n < sizeof(wrong) - off_w)
 			off_w += (size_t)n;
 		nwrong++;

@@ -10,6 +10,7 @@
  * first occurrence of a name wins over later ones.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,10 +68,10 @@ static void explain_ports(FILE *f, const struct rn_nccl_result *res)
 			fprintf(f, ", netdev %s", u->netdev);
 		switch (u->gid_status) {
 		case RN_NCCL_GID_FOUND:
-			fprintf(f, ", RoCE v2 GID %d holds %s", u->gid_index, u->gid_ipv4);
+			fprintf(f, ", RoCE v2 GID %d holds %s", u->gid_index, u->gid_addr);
 			break;
 		case RN_NCCL_GID_NO_ADDR:
-			fprintf(f, ", no IPv4 address");
+			fprintf(f, ", no %s address", res->family == AF_INET6 ? "IPv6" : "IPv4");
 			break;
 		case RN_NCCL_GID_NO_MATCH:
 			fprintf(f, ", no RoCE v2 GID for its address");
@@ -95,6 +96,16 @@ static void explain_setting(FILE *f, const struct rn_nccl_setting *s)
 static void explain_head(FILE *f, const struct rn_nccl_result *res)
 {
 	fprintf(f, "# profile %s (%s)\n", res->profile, res->profile_origin);
+	if (res->version.major)
+		fprintf(f, "# NCCL %u.%u.%u, %s: %s\n", res->version.major, res->version.minor,
+			res->version.patch, res->version_why,
+			rn_nccl_ver_class_desc(res->ver_class));
+	else
+		fprintf(f, "# NCCL version unknown (%s): %s\n", res->version_why,
+			rn_nccl_ver_class_desc(res->ver_class));
+	if (res->family_why[0])
+		fprintf(f, "# address family %s: %s\n", res->family == AF_INET6 ? "IPv6" : "IPv4",
+			res->family_why);
 	explain_ports(f, res);
 	for (size_t i = 0; i < res->n_warnings; i++)
 		fprintf(f, "# warning: %s\n", res->warnings[i]);

@@ -95,7 +95,7 @@ expect_fail() { # NAME CODE NEEDLE ARGS...
 	fi
 }
 expect_fail "relative --hook" 2 "--hook needs an absolute path" --hook rdmans-hook
-expect_fail "bad --addr-range" 7 "address range '10.0.0.0/33' is not an IPv4 CIDR" --addr-range 10.0.0.0/33
+expect_fail "bad --addr-range" 7 "address range '10.0.0.0/33' is not a CIDR" --addr-range 10.0.0.0/33
 expect_fail "unknown profile" 2 "unknown NCCL profile 'azure'" --profile azure
 expect_fail "--set without a value" 2 "--set takes NAME=VALUE" --set NCCL_IB_TC
 expect_fail "unknown option" 2 "unexpected argument '--frob'" --frob
