@@ -110,7 +110,8 @@ static int env_usage(void)
 	return rn_cli_usage(
 		"usage: rdmans env [--netns TARGET | --container ID] [--format "
 		"env|sh|nccl-conf|json] [--explain] [--profile NAME] [--set NAME=VALUE]... "
-		"[--unset NAME]... [--family ipv4|ipv6|auto] [--nccl-version X.Y.Z] [--config FILE] "
+		"[--unset NAME]... [--family ipv4|ipv6|auto] [--nccl-version X.Y.Z] [--config "
+		"FILE] "
 		"[--cni-config FILE] [--merge NCCL_CONF]; "
 		"rdmans env profiles");
 }
@@ -152,8 +153,8 @@ static void find_version(pid_t pid, bool netns_only, struct rn_nccl_version *v, 
 	if (pid > 0)
 		snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
 	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || rn_nccl_version_find(fd, pid > 0 ? NULL : getenv("LD_LIBRARY_PATH"), v,
-					   NULL, &err) < 0)
+	if (fd < 0 ||
+	    rn_nccl_version_find(fd, pid > 0 ? NULL : getenv("LD_LIBRARY_PATH"), v, NULL, &err) < 0)
 		snprintf(note, len, "%.400s", fd < 0 ? strerror(errno) : err.msg);
 }
 
