@@ -44,21 +44,7 @@ static void bprintf(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Appends to a message buffer, truncating silently. */
-static void bappend(char *buf, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void bappend(char *buf, size_t len, const char *fmt, ...)
-{
-	size_t used = strnlen(buf, len);
-	va_list ap;
-
-	if (used + 1 >= len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf + used, len - used, fmt, ap);
-	va_end(ap);
-}
+#define bappend rn_strappend
 
 static int grow(void **v, size_t n, size_t size)
 {

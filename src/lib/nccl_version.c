@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/nccl.h"
 #include "rdmans/rootfs.h"
+#include "rdmans/util.h"
 
 /* NCCL's library with its device code is a few hundred MiB; nothing real is larger. */
 #define MAX_LIB_BYTES (2ull << 30)
@@ -51,19 +51,7 @@ struct found {
 	char others[RN_NCCL_ORIGIN_MAX];
 };
 
-static void note(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void note(char *buf, size_t len, const char *fmt, ...)
-{
-	size_t used = strnlen(buf, len);
-	va_list ap;
-
-	if (used + 1 >= len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf + used, len - used, fmt, ap);
-	va_end(ap);
-}
+#define note rn_strappend
 
 static int cmp_version(const struct rn_nccl_version *a, const struct rn_nccl_version *b)
 {
@@ -140,6 +128,20 @@ static int banner_version(int rootfd, const char *path, struct rn_nccl_version *
 	return r;
 }
 
+/* A directory of the image, opened inside its root; NULL when absent. */
+static DIR *open_dir(int rootfd, const char *dir)
+{
+	int fd = rn_rootfs_openat(rootfd, dir, O_RDONLY | O_DIRECTORY);
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d)
+		close(fd);
+	return d;
+}
+
 /* Looks in one directory of the image. */
 static void scan_dir(int rootfd, const char *dir, struct found *f)
 {
@@ -147,16 +149,10 @@ static void scan_dir(int rootfd, const char *dir, struct found *f)
 	char plain[PATH_MAX] = "";
 	bool versioned = false;
 	struct dirent *de;
-	int fd;
 
-	fd = rn_rootfs_openat(rootfd, dir, O_RDONLY | O_DIRECTORY);
-	if (fd < 0)
+	d = open_dir(rootfd, dir);
+	if (!d)
 		return;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
 	while ((de = readdir(d))) {
 		struct rn_nccl_version v;
 		char path[PATH_MAX];
@@ -187,16 +183,10 @@ static void scan_python(int rootfd, const char *prefix, struct found *f)
 {
 	_cleanup_closedir_ DIR *d = NULL;
 	struct dirent *de;
-	int fd;
 
-	fd = rn_rootfs_openat(rootfd, prefix, O_RDONLY | O_DIRECTORY);
-	if (fd < 0)
+	d = open_dir(rootfd, prefix);
+	if (!d)
 		return;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
 	while ((de = readdir(d))) {
 		static const char *const kinds[] = { "site-packages", "dist-packages" };
 

@@ -102,3 +102,15 @@ int rn_write_all(int fd, const char *buf, size_t len)
 	}
 	return 0;
 }
+
+void rn_strappend(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strnlen(buf, len);
+	va_list ap;
+
+	if (used + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+}

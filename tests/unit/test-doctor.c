@@ -21,13 +21,6 @@
 
 #define PID 4242
 
-#define REQUIRE(cond)                                                                              \
-	do {                                                                                       \
-		CHECK(cond);                                                                       \
-		if (rn_test_failed)                                                                \
-			return;                                                                    \
-	} while (0)
-
 struct fixture {
 	char *sys;
 	char *proc;

@@ -22,13 +22,6 @@
 #include "rdmans/util.h"
 #include "test.h"
 
-#define REQUIRE(cond)                                                                              \
-	do {                                                                                       \
-		CHECK(cond);                                                                       \
-		if (rn_test_failed)                                                                \
-			return;                                                                    \
-	} while (0)
-
 /* ---- the nodes of the documents, as a pod sees them ---- */
 
 /* Doc 000 show_gids, one rail: mlx5_N on ethN, RoCE v2 + IPv4 at index 3. */
