@@ -76,24 +76,20 @@ static json_t *hook_json(const struct hook_args *h, const struct rn_devnode *nod
 			 args);
 }
 
-/* NCCL_IB_HCA for "all": every device, exact names when one is a prefix of another. */
+/* NCCL_IB_HCA for "all": every device, always exact names (NCCL takes prefixes otherwise). */
 static json_t *all_hca_env(const struct rn_devnode *nodes, size_t n)
 {
 	char value[RN_NCCL_VALUE_MAX] = "";
-	bool exact = false;
 	size_t used = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		for (size_t j = 0; j < n; j++)
-			exact = exact || (i != j && strncmp(nodes[j].dev, nodes[i].dev,
-							    strlen(nodes[i].dev)) == 0);
 		used += (size_t)snprintf(value + used,
 					 used < sizeof(value) ? sizeof(value) - used : 0, "%s%s",
 					 i ? "," : "", nodes[i].dev);
 	}
 	if (used >= sizeof(value))
 		return NULL;
-	return json_pack("s++", "NCCL_IB_HCA=", exact ? "=" : "", value);
+	return json_pack("s++", "NCCL_IB_HCA=", "=", value);
 }
 
 static int write_output(const char *output, const char *text, struct rn_error *err)

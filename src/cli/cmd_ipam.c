@@ -13,6 +13,7 @@
  * (rdma-netns-ipam(8)) and then the local store in its default directory.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 
 #include "rdmans.h"
 #include "rdmans/cleanup.h"
+#include "rdmans/util.h"
 #include "rdmans/ipam.h"
 
 struct ipam_opts {
@@ -110,9 +112,14 @@ static int load_config(const struct ipam_opts *o, struct rn_ipam_config *c, stru
 	int r;
 
 	if (o->config) {
+		_cleanup_free_ char *raw = NULL;
 		json_error_t jerr;
+		size_t len = 0;
 
-		doc = json_load_file(o->config, 0, &jerr);
+		r = rn_read_regular(o->config, 1u << 20, "--config", &raw, &len, err);
+		if (r < 0)
+			return r;
+		doc = json_loadb(raw, len, 0, &jerr);
 		if (!doc)
 			return rn_error_set(err, EINVAL, "--config %s: %s", o->config, jerr.text);
 	} else {

@@ -1931,7 +1931,7 @@ int rn_doctor_run(const struct rn_doctor_target *t, struct rn_doctor_facts *f,
 	self = rn_netns_open_self(NULL);
 	same = self >= 0 ? rn_netns_same(nsfd, self, NULL) : 0;
 	if (same == 1)
-		r = gather_netns(&job, &e);
+		r = rn_netns_run_here_sysfs(gather_netns, &job, &e); /* /sys may be another's */
 	else
 		r = rn_netns_run_sysfs(nsfd, gather_netns, &job, &e);
 	if (r == -ENOMEM)

@@ -66,23 +66,7 @@ void rn_ipam_config_free(struct rn_ipam_config *c)
 
 static int read_file(const char *path, char **ret, struct rn_error *err)
 {
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	_cleanup_free_ char *buf = NULL;
-	size_t n;
-
-	if (!f)
-		return rn_error_errno(err, errno, "cannot read %s", path);
-	buf = malloc(MAX_FILE + 1);
-	if (!buf)
-		return rn_error_set(err, ENOMEM, "out of memory");
-	n = fread(buf, 1, MAX_FILE + 1, f);
-	if (ferror(f))
-		return rn_error_errno(err, EIO, "cannot read %s", path);
-	if (n > MAX_FILE)
-		return rn_error_set(err, EFBIG, "%s is larger than %d bytes", path, MAX_FILE);
-	buf[n] = '\0';
-	*ret = TAKE_PTR(buf);
-	return 0;
+	return rn_read_regular(path, MAX_FILE, NULL, ret, NULL, err);
 }
 
 /* A string member, or NULL; -EINVAL (with err) when present but not a string. */

@@ -183,7 +183,8 @@ static int read_text(struct local_store *l, const char *rel, char **ret, struct 
 
 	if (l->dirfd < 0 && data_dir(l, false, NULL) < 0)
 		return -ENOENT;
-	fd = openat(l->dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO planted as a record reads as damaged, never blocks */
+	fd = openat(l->dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return -ENOENT;

@@ -69,6 +69,10 @@ int rn_rootfs_read(int rootfd, const char *path, size_t max, char **ret, struct 
 	fd = openat2_in_root(rootfd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
 	if (fd < 0)
 		return rn_error_errno(err, -fd, "cannot open %s in the container", path);
+	r = rn_check_regular_fd(fd, path, "the container's",
+				err); /* a FIFO reads as empty: say so */
+	if (r < 0)
+		return r;
 	buf = malloc(max + 1);
 	if (!buf)
 		return rn_error_set(err, ENOMEM, "out of memory");

@@ -65,6 +65,10 @@ vm_check "  the hook resolves with the same profile" vm_expect_eq "rdmans-hook -
 vm_check "  env: profile, pool, override; no GID index, no HCA guess" vm_expect_eq \
 	"NCCL_IB_DISABLE=0 NCCL_IB_ADDR_FAMILY=AF_INET NCCL_IB_ADDR_RANGE=10.100.100.0/24 NCCL_IB_ROCE_VERSION_NUM=2 NCCL_SOCKET_IFNAME=eth NCCL_IB_QPS_PER_CONNECTION=8 NCCL_IB_TC=136 NCCL_IB_TIMEOUT=23" \
 	"$(q '.containerEdits.env | join(" ")')"
+gen_ok "an IPv6 address pool" --addr-range fd00:100::/64
+vm_check "  env: AF_INET6 and the IPv6 range" vm_expect_eq \
+	"NCCL_IB_DISABLE=0 NCCL_IB_ADDR_FAMILY=AF_INET6 NCCL_IB_ADDR_RANGE=fd00:100::/64 NCCL_IB_ROCE_VERSION_NUM=2" \
+	"$(q '.containerEdits.env | join(" ")')"
 gen_ok "--hook PATH" --hook /opt/rdmans/bin/rdmans-hook
 vm_check "  every hook runs it" vm_expect_eq "/opt/rdmans/bin/rdmans-hook" "$(q '[.devices[].containerEdits.hooks[].path] | unique | join(" ")')"
 
