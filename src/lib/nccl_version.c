@@ -87,12 +87,21 @@ static void add(struct found *f, const struct rn_nccl_version *v, const char *pa
 /* The version in NCCL's banner inside the library at path; -ENOENT when none. */
 static int banner_version(int rootfd, const char *path, struct rn_nccl_version *v)
 {
-	_cleanup_close_ int fd = rn_rootfs_openat(rootfd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
+	_cleanup_close_ int probe = rn_rootfs_openat(rootfd, path, O_PATH);
+	_cleanup_close_ int fd = -1;
 	const char *p, *end;
 	struct stat st;
 	void *map;
 	int r = -ENOENT;
 
+	/* only a regular file is opened for reading: an image's FIFO or device node never is */
+	if (probe < 0)
+		return probe;
+	if (fstat(probe, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -ENOENT;
+	fd = rn_rootfs_openat(rootfd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return fd;
 	if (fstat(fd, &st) < 0)

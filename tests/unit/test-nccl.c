@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fakesys.h"
@@ -1015,6 +1016,10 @@ static void version_found_in_an_image(void)
 	memcpy(lib + 5000, "NCCL version 2.26.2+cuda12.2", 28);
 	fd = rn_rootfs_open(root, &err);
 	REQUIRE(fd >= 0);
+	/* a FIFO where the library would be is never opened for reading (it would block) */
+	put_file(root, "usr/local/cuda/lib64/.keep", "", 0);
+	snprintf(path, sizeof(path), "%s/usr/local/cuda/lib64/libnccl.so.2", root);
+	REQUIRE(mkfifo(path, 0644) == 0);
 	CHECK_INT(rn_nccl_version_find(fd, NULL, &v, &n, &err), -ENOENT);
 	CHECK_CONTAINS(err.msg, "no libnccl in the image");
 	CHECK_INT(v.major, 0);
