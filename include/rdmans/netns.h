@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "rdmans/error.h"
@@ -123,5 +124,25 @@ struct rn_netns_entry {
  * Free *ret with free().
  */
 int rn_netns_list(struct rn_netns_entry **ret, size_t *ret_n, struct rn_error *err);
+
+enum rn_netns_state {
+	RN_NETNS_ALIVE,
+	RN_NETNS_GONE,
+	RN_NETNS_UNKNOWN, /* cannot be told from here: never treated as gone */
+};
+
+/*
+ * Does the netns a path (CNI_NETNS) named still exist? Nothing is opened,
+ * so a FIFO or a stale mount never blocks. `ino` (0: unknown) is the inode
+ * it had: the path naming another netns now (a reused PID or name) means
+ * the old one is gone. A missing /proc/PID/... counts as gone only when
+ * this process sees the host's PIDs, a missing /var/run/netns/NAME only
+ * when its directory is visible. *why gets the reason, for logs.
+ */
+enum rn_netns_state rn_netns_path_state(const char *path, uint64_t ino, char *why, size_t len);
+/* The inode of the netns at path (stat, nothing opened); -errno, -EMEDIUMTYPE if no netns. */
+int rn_netns_path_ino(const char *path, uint64_t *ret);
+/* Does this process see the host's PIDs (NSpid of /proc/self/status has one level)? */
+bool rn_netns_host_pids(void);
 
 #endif

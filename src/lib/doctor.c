@@ -373,42 +373,6 @@ static int open_in_root(int rootfd, const char *path, int flags)
 	return openat(rootfd, *path ? path : ".", flags | O_CLOEXEC | O_NOFOLLOW);
 }
 
-/* Reads at most max bytes of fd into a NUL-terminated malloc'd buffer. */
-static int read_all(int fd, size_t max, char **ret, size_t *ret_len)
-{
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 0;
-
-	for (;;) {
-		ssize_t n;
-
-		if (len + 4096 + 1 > cap) {
-			size_t ncap = cap ? cap * 2 : 8192;
-			char *v = realloc(buf, ncap);
-
-			if (!v)
-				return -ENOMEM;
-			buf = v;
-			cap = ncap;
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > max)
-			return -EFBIG;
-	}
-	buf[len] = '\0';
-	*ret = TAKE_PTR(buf);
-	*ret_len = len;
-	return 0;
-}
-
 static int read_proc_file(const char *proc_root, pid_t pid, const char *name, size_t max,
 			  char **ret, size_t *ret_len)
 {
@@ -422,7 +386,7 @@ static int read_proc_file(const char *proc_root, pid_t pid, const char *name, si
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	return read_all(fd, max, ret, ret_len);
+	return rn_read_fd(fd, max, ret, ret_len);
 }
 
 /* "Max locked memory   8388608   8388608   bytes" */
@@ -542,14 +506,25 @@ static int parse_nccl_conf(struct rn_doctor_process *p, char *text, const char *
 	return 0;
 }
 
+/* A file that is absent is no error; one that cannot be read is (the nccl-conf check says so). */
 static void read_conf(struct rn_doctor_process *p, int rootfd, const char *path, size_t slot)
 {
 	_cleanup_free_ char *text = NULL;
+	struct rn_error err = { 0 };
+	int r;
 
-	if (rn_rootfs_read(rootfd, path, CONF_MAX, &text, NULL) < 0)
+	r = rn_rootfs_read(rootfd, path, CONF_MAX, &text, &err);
+	if (r == -ENOENT)
 		return;
-	set_str(p->conf_files[slot], sizeof(p->conf_files[slot]), path);
-	(void)parse_nccl_conf(p, text, path);
+	if (r == 0) {
+		set_str(p->conf_files[slot], sizeof(p->conf_files[slot]), path);
+		r = parse_nccl_conf(p, text, path);
+		if (r < 0)
+			rn_error_set(&err, -r, "%s", strerror(-r));
+	}
+	if (r < 0)
+		sfmt(p->conf_errors[slot], sizeof(p->conf_errors[slot]), "cannot read %s: %s", path,
+		     err.msg);
 }
 
 /* The home directory of uid as the target's /etc/passwd says, into buf. */
@@ -1584,10 +1559,30 @@ static void check_nccl_ifname(struct ctx *x)
 	     want ? "; rdmans env: NCCL_SOCKET_IFNAME=" : "", want ? want : "");
 }
 
+/* Only when one could not be read: NCCL skips such a file without a word. */
+static void check_nccl_conf(struct ctx *x)
+{
+	const struct rn_doctor_process *p = &x->f->proc;
+	struct rn_doctor_result *res;
+	char subj[128];
+
+	x->id = "nccl-conf";
+	x->title = "the nccl.conf files NCCL reads";
+	pid_subject(p, subj, sizeof(subj));
+	for (size_t i = 0; i < RN_ARRAY_SIZE(p->conf_errors); i++) {
+		if (!p->conf_errors[i][0])
+			continue;
+		res = emit(x, subj, RN_DOCTOR_WARN,
+			   "%s; NCCL skips it, the settings below leave it out", p->conf_errors[i]);
+		fix(res, "make it a readable regular file (or remove it)");
+	}
+}
+
 static void check_nccl(struct ctx *x)
 {
 	if (no_process(x))
 		return;
+	check_nccl_conf(x);
 	check_nccl_net(x);
 	check_nccl_hca(x);
 	check_nccl_gid(x);

@@ -492,6 +492,86 @@ int rn_netns_sysfs_fd(struct rn_error *err)
 #endif
 }
 
+/* Does this process see the host's PIDs (the initial PID namespace)? */
+bool rn_netns_host_pids(void)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "NSpid:", 6) != 0)
+			continue;
+		/* one PID per level: one level is the initial namespace */
+		return strchr(line + 7, '\t') == NULL && strchr(line + 7, ' ') == NULL;
+	}
+	return false;
+}
+
+enum rn_netns_state rn_netns_path_state(const char *path, uint64_t ino, char *why, size_t len)
+{
+	char dir[PATH_MAX];
+	struct statfs sfs;
+	struct stat st;
+	const char *slash;
+	int pid_end = 0;
+
+	if (!path || path[0] != '/') {
+		snprintf(why, len, "no namespace path recorded");
+		return RN_NETNS_UNKNOWN;
+	}
+	if (stat(path, &st) == 0) {
+		if (statfs(path, &sfs) < 0 || sfs.f_type != NSFS_MAGIC) {
+			snprintf(why, len,
+				 "%s exists but is not a namespace here (is the runtime's netns "
+				 "directory mounted with HostToContainer propagation?)",
+				 path);
+			return RN_NETNS_UNKNOWN;
+		}
+		if (ino && (uint64_t)st.st_ino != ino) {
+			snprintf(why, len, "%s is now another namespace (inode %llu, was %llu)",
+				 path, (unsigned long long)st.st_ino, (unsigned long long)ino);
+			return RN_NETNS_GONE;
+		}
+		snprintf(why, len, "%s exists", path);
+		return RN_NETNS_ALIVE;
+	}
+	if (errno != ENOENT) {
+		snprintf(why, len, "cannot check %s: %s", path, strerror(errno));
+		return RN_NETNS_UNKNOWN;
+	}
+	if (sscanf(path, "/proc/%*[0-9]%n", &pid_end) >= 0 && pid_end > 6 && path[pid_end] == '/') {
+		if (!rn_netns_host_pids()) {
+			snprintf(why, len,
+				 "%s is gone, but this process does not see the host's PIDs", path);
+			return RN_NETNS_UNKNOWN;
+		}
+		snprintf(why, len, "process %.*s has exited (%s is gone)", pid_end - 6, path + 6,
+			 path);
+		return RN_NETNS_GONE;
+	}
+	slash = strrchr(path, '/');
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(why, len, "%s is gone, but so is %s: not visible here?", path, dir);
+		return RN_NETNS_UNKNOWN;
+	}
+	snprintf(why, len, "%s no longer exists", path);
+	return RN_NETNS_GONE;
+}
+
+int rn_netns_path_ino(const char *path, uint64_t *ret)
+{
+	struct statfs sfs;
+	struct stat st;
+
+	if (!path || stat(path, &st) < 0)
+		return -errno;
+	if (statfs(path, &sfs) < 0 || sfs.f_type != NSFS_MAGIC)
+		return -EMEDIUMTYPE;
+	*ret = st.st_ino;
+	return 0;
+}
+
 int rn_netns_sysfs_netdevs_agree(const char *root, struct rn_error *err)
 {
 	_cleanup_closedir_ DIR *d = NULL;

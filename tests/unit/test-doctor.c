@@ -910,6 +910,36 @@ static void real_h100_machine(void)
 	rn_sysfs_set_root(NULL);
 }
 
+static void an_unreadable_nccl_conf_is_a_warning(void)
+{
+	_cleanup_fixture_ struct fixture x;
+	char dir[4096];
+
+	setup(&x);
+	CHECK_INT(gather(&x), 0);
+	add_process(&x, "unlimited", "0", ENV("A=b\0"));
+	/* NCCL skips an /etc/nccl.conf it cannot read: the doctor must not skip it silently */
+	snprintf(dir, sizeof(dir), "%s/4242/root/etc/nccl.conf", x.proc);
+	CHECK(mkdir(dir, 0755) == 0);
+	CHECK_INT(process(&x), 0);
+	CHECK_INT(evaluate(&x), 0);
+	CHECK_STATUS(result(&x, "nccl-conf", NULL), RN_DOCTOR_WARN);
+	CHECK_CONTAINS(result(&x, "nccl-conf", NULL)->message, "cannot read /etc/nccl.conf");
+	CHECK_STR(x.f.proc.conf_files[1], "");
+}
+
+static void a_missing_nccl_conf_is_no_warning(void)
+{
+	_cleanup_fixture_ struct fixture x;
+
+	setup(&x);
+	CHECK_INT(gather(&x), 0);
+	add_process(&x, "unlimited", "0", ENV("A=b\0"));
+	CHECK_INT(process(&x), 0);
+	CHECK_INT(evaluate(&x), 0);
+	CHECK_STR(result(&x, "nccl-conf", NULL)->id, "none");
+}
+
 RN_TEST_MAIN(T(pci_distance_by_path), T(gpu_near_the_pods_hca_passes_and_the_other_warns),
 	     T(process_hca_list_decides_which_devices_count), T(gpudirect_needs_peermem_or_dma_buf),
 	     T(no_gpu_skips_the_gpu_checks), T(real_h100_machine),
@@ -928,4 +958,5 @@ RN_TEST_MAIN(T(pci_distance_by_path), T(gpu_near_the_pods_hca_passes_and_the_oth
 	     T(hca_that_matches_nothing_here_fails), T(socket_ifname_must_match_a_netdev),
 	     T(ib_disabled_fails), T(etc_nccl_conf_is_read_and_the_environment_wins),
 	     T(user_nccl_conf_comes_before_etc), T(nccl_conf_file_variable_replaces_the_user_file),
-	     T(conf_symlinks_stay_inside_the_container))
+	     T(conf_symlinks_stay_inside_the_container), T(an_unreadable_nccl_conf_is_a_warning),
+	     T(a_missing_nccl_conf_is_no_warning))
