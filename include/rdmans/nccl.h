@@ -253,13 +253,18 @@ int rn_nccl_render(const struct rn_nccl_result *res, enum rn_nccl_format fmt, bo
 /*
  * nccl.conf text merged with `existing` (an image's own /etc/nccl.conf, or
  * one written by an earlier run; NULL or "" when none):
- *  - rdmans' block (between "# rdmans: begin" and "# rdmans: end") is
- *    rewritten; lines outside it are kept, in order;
+ *  - rdmans' block (from a line that is exactly "# rdmans: begin" to the next
+ *    line that is exactly "# rdmans: end", no begin line between) is
+ *    rewritten at the top; every other line is kept, in order;
  *  - an existing value wins over a profile value, loses to everything else;
  *    a line that loses is kept as a comment ("#rdmans-overridden:LINE") and
- *    comes back when a later run no longer sets that variable;
- *  - every variable appears once, so NCCL's first-occurrence rule and ours agree.
- * header: one comment line for the top of the block (no '#', no newline).
+ *    comes back when a later run no longer sets that variable; a stray
+ *    marker line is kept behind the same prefix, so it can never pair with
+ *    a later marker;
+ *  - every variable we set is read by NCCL with our value.
+ * Merging its own output again gives the same text (tests/fuzz/merge-props.c
+ * checks both properties on any input).
+ * header: one comment line for the top of the block (newlines become spaces).
  */
 int rn_nccl_conf_merge(const struct rn_nccl_result *res, const char *existing, const char *header,
 		       char **ret, struct rn_error *err);
