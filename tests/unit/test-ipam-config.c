@@ -322,6 +322,29 @@ static void endpoints_with_a_password_are_refused_and_redacted(void)
 	remove_tree();
 }
 
+/* A FIFO named by the config (found by the fuzz target) is refused at once, not waited on. */
+static void files_named_by_the_config_must_be_regular(void)
+{
+	struct rn_ipam_config c;
+	char fifo[128], json[512];
+	struct rn_error err = { 0 };
+
+	fresh_root();
+	snprintf(fifo, sizeof(fifo), "%s/fifo", root);
+	CHECK_INT(mkfifo(fifo, 0600), 0);
+	snprintf(json, sizeof(json),
+		 "{\"ipam\":{\"range\":\"10.0.0.0/8\",\"configuration_path\":\"%s\"}}", fifo);
+	CHECK_INT(parse(json, 0, &c, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "is not a regular file");
+	snprintf(json, sizeof(json),
+		 "{\"ipam\":{\"range\":\"10.0.0.0/8\",\"etcd\":{\"endpoints\":[\"a:1\"],"
+		 "\"username\":\"u\",\"password_file\":\"%s\"}}}",
+		 fifo);
+	CHECK_INT(parse(json, 0, &c, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "is not a regular file");
+	remove_tree();
+}
+
 static void the_kubernetes_datastore_is_refused_not_made_local(void)
 {
 	struct rn_ipam_config c;
@@ -545,6 +568,7 @@ RN_TEST_MAIN(T(whereabouts_example_config_parses),
 	     T(the_etcd_object_and_password_file),
 	     T(bad_etcd_settings_are_refused_without_echoing_secrets),
 	     T(endpoints_with_a_password_are_refused_and_redacted),
+	     T(files_named_by_the_config_must_be_regular),
 	     T(the_kubernetes_datastore_is_refused_not_made_local),
 	     T(configuration_path_fills_what_the_inline_config_leaves_out),
 	     T(flat_files_are_searched_where_whereabouts_looks),
