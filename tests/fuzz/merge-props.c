@@ -99,7 +99,6 @@ static int check_once(const struct rn_nccl_result *res, const char *in, const ch
 		      size_t why_len)
 {
 	_cleanup_(tl_free) struct text_lines a = { 0 }, b = { 0 };
-	_cleanup_(tl_free) struct text_lines kept_text = { 0 };
 	const char **kept = NULL;
 	size_t n_kept = 0, end = 0, k;
 	int ret = -1;
