@@ -20,6 +20,8 @@ packages=(
 	qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils rdmacm-utils perftest
 	# format check
 	clang-format
+	# fuzz targets (tests/fuzz, tools/fuzz.sh): clang and its libFuzzer runtime
+	clang libclang-rt-14-dev
 )
 
 missing=()

@@ -66,8 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				    strcmp(plan2.bus_id, plan.bus_id) == 0,
 			    "the plan changed through save and load");
 		for (size_t i = 0; i < plan.n_rdma; i++)
-			FUZZ_ASSERT(strcmp(plan.rdma[i], plan2.rdma[i]) == 0, "RDMA device %zu changed",
-				    i);
+			FUZZ_ASSERT(strcmp(plan.rdma[i], plan2.rdma[i]) == 0,
+				    "RDMA device %zu changed", i);
 	}
 	rn_cni_state_free(&st);
 	rn_cni_state_free(&again);

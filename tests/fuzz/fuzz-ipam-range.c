@@ -47,7 +47,8 @@ static int probe_taken(void *ctx, rn_u128 first, rn_u128 last, rn_u128 **ret, si
 	if (!out)
 		return -ENOMEM;
 	for (size_t i = 0; i < v->n_taken; i++)
-		if (v->taken[i] >= first && v->taken[i] <= last && (n == 0 || out[n - 1] < v->taken[i]))
+		if (v->taken[i] >= first && v->taken[i] <= last &&
+		    (n == 0 || out[n - 1] < v->taken[i]))
 			out[n++] = v->taken[i];
 	*ret = out;
 	*ret_n = n;
@@ -60,7 +61,8 @@ static int claim_some(void *ctx, rn_u128 a)
 
 	FUZZ_ASSERT(rn_ipam_range_usable(v->r, a), "the walk offered an unusable address");
 	for (size_t i = 0; i < v->n_taken; i++)
-		FUZZ_ASSERT(v->taken[i] != a, "the walk offered an address the probe said is taken");
+		FUZZ_ASSERT(v->taken[i] != a,
+			    "the walk offered an address the probe said is taken");
 	if (v->claims_before_yes == 0)
 		return 0;
 	v->claims_before_yes--;
@@ -99,8 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(!spec.range || err.msg[0], "refused without a message");
 		goto out;
 	}
-	FUZZ_ASSERT(r.net <= r.start && r.start <= r.end && r.end <= r.last,
-		    "bounds do not nest");
+	FUZZ_ASSERT(r.net <= r.start && r.start <= r.end && r.end <= r.last, "bounds do not nest");
 	count = rn_ipam_range_count(&r);
 	any = rn_ipam_range_next(&r, rn_ipam_range_hint(&r, "fuzz"), &a);
 	FUZZ_ASSERT(any == (count > 0), "next() and count() disagree");
@@ -129,7 +130,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    (unsigned long long)usable);
 		qsort(v.seen, v.n, sizeof(v.seen[0]), cmp_u128);
 		for (size_t i = 1; i < v.n; i++)
-			FUZZ_ASSERT(v.seen[i] != v.seen[i - 1], "the walk offered an address twice");
+			FUZZ_ASSERT(v.seen[i] != v.seen[i - 1],
+				    "the walk offered an address twice");
 	}
 	if (any) {
 		/* a few taken addresses (every other one from the first), then a claim that wins */
@@ -150,7 +152,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rc = rn_ipam_range_walk(&r, a, 16, &ops, v, &got);
 		FUZZ_ASSERT(rc == 0 || rc == -ENOSPC, "walk: %d", rc);
 		if (rc == 0)
-			FUZZ_ASSERT(rn_ipam_range_usable(&r, got), "the walk claimed an unusable address");
+			FUZZ_ASSERT(rn_ipam_range_usable(&r, got),
+				    "the walk claimed an unusable address");
 		free(v);
 	}
 	rn_ipam_range_free(&r);

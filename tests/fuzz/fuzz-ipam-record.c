@@ -21,6 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memset(&a, 0, sizeof(a));
 		memset(&b, 0, sizeof(b));
 		if (rn_ipam_record_parse(text, &a, &err) == 0) {
+			FUZZ_ASSERT(a.pool[0] != '.' && !strchr(a.pool, '/'),
+				    "pool '%s' is no directory name", a.pool);
 			FUZZ_ASSERT(rn_ipam_record_format(&a, &once) == 0,
 				    "a parsed record cannot be written");
 			FUZZ_ASSERT(rn_ipam_record_parse(once, &b, &err) == 0,
@@ -38,6 +40,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memset(&b, 0, sizeof(b));
 		if (rn_ipam_attachment_parse(text, &a, &err) == 0) {
 			FUZZ_ASSERT(a.n <= RN_IPAM_MAX_RANGES, "too many addresses");
+			for (size_t i = 0; i < a.n; i++)
+				FUZZ_ASSERT(a.held[i].pool[0] != '.' &&
+						    !strchr(a.held[i].pool, '/'),
+					    "pool '%s' is no directory name", a.held[i].pool);
 			FUZZ_ASSERT(rn_ipam_attachment_format(&a, &once) == 0,
 				    "a parsed attachment cannot be written");
 			FUZZ_ASSERT(rn_ipam_attachment_parse(once, &b, &err) == 0,

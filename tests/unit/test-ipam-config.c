@@ -554,6 +554,28 @@ static void damaged_records_are_refused(void)
 	CHECK_INT(rn_ipam_attachment_parse("attachment=a\nscope=s\ncontainer_id=c\naddress=x\n",
 					   &att, &err),
 		  -EBADMSG);
+	/*
+	 * What could not be written back is damage (fuzz-ipam-record): a control
+	 * character in a value (a DEL rewriting the attachment would fail for
+	 * ever), a pool that is not one directory name.
+	 */
+	CHECK_INT(rn_ipam_record_parse("ip=10.0.0.3\nattachment=a\nscope=s\npool=addr\n"
+				       "network=rdma\tdual\n",
+				       &back, &err),
+		  -EBADMSG);
+	CHECK_INT(rn_ipam_record_parse("ip=10.0.0.3\nattachment=a\nscope=s\npool=../x\n", &back,
+				       &err),
+		  -EBADMSG);
+	CHECK_INT(rn_ipam_attachment_parse("attachment=a\nscope=s\ncontainer_id=c\n"
+					   "address=../../etc 10.0.0.3 10.0.0.0/24\n",
+					   &att, &err),
+		  -EBADMSG);
+	CHECK_INT(rn_ipam_attachment_parse("attachment=a\r\nscope=s\ncontainer_id=c\n", &att, &err),
+		  -EBADMSG);
+	CHECK_INT(rn_ipam_attachment_parse("attachment=a\nscope=s\ncontainer_id=c\n"
+					   "address=addr 10.0.0.3 10.0.0.0/24\n",
+					   &att, &err),
+		  0);
 	/* a value with a newline would forge a line: refused when writing */
 	snprintf(rec.ip, sizeof(rec.ip), "10.0.0.1");
 	snprintf(rec.pod, sizeof(rec.pod), "ns/pod\nnode=evil");
