@@ -7,6 +7,7 @@
 #ifndef RDMANS_FUZZ_H
 #define RDMANS_FUZZ_H
 
+#include <ftw.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -56,18 +57,32 @@ static inline char *fuzz_field(const uint8_t **data, size_t *size, uint8_t sep)
 	return s;
 }
 
-/* A scratch directory of this process (in /dev/shm when there is one), made once. */
+static inline int fuzz_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)remove(path);
+	return 0;
+}
+
+static char fuzz_scratch[64];
+
+static inline void fuzz_scratch_remove(void)
+{
+	(void)nftw(fuzz_scratch, fuzz_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A scratch directory of this process (in /dev/shm when there is one), made once, removed at exit. */
 static inline const char *fuzz_scratch_dir(void)
 {
-	static char dir[64];
+	char *dir = fuzz_scratch;
 
 	if (!dir[0]) {
-		snprintf(dir, sizeof(dir), "/dev/shm/rdmans-fuzz-XXXXXX");
+		snprintf(dir, sizeof(fuzz_scratch), "/dev/shm/rdmans-fuzz-XXXXXX");
 		if (!mkdtemp(dir)) {
-			snprintf(dir, sizeof(dir), "/tmp/rdmans-fuzz-XXXXXX");
+			snprintf(dir, sizeof(fuzz_scratch), "/tmp/rdmans-fuzz-XXXXXX");
 			if (!mkdtemp(dir))
 				abort();
 		}
+		atexit(fuzz_scratch_remove);
 	}
 	return dir;
 }
