@@ -1,12 +1,29 @@
 #!/bin/sh
 # Run by the DaemonSet's init container with the host's paths mounted under
-# /host: installs the CNI plugins, the OCI hook definition and a CDI spec on
-# the node, and, when RDMANS_PERSIST_EXCLUSIVE=true, the modprobe.d option
-# that makes ib_core start in exclusive netns mode at the next boot.
+# /host: installs the node tree (the CLI, the CNI plugins and the OCI hook,
+# with their own loader and libraries: they need nothing from the host), the
+# CNI plugins into the CNI bin directory, the OCI hook definition and a CDI
+# spec, and, when RDMANS_PERSIST_EXCLUSIVE=true, the modprobe.d option that
+# makes ib_core start in exclusive netns mode at the next boot.
+#
+#   RDMANS_HOST_ROOT     the host's / (default /host)
+#   RDMANS_CNI_BIN_DIR   the host's CNI bin directory (default /opt/cni/bin)
+#   RDMANS_NODE_TREE     the node tree in the image (default /usr/lib/rdmans/node;
+#                        deploy/node-bundle.sh made it; its "prefix" file says
+#                        where on the host it must go, /opt/rdmans by default)
+#   RDMANS_CLI           the image's own rdmans (default /usr/sbin/rdmans)
+#   RDMANS_HOOK_JSON     the hooks.d JSON to adapt (default from /usr/share)
 set -eu
 host=${RDMANS_HOST_ROOT:-/host}
 cni_bin=${RDMANS_CNI_BIN_DIR:-/opt/cni/bin}
-src=/usr/lib/rdmans
+tree=${RDMANS_NODE_TREE:-/usr/lib/rdmans/node}
+rdmans=${RDMANS_CLI:-/usr/sbin/rdmans}
+hook_json=${RDMANS_HOOK_JSON:-/usr/share/containers/oci/hooks.d/rdmans-hook.json}
+
+[ -f "$tree/prefix" ] || { echo "node-install: no node tree at $tree (built with meson -Dnode_bundle=true?)" >&2 && exit 1; }
+prefix=$(cat "$tree/prefix")
+libdir=$(cd "$tree" && ls -d lib-*)
+hook=$prefix/bin/rdmans-hook
 
 install_file() { # install_file SRC DEST MODE: atomic, so a running kubelet never sees half a file
 	mkdir -p "$(dirname "$2")"
@@ -16,25 +33,43 @@ install_file() { # install_file SRC DEST MODE: atomic, so a running kubelet neve
 	echo "installed $2"
 }
 
-install_file "$src/cni/rdma-netns" "$host$cni_bin/rdma-netns" 0755
-install_file "$src/cni/rdma-netns-ipam" "$host$cni_bin/rdma-netns-ipam" 0755
+# The libraries first, in a directory of their own that no binary uses yet.
+if [ ! -d "$host$prefix/$libdir" ]; then
+	mkdir -p "$host$prefix"
+	rm -rf "$host$prefix/$libdir.rdmans-new"
+	cp -R "$tree/$libdir" "$host$prefix/$libdir.rdmans-new"
+	mv "$host$prefix/$libdir.rdmans-new" "$host$prefix/$libdir"
+	echo "installed $host$prefix/$libdir"
+fi
+for b in "$tree"/bin/*; do
+	install_file "$b" "$host$prefix/bin/${b##*/}" 0755
+done
+install_file "$tree/bin/rdma-netns" "$host$cni_bin/rdma-netns" 0755
+install_file "$tree/bin/rdma-netns-ipam" "$host$cni_bin/rdma-netns-ipam" 0755
+# Libraries of earlier versions: no binary names them any more.
+for d in "$host$prefix"/lib-*; do
+	[ "$d" = "$host$prefix/$libdir" ] || [ ! -d "$d" ] || { rm -rf "$d" && echo "removed $d"; }
+done
+
 # The hook runs on the host, from the path its JSON names.
-install_file /usr/libexec/rdmans/rdmans-hook "$host/usr/local/libexec/rdmans/rdmans-hook" 0755
 for d in /etc/containers/oci/hooks.d /usr/share/containers/oci/hooks.d; do
 	if [ -d "$host$d" ]; then
-		sed 's|"path": *"[^"]*"|"path": "/usr/local/libexec/rdmans/rdmans-hook"|' \
-			/usr/share/containers/oci/hooks.d/rdmans-hook.json >"$host$d/rdmans-hook.json.rdmans-new"
+		sed 's|"path": *"[^"]*"|"path": "'"$hook"'"|' "$hook_json" >"$host$d/rdmans-hook.json.rdmans-new"
 		mv -f "$host$d/rdmans-hook.json.rdmans-new" "$host$d/rdmans-hook.json"
 		echo "installed $host$d/rdmans-hook.json"
 	fi
 done
 # containerd has no hooks.d: CDI carries the device nodes, env and the hook.
+# It lists the device nodes, so it needs them: without (ib_uverbs not loaded
+# yet, say) the rest is installed and the next start of this pod writes it.
 mkdir -p "$host/etc/cdi"
-/usr/sbin/rdmans cdi generate --hook /usr/local/libexec/rdmans/rdmans-hook \
-	--output "$host/etc/cdi/rdmans.json.rdmans-new"
-mv -f "$host/etc/cdi/rdmans.json.rdmans-new" "$host/etc/cdi/rdmans.json"
-echo "installed $host/etc/cdi/rdmans.json"
-if [ "${RDMANS_PERSIST_EXCLUSIVE:-false}" = true ]; then
-	RDMANS_CONFIG_ROOT=$host /usr/sbin/rdmans system set netns exclusive --persist
+if "$rdmans" cdi generate --hook "$hook" --output "$host/etc/cdi/rdmans.json.rdmans-new"; then
+	mv -f "$host/etc/cdi/rdmans.json.rdmans-new" "$host/etc/cdi/rdmans.json"
+	echo "installed $host/etc/cdi/rdmans.json"
+else
+	echo "node-install: no CDI spec written (see above); containerd pods get no CDI edits until it is" >&2
 fi
-/usr/sbin/rdmans system || true
+if [ "${RDMANS_PERSIST_EXCLUSIVE:-false}" = true ]; then
+	RDMANS_CONFIG_ROOT=$host "$rdmans" system set netns exclusive --persist
+fi
+"$rdmans" system || true

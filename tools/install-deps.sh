@@ -20,9 +20,15 @@ packages=(
 	qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils rdmacm-utils perftest
 	# format check
 	clang-format
+	# node suite: the node tree (deploy/node-bundle.sh) and a busybox-only host root
+	patchelf
+	# image suite: deploy/Containerfile from a local Debian 12 base (tests/image/image.sh)
+	podman mmdebstrap
 	# fuzz targets (tests/fuzz, tools/fuzz.sh): clang and its libFuzzer runtime
 	clang libclang-rt-14-dev
 )
+# manifests: Kubernetes' schemas come from npm (kubernetes-models); any node >= 14 does
+command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -36,4 +42,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 	fi
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Kubernetes' OpenAPI schemas for tests/unit/manifests.py (k8s-validate.js), in a
+# cache directory, not in git: kubernetes-models 4.x runs on Debian 12's node 18.
+npm_dir=${RDMANS_NPM_DIR:-/var/cache/rdmans-npm}
+npm_pkgs=(kubernetes-models@4.5.1 @kubernetes-models/validate@4.0.0)
+if ! grep -qs '"version": "4.5.1"' "$npm_dir/node_modules/kubernetes-models/package.json"; then
+	echo "installing into $npm_dir: ${npm_pkgs[*]}"
+	mkdir -p "$npm_dir"
+	npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error "${npm_pkgs[@]}" >/dev/null
 fi

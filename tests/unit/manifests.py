@@ -1,12 +1,21 @@
 #!/usr/bin/python3
-"""Every manifest in examples/, deploy/ and cni-conf/ parses, and points only at
-things this tree builds: CNI types we install (or Debian's reference plugins),
-the image deploy/Containerfile builds, and binaries/paths meson installs.
-TAP on stdout."""
+"""Every manifest in examples/, deploy/ and cni-conf/ parses, passes the
+Kubernetes API's own schemas (k8s-validate.js: npm kubernetes-models), every
+CNI config in them passes the plugins' own parsers (argv[1]: cni-conf-check),
+the DaemonSet does what node agents do (SR-IOV and RDMA device plugins:
+tolerations, system-node-critical, requests, a readiness probe, hostPath
+mounts), and they point only at things this tree builds: CNI types we install
+(or Debian's reference plugins), the image deploy/Containerfile builds, and
+binaries/paths meson installs. TAP on stdout."""
+import atexit
+import copy
 import glob
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 
 import yaml
 
@@ -14,6 +23,9 @@ top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 ours = {"rdma-netns", "rdma-netns-ipam"}
 reference = {"host-device", "host-local", "static", "macvlan", "sriov"}
 results = []
+conf_check = sys.argv[1] if len(sys.argv) > 1 else None
+npm_dir = os.environ.get("RDMANS_NPM_DIR", "/var/cache/rdmans-npm")
+k8s_docs = []  # (where, doc) for k8s-validate.js
 
 
 def check(name, ok, why=""):
@@ -27,9 +39,34 @@ def cni_configs(doc):
     return []
 
 
+# The node a NAD lands on: its /etc/cni/net.d holds cni-conf/rdma-netns-ipam.d/
+# (etcd endpoints and credentials stay out of NADs), as cni-conf/ says to install it.
+node_root = tempfile.mkdtemp(prefix="rn-manifests.")
+atexit.register(shutil.rmtree, node_root)
+# and the password file it names (moved into the scratch root: the parser reads it).
+node_d = f"{node_root}/etc/cni/net.d/rdma-netns-ipam.d"
+shutil.copytree(f"{top}/cni-conf/rdma-netns-ipam.d", node_d)
+node_conf = json.load(open(f"{node_d}/rdma-netns-ipam.conf"))
+node_conf["etcd"]["password_file"] = f"{node_d}/etcd-password"
+json.dump(node_conf, open(f"{node_d}/rdma-netns-ipam.conf", "w"))
+with open(f"{node_d}/etcd-password", "w") as f:
+    f.write("the operator's etcd password\n")
+
+
+def parser_says(conf):
+    """What the plugins' own parsers say of one plugin config: "ok" or the error."""
+    r = subprocess.run([conf_check, node_root], input=json.dumps(conf), capture_output=True, text=True,
+                       env=dict(os.environ, ASAN_OPTIONS="detect_leaks=1"))
+    return r.stdout.strip() + r.stderr.strip()
+
+
 def check_cni(where, conf):
     plugins = conf.get("plugins", [conf])
     for p in plugins:
+        if p.get("type") == "rdma-netns" or (p.get("ipam") or {}).get("type") == "rdma-netns-ipam":
+            full = dict(p, cniVersion=conf.get("cniVersion"), name=conf.get("name"))
+            said = parser_says(full)
+            check(f"{where}: the plugins' own parsers accept its {p.get('type')} config", said == "ok", said)
         t = p.get("type")
         check(f"{where}: plugin type {t} is ours or a reference plugin", t in ours | reference, str(t))
         ipam = p.get("ipam")
@@ -49,6 +86,10 @@ for path in sorted(glob.glob(f"{top}/examples/*.yaml") + glob.glob(f"{top}/deplo
         check(f"{rel} parses as YAML", False, str(e))
         continue
     for d in docs:
+        k8s_docs.append((f"{rel} {d.get('kind')} {d.get('metadata', {}).get('name')}", d))
+        if d.get("kind") == "NetworkAttachmentDefinition":
+            check(f"{rel} {d['metadata']['name']}: spec.config is a JSON string",
+                  isinstance(d.get("spec", {}).get("config"), str))
         for c in cni_configs(d):
             check_cni(f"{rel} {d['metadata']['name']}", c)
         text = json.dumps(d)
@@ -74,11 +115,71 @@ for path in sorted(glob.glob(f"{top}/cni-conf/*.conf") + glob.glob(f"{top}/cni-c
 # the node installer reads what meson installs with the Containerfile's options
 installer = open(f"{top}/deploy/node-install.sh").read()
 containerfile = open(f"{top}/deploy/Containerfile").read()
-check("Containerfile installs the CNI plugins where node-install.sh reads them",
-      "-Dcnibindir=/usr/lib/rdmans/cni" in containerfile and "src=/usr/lib/rdmans" in installer)
-check("node-install.sh takes the hook from libexecdir/rdmans", "/usr/libexec/rdmans/rdmans-hook" in installer)
+options = open(f"{top}/meson_options.txt").read()
+check("Containerfile builds the node tree, and no test (simhca.ko needs make and kernel headers)",
+      "-Dnode_bundle=true" in containerfile and "-Dtests=false" in containerfile)
+check("node-install.sh reads the node tree where meson installs it (PREFIX/lib/rdmans/node)",
+      "--prefix=/usr" in containerfile and "/usr/lib/rdmans/node" in installer)
 check("node-install.sh takes the hook JSON from datadir", "/usr/share/containers/oci/hooks.d/rdmans-hook.json" in installer)
-check("meson_options.txt defines cnibindir", "'cnibindir'" in open(f"{top}/meson_options.txt").read())
+check("meson_options.txt defines cnibindir, node_bundle, node_prefix, tests",
+      all(f"'{o}'" in options for o in ("cnibindir", "node_bundle", "node_prefix", "tests")))
+
+# --- the DaemonSet, as the SR-IOV and RDMA device plugins' DaemonSets do it ---------------
+ds = [d for d in yaml.safe_load_all(open(f"{top}/deploy/daemonset.yaml")) if d and d["kind"] == "DaemonSet"][0]
+pod = ds["spec"]["template"]["spec"]
+check("DaemonSet: rolling updates", ds["spec"].get("updateStrategy", {}).get("type") == "RollingUpdate")
+check("DaemonSet: priorityClassName system-node-critical (never evicted before the pods it serves)",
+      pod.get("priorityClassName") == "system-node-critical")
+check("DaemonSet: tolerates every taint (runs on tainted GPU nodes)",
+      {"operator": "Exists"} in pod.get("tolerations", []))
+for c in pod.get("containers", []) + pod.get("initContainers", []):
+    req = c.get("resources", {}).get("requests", {})
+    check(f"DaemonSet: container {c['name']} requests cpu and memory", "cpu" in req and "memory" in req, str(req))
+    check(f"DaemonSet: container {c['name']} limits memory", "memory" in c.get("resources", {}).get("limits", {}))
+main = pod["containers"][0]
+probe = main.get("readinessProbe", {}).get("httpGet", {})
+check("DaemonSet: the exporter has a readiness probe on its /metrics port",
+      probe.get("path") == "/metrics" and probe.get("port") in (9877, "metrics"), str(probe))
+vols = {v["name"]: v.get("hostPath", {}).get("path") for v in pod.get("volumes", [])}
+mounts = {m["mountPath"]: vols.get(m["name"]) for m in pod["initContainers"][0].get("volumeMounts", [])}
+for host_path in ("/opt/cni/bin", "/opt/rdmans", "/etc/cdi", "/etc/containers/oci/hooks.d", "/etc/modprobe.d"):
+    check(f"DaemonSet: the installer writes the host's {host_path} through a hostPath mount at /host{host_path}",
+          mounts.get(f"/host{host_path}") == host_path, str(mounts))
+check("node-install.sh installs the node tree under the host prefix meson builds it for (/opt/rdmans)",
+      "node_prefix', type : 'string', value : '/opt/rdmans'" in options)
+
+# --- Kubernetes' own schemas ------------------------------------------------------------------
+# A control first: a DaemonSet the API server would refuse must be refused here too.
+broken = copy.deepcopy(ds)
+broken["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] = "9877x"
+broken["spec"]["template"]["spec"]["tolerations"] = {"operator": "Exists"}
+validator = os.path.join(os.path.dirname(os.path.abspath(__file__)), "k8s-validate.js")
+if not os.path.isdir(os.path.join(npm_dir, "node_modules", "kubernetes-models")):
+    check(f"kubernetes-models is installed in {npm_dir}", False, "run tools/install-deps.sh")
+else:
+    r = subprocess.run(["node", validator], capture_output=True, text=True,
+                       input=json.dumps([{"where": w, "doc": d} for w, d in k8s_docs + [("control", broken)]]),
+                       env=dict(os.environ, RDMANS_NPM_DIR=npm_dir))
+    try:
+        out = json.loads(r.stdout)
+    except ValueError:
+        out = []
+        check("k8s-validate.js runs", False, r.stderr[-2000:])
+    for res in out:
+        if res["where"] == "control":
+            check("the schema check refuses a DaemonSet with a string port and a toleration object",
+                  len(res["errors"]) == 2, json.dumps(res["errors"]))
+        else:
+            check(f"{res['where']} passes Kubernetes' schema ({res['checked']})", not res["errors"],
+                  "; ".join(res["errors"]))
+
+# --- the plugins' parsers, checked with a config they must refuse -------------------------
+if conf_check:
+    said = parser_says({"cniVersion": "1.0.0", "name": "x", "type": "rdma-netns", "device": "eth1",
+                        "ipam": {"type": "rdma-netns-ipam", "range": "10.0.0.0/33"}})
+    check("the parsers refuse a config with a bad range, and say why", "10.0.0.0/33" in said, said)
+else:
+    check("manifests.py got the cni-conf-check program (argv[1])", False)
 
 print(f"1..{len(results)}")
 for i, (name, ok, why) in enumerate(results, 1):
