@@ -53,6 +53,16 @@ int rn_discover_find(const char *name, struct rn_located_dev *out, bool *ret_exc
  */
 int rn_container_pid(const char *id, pid_t *ret_pid, struct rn_error *err);
 
+/*
+ * Every process's cgroup paths, read once (/proc/PID/cgroup), to ask of
+ * many containers whether they still run: _has() is true when some
+ * process's cgroup path names container `id` (the rule above).
+ */
+struct rn_cgroup_snapshot;
+int rn_cgroup_snapshot_take(struct rn_cgroup_snapshot **ret, struct rn_error *err);
+bool rn_cgroup_snapshot_has(const struct rn_cgroup_snapshot *s, const char *id);
+void rn_cgroup_snapshot_free(struct rn_cgroup_snapshot *s);
+
 struct rn_move_request {
 	const char *dev; /* RDMA device name */
 	int target_nsfd;

@@ -141,6 +141,8 @@ struct rn_ipam_record {
 	char pod[RN_IPAM_ID_MAX]; /* "namespace/name", or empty */
 	char node[RN_IPAM_NAME_MAX];
 	char time[32]; /* UTC, RFC 3339 */
+	char netns[RN_IPAM_NAME_MAX]; /* CNI_NETNS at ADD, or empty (older records) */
+	char netns_ino[24]; /* its inode number then, or empty */
 };
 
 struct rn_ipam_held {
@@ -159,6 +161,8 @@ struct rn_ipam_attachment {
 	char pod[RN_IPAM_ID_MAX];
 	char node[RN_IPAM_NAME_MAX];
 	char time[32];
+	char netns[RN_IPAM_NAME_MAX];
+	char netns_ino[24];
 	size_t n;
 	struct rn_ipam_held held[RN_IPAM_MAX_RANGES];
 };
@@ -254,6 +258,7 @@ struct rn_ipam_owner {
 	const char *ifname; /* CNI_IFNAME */
 	const char *pod_namespace; /* K8S_POD_NAMESPACE, optional */
 	const char *pod_name; /* K8S_POD_NAME, optional */
+	const char *netns; /* CNI_NETNS, optional: what `rdmans ipam reconcile` checks */
 };
 
 struct rn_ipam_lease_addr {
@@ -311,23 +316,98 @@ struct rn_ipam_filter {
 	const char *ip; /* exact */
 };
 
-/* Every address record matching f (NULL: all), sorted by scope, pool, address. */
+/*
+ * A stored entry that is not a readable record: garbage, truncated, empty,
+ * a symlink, a directory, a record whose text names another address than
+ * its key. A damaged address record still takes its address; a damaged
+ * attachment is rebuilt from the address records naming it (ADD, DEL, gc).
+ */
+struct rn_ipam_damaged {
+	bool attachment; /* an attachment record, else an address record */
+	char scope[RN_IPAM_NAME_MAX];
+	char pool[RN_CIDR_STRLEN + 8]; /* address records */
+	char key[RN_IPAM_ID_MAX]; /* the address it takes, or the attachment id */
+	bool takes_address; /* key is an address of the pool: no ADD gets it */
+	char why[320];
+	uint64_t version;
+};
+
+/*
+ * Every address record matching f (NULL: all), sorted by scope, pool,
+ * address; and, when ret_damaged is not NULL, every damaged entry (address
+ * records and attachments) in f's scope, of f's address if given. Owner
+ * filters (node, network, container, pod, ifname) cannot match a damaged
+ * entry: with one of them, none is returned.
+ */
 int rn_ipam_list(struct rn_ipam_store *s, const struct rn_ipam_filter *f,
-		 struct rn_ipam_record **ret, size_t *ret_n, struct rn_error *err);
+		 struct rn_ipam_record **ret, size_t *ret_n, struct rn_ipam_damaged **ret_damaged,
+		 size_t *ret_n_damaged, struct rn_error *err);
 /* The attachment holding rec (-ENOENT when none does). */
 int rn_ipam_attachment_get(struct rn_ipam_store *s, const char *scope, const char *id,
 			   struct rn_ipam_attachment *ret, struct rn_error *err);
 /* Releases one address (and drops it from its attachment). */
 int rn_ipam_release(struct rn_ipam_store *s, const struct rn_ipam_record *rec,
 		    struct rn_error *err);
+/*
+ * Removes a damaged address record, judged again at removal and removed
+ * only if it is still the same damaged entry (compare-and-delete): -EBUSY
+ * when it is a readable record now, -ENOENT when it is gone.
+ */
+int rn_ipam_release_damaged(struct rn_ipam_store *s, const struct rn_ipam_damaged *d,
+			    struct rn_error *err);
 
 struct rn_ipam_repair_stats {
 	size_t temp_files; /* crash leftovers removed (local store) */
 	size_t orphans; /* address records no attachment holds */
 	size_t empty; /* attachments holding nothing */
+	size_t rebuilt; /* damaged attachments rewritten from their address records */
+	size_t damaged; /* damaged address records left (rdmans ipam release --damaged) */
 };
 /* Removes what crashes and hand edits leave behind; dry_run counts only. */
 int rn_ipam_repair(struct rn_ipam_store *s, bool dry_run, struct rn_ipam_repair_stats *ret,
 		   struct rn_error *err);
+
+/* ---- the reconciler ------------------------------------------------------- */
+
+/* The default grace: longer than any CNI ADD runs (kubelet gives up after 4 minutes). */
+#define RN_IPAM_RECONCILE_GRACE_S 300
+
+struct rn_ipam_reconcile_opts {
+	const char *node; /* this node: no other node's record is touched */
+	long grace_s; /* a record younger than this (its own time=) is left alone */
+	bool dry_run;
+	long long now; /* seconds since the epoch; 0: the clock */
+};
+
+enum rn_ipam_verdict {
+	RN_IPAM_RELEASED, /* netns gone, container not running, older than the grace */
+	RN_IPAM_KEPT_YOUNG, /* netns gone, but within the grace period */
+	RN_IPAM_KEPT_UNKNOWN, /* cannot be told from here (why says): never guessed */
+	RN_IPAM_KEPT_RUNNING, /* netns path gone but its container still runs */
+	RN_IPAM_CHANGED, /* changed since it was judged (a new ADD): left alone */
+	RN_IPAM_DAMAGED, /* a damaged entry: reported, not guessed */
+};
+
+/* Called for each record acted on or reported (not for live ones); rec or d. */
+typedef void (*rn_ipam_reconcile_fn)(void *ctx, enum rn_ipam_verdict v,
+				     const struct rn_ipam_record *rec,
+				     const struct rn_ipam_damaged *d, const char *why);
+
+struct rn_ipam_reconcile_stats {
+	size_t records, mine, alive, released, young, unknown, running, changed, damaged;
+};
+
+/*
+ * Releases this node's address records whose attachment's network
+ * namespace no longer exists (rn_netns_path_state()) and whose container
+ * runs no process (where this process sees the host's PIDs), once they are
+ * older than the grace period. Each release is a compare-and-delete of the
+ * record exactly as judged (etcd: its mod_revision; local: its inode and
+ * text, under the attachment's lock): an ADD that took the address
+ * meanwhile keeps it.
+ */
+int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_opts *o,
+		      rn_ipam_reconcile_fn fn, void *ctx, struct rn_ipam_reconcile_stats *ret,
+		      struct rn_error *err);
 
 #endif

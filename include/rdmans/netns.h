@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "rdmans/error.h"
@@ -20,6 +21,12 @@
 int rn_netns_open_pid(pid_t pid, struct rn_error *err);
 int rn_netns_open_name(const char *name, struct rn_error *err);
 int rn_netns_open_path(const char *path, struct rn_error *err);
+/*
+ * Path relative to dirfd (AT_FDCWD: the cwd). Never blocks and never opens
+ * what is not a namespace: the path is inspected through O_PATH first, so a
+ * FIFO, a device or a socket is refused (EMEDIUMTYPE) without being opened.
+ */
+int rn_netns_open_at(int dirfd, const char *path, struct rn_error *err);
 int rn_netns_open_self(struct rn_error *err);
 /* The initial netns, as PID 1 holds it. */
 int rn_netns_open_host(struct rn_error *err);
@@ -78,6 +85,31 @@ int rn_netns_run_each(const int *fds, size_t n, rn_netns_each_fn fn, void *arg,
  */
 int rn_netns_sysfs_fd(struct rn_error *err);
 
+/*
+ * sysfs shows the netns of whoever mounted it; netlink follows the caller.
+ * After `nsenter -n` (a netns entered, the mount namespace kept), /sys is
+ * another netns's view: reading it as "here" gives silently wrong answers.
+ *
+ * rn_netns_sysfs_is_own(): 1 when rn_sysfs_root() shows the calling thread's
+ * netns, 0 when it shows another, negative errno when it cannot tell. As root
+ * the answer is exact (a sysfs made for this netns shares the superblock of
+ * every other mount of it); without CAP_SYS_ADMIN the netdevs of /sys/class/net
+ * are checked against this netns's (name and ifindex, both ways). A root set
+ * by $RDMANS_SYSFS_ROOT or rn_sysfs_set_root() is taken as it is.
+ */
+int rn_netns_sysfs_is_own(struct rn_error *err);
+/* 1 when the netdevs under ROOT/class/net are exactly this netns's (names, ifindexes); 0 when not. */
+int rn_netns_sysfs_netdevs_agree(const char *root, struct rn_error *err);
+
+/*
+ * Runs fn(arg, err) where sysfs shows the calling thread's own netns: on this
+ * thread when /sys does, else on a thread with a private mount namespace and
+ * a fresh sysfs of this netns (as rn_netns_run_sysfs()). When neither can be
+ * had (no CAP_SYS_ADMIN), refuses with -EXDEV and a message saying how to get
+ * the answer (--netns from the host, or `ip netns exec`). Never a wrong view.
+ */
+int rn_netns_run_here_sysfs(rn_netns_fn fn, void *arg, struct rn_error *err);
+
 struct rn_netns_entry {
 	struct rn_netns_id id;
 	pid_t pid; /* a process in it (lowest PID), 0 if only a name holds it */
@@ -92,5 +124,25 @@ struct rn_netns_entry {
  * Free *ret with free().
  */
 int rn_netns_list(struct rn_netns_entry **ret, size_t *ret_n, struct rn_error *err);
+
+enum rn_netns_state {
+	RN_NETNS_ALIVE,
+	RN_NETNS_GONE,
+	RN_NETNS_UNKNOWN, /* cannot be told from here: never treated as gone */
+};
+
+/*
+ * Does the netns a path (CNI_NETNS) named still exist? Nothing is opened,
+ * so a FIFO or a stale mount never blocks. `ino` (0: unknown) is the inode
+ * it had: the path naming another netns now (a reused PID or name) means
+ * the old one is gone. A missing /proc/PID/... counts as gone only when
+ * this process sees the host's PIDs, a missing /var/run/netns/NAME only
+ * when its directory is visible. *why gets the reason, for logs.
+ */
+enum rn_netns_state rn_netns_path_state(const char *path, uint64_t ino, char *why, size_t len);
+/* The inode of the netns at path (stat, nothing opened); -errno, -EMEDIUMTYPE if no netns. */
+int rn_netns_path_ino(const char *path, uint64_t *ret);
+/* Does this process see the host's PIDs (NSpid of /proc/self/status has one level)? */
+bool rn_netns_host_pids(void);
 
 #endif

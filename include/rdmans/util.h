@@ -21,6 +21,45 @@ int rn_parse_pid(const char *text, pid_t *ret);
 /* Reads a small sysfs/proc file into buf, stripping the trailing newline. */
 int rn_read_line(const char *path, char *buf, size_t len);
 
+/*
+ * Opens a file that a user, a config or an image names (config files, log
+ * files, --merge files), relative to dirfd (AT_FDCWD: the cwd), without
+ * ever blocking: what is not a regular file is refused with EINVAL and a
+ * message naming its type ("`what` PATH is a FIFO, not a regular file"),
+ * looked at with fstatat() first so a device is not even opened; the open
+ * itself adds O_NONBLOCK | O_NOCTTY | O_CLOEXEC (a swap in between still
+ * cannot block) and O_NONBLOCK is cleared once the file is known regular.
+ * Returns the fd or a negative errno with err set.
+ */
+int rn_open_regular(int dirfd, const char *path, int flags, mode_t mode, const char *what,
+		    struct rn_error *err);
+
+/*
+ * 0 when path (symlinks followed) / fd is a regular file; -EINVAL naming its
+ * type otherwise, or -errno when it cannot be looked at. For files another
+ * library opens itself (libcurl's TLS files) and fds opened elsewhere.
+ */
+int rn_check_regular(const char *path, const char *what, struct rn_error *err);
+int rn_check_regular_fd(int fd, const char *path, const char *what, struct rn_error *err);
+
+/*
+ * Reads all of a regular file (rn_open_regular()) of at most max bytes into
+ * a NUL-terminated buffer (free() it); -EFBIG beyond max. ret_len optional.
+ */
+int rn_read_regular(const char *path, size_t max, const char *what, char **ret, size_t *ret_len,
+		    struct rn_error *err);
+
+/* Reads fd to its end, at most max bytes, NUL-terminated (free() it): 0, -EFBIG beyond max, -errno. */
+int rn_read_fd(int fd, size_t max, char **ret, size_t *ret_len);
+
+/*
+ * Whether buf[0..len) holds one whole JSON object or array (leading
+ * whitespace allowed; strings and escapes skipped). Readers of stdin stop
+ * there, so a writer that never closes its end cannot hang them; what they
+ * read is still parsed strictly.
+ */
+bool rn_json_complete(const char *buf, size_t len);
+
 /* Writes all of buf, retrying on EINTR and short writes; 0 or -errno. */
 int rn_write_all(int fd, const char *buf, size_t len);
 

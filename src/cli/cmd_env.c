@@ -17,6 +17,7 @@
 #include "rdmans/nccl.h"
 #include "rdmans/nccl_json.h"
 #include "rdmans/netns.h"
+#include "rdmans/util.h"
 
 /* ---- options shared with `cdi generate` ---- */
 
@@ -179,36 +180,7 @@ static int list_profiles(struct rn_cli *cli)
 
 static int read_host_file(const char *path, char **ret, struct rn_error *err)
 {
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 0;
-
-	if (!f)
-		return rn_error_errno(err, errno, "cannot read %s", path);
-	for (;;) {
-		size_t n;
-
-		if (cap - len < 4096) {
-			char *nb;
-
-			cap = cap ? cap * 2 : 8192;
-			if (cap > (1u << 20))
-				return rn_error_set(err, EFBIG, "%s is larger than 1 MiB", path);
-			nb = realloc(buf, cap);
-			if (!nb)
-				return rn_error_set(err, ENOMEM, "out of memory");
-			buf = nb;
-		}
-		n = fread(buf + len, 1, cap - len - 1, f);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	if (ferror(f))
-		return rn_error_errno(err, EIO, "cannot read %s", path);
-	buf[len] = '\0';
-	*ret = TAKE_PTR(buf);
-	return 0;
+	return rn_read_regular(path, 1u << 20, "--merge file", ret, NULL, err);
 }
 
 int rn_cmd_env(struct rn_cli *cli)

@@ -84,7 +84,8 @@ int rn_cmd_gids(struct rn_cli *cli)
 			return rn_cli_fail(&err);
 		r = rn_netns_run_sysfs(fd, read_gids, &job, &err);
 	} else {
-		r = read_gids(&job, &err);
+		/* "here" is this process's netns, whoever mounted /sys (nsenter -n) */
+		r = rn_netns_run_here_sysfs(read_gids, &job, &err);
 	}
 	if (r < 0)
 		return rn_cli_fail(&err);

@@ -5,7 +5,10 @@
  *   rdmans ipam [ls] [FILTERS] [STORE]         address records
  *   rdmans ipam show ADDRESS [STORE]           one record and its attachment
  *   rdmans ipam release ADDRESS | FILTERS [STORE]
- *   rdmans ipam gc [--dry-run] [STORE]         crash leftovers, orphans
+ *   rdmans ipam release --damaged [ADDRESS] [STORE]   damaged address records
+ *   rdmans ipam gc [--dry-run] [STORE]         crash leftovers, orphans, damaged attachments
+ *   rdmans ipam reconcile [--grace SECONDS] [--node NODE] [--dry-run] [STORE]
+ *                                              this node's records of dead pods
  *
  * STORE: --config FILE (a CNI network config, conflist or flat IPAM file),
  * --data-dir DIR, or --etcd URL[,URL] with --etcd-ca/-cert/-key/-user/
@@ -13,13 +16,17 @@
  * (rdma-netns-ipam(8)) and then the local store in its default directory.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rdmans.h"
 #include "rdmans/cleanup.h"
+#include "rdmans/util.h"
 #include "rdmans/ipam.h"
 
 struct ipam_opts {
@@ -28,8 +35,19 @@ struct ipam_opts {
 	const char *etcd, *etcd_ca, *etcd_cert, *etcd_key, *etcd_user, *etcd_password_file,
 		*etcd_prefix;
 	struct rn_ipam_filter filter;
-	bool dry_run;
+	bool dry_run, damaged;
+	const char *grace;
 	const char *address;
+};
+
+/* What a command takes besides the store options. */
+enum {
+	OPT_FILTERS = 1 << 0, /* --node, --network, --pod, --container, --ifname */
+	OPT_ADDRESS = 1 << 1, /* a positional ADDRESS */
+	OPT_DRY_RUN = 1 << 2,
+	OPT_DAMAGED = 1 << 3,
+	OPT_GRACE = 1 << 4,
+	OPT_NODE = 1 << 5, /* --node alone */
 };
 
 static const char *config_root(void)
@@ -40,9 +58,9 @@ static const char *config_root(void)
 }
 
 /* Parses options; a leftover non-option goes to o->address (when allowed). */
-static int parse_opts(struct rn_cli *cli, struct ipam_opts *o, bool filters, bool address,
-		      const char *usage)
+static int parse_opts(struct rn_cli *cli, struct ipam_opts *o, unsigned allow, const char *usage)
 {
+	bool filters = allow & OPT_FILTERS, address = allow & OPT_ADDRESS;
 	static const struct {
 		const char *flag;
 		size_t off;
@@ -69,8 +87,18 @@ static int parse_opts(struct rn_cli *cli, struct ipam_opts *o, bool filters, boo
 	while ((arg = rn_cli_next(cli))) {
 		bool found = false;
 
-		if (strcmp(arg, "--dry-run") == 0 && !filters && !address) {
+		if (strcmp(arg, "--dry-run") == 0 && (allow & OPT_DRY_RUN)) {
 			o->dry_run = true;
+			continue;
+		}
+		if (strcmp(arg, "--damaged") == 0 && (allow & OPT_DAMAGED)) {
+			o->damaged = true;
+			continue;
+		}
+		if (strcmp(arg, "--grace") == 0 && (allow & OPT_GRACE)) {
+			o->grace = rn_cli_next(cli);
+			if (!o->grace || !*o->grace)
+				return rn_cli_usage("--grace needs a value; %s", usage);
 			continue;
 		}
 		for (size_t i = 0; i < RN_ARRAY_SIZE(table) && !found; i++) {
@@ -78,7 +106,8 @@ static int parse_opts(struct rn_cli *cli, struct ipam_opts *o, bool filters, boo
 
 			if (strcmp(arg, table[i].flag) != 0)
 				continue;
-			if (table[i].filter && !filters)
+			if (table[i].filter && !filters &&
+			    !((allow & OPT_NODE) && strcmp(arg, "--node") == 0))
 				return rn_cli_usage("%s does not take %s; %s", "this command", arg,
 						    usage);
 			value = rn_cli_next(cli);
@@ -110,9 +139,14 @@ static int load_config(const struct ipam_opts *o, struct rn_ipam_config *c, stru
 	int r;
 
 	if (o->config) {
+		_cleanup_free_ char *raw = NULL;
 		json_error_t jerr;
+		size_t len = 0;
 
-		doc = json_load_file(o->config, 0, &jerr);
+		r = rn_read_regular(o->config, 1u << 20, "--config", &raw, &len, err);
+		if (r < 0)
+			return r;
+		doc = json_loadb(raw, len, 0, &jerr);
 		if (!doc)
 			return rn_error_set(err, EINVAL, "--config %s: %s", o->config, jerr.text);
 	} else {
@@ -163,10 +197,36 @@ static int open_from(const struct ipam_opts *o, struct rn_ipam_config *c, struct
 
 static json_t *record_json(const struct rn_ipam_record *r)
 {
-	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "address", r->ip, "range",
-			 r->range, "scope", r->scope, "pool", r->pool, "attachment", r->attachment,
-			 "network", r->network, "container_id", r->container_id, "ifname",
-			 r->ifname, "pod", r->pod, "node", r->node, "time", r->time);
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "address", r->ip,
+			 "range", r->range, "scope", r->scope, "pool", r->pool, "attachment",
+			 r->attachment, "network", r->network, "container_id", r->container_id,
+			 "ifname", r->ifname, "pod", r->pod, "node", r->node, "time", r->time,
+			 "netns", r->netns);
+}
+
+/* A damaged entry: where it is and why; "address" only when it takes one. */
+static json_t *damaged_json(const struct rn_ipam_damaged *d)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s}", "scope", d->scope,
+			      d->attachment ? "attachment" : "key", d->key, "damaged", d->why);
+
+	if (!d->attachment)
+		json_object_set_new(o, "pool", json_string(d->pool));
+	if (d->takes_address)
+		json_object_set_new(o, "address", json_string(d->key));
+	return o;
+}
+
+static void print_damaged(const struct rn_ipam_damaged *d, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		printf("%-10s %-28s DAMAGED %s %s: %s\n", d[i].scope, d[i].key,
+		       d[i].attachment ? "attachment" : "address record",
+		       d[i].attachment	    ? "('rdmans ipam gc' rebuilds it)"
+		       : d[i].takes_address ? "(its address stays taken; 'rdmans ipam release "
+					      "--damaged' frees it)"
+					    : "(takes no address)",
+		       d[i].why);
 }
 
 static void print_table(const struct rn_ipam_record *recs, size_t n)
@@ -187,18 +247,19 @@ static int ipam_ls(struct rn_cli *cli)
 {
 	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
 	_cleanup_free_ struct rn_ipam_record *recs = NULL;
+	_cleanup_free_ struct rn_ipam_damaged *bad = NULL;
 	struct ipam_opts o = { 0 };
 	struct rn_ipam_config c = { 0 };
 	struct rn_error err = { 0 };
-	size_t n = 0;
+	size_t n = 0, n_bad = 0;
 	int r;
 
-	r = parse_opts(cli, &o, true, false, ls_usage);
+	r = parse_opts(cli, &o, OPT_FILTERS, ls_usage);
 	if (r)
 		return r;
 	r = open_from(&o, &c, &s, &err);
 	if (r == 0)
-		r = rn_ipam_list(s, &o.filter, &recs, &n, &err);
+		r = rn_ipam_list(s, &o.filter, &recs, &n, &bad, &n_bad, &err);
 	rn_ipam_config_free(&c);
 	if (r < 0)
 		return rn_cli_fail(&err);
@@ -207,29 +268,45 @@ static int ipam_ls(struct rn_cli *cli)
 
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(list, record_json(&recs[i]));
+		for (size_t i = 0; i < n_bad; i++)
+			json_array_append_new(list, damaged_json(&bad[i]));
 		return rn_cli_print_json(cli, list);
 	}
 	print_table(recs, n);
+	print_damaged(bad, n_bad);
 	return 0;
 }
 
-/* Records holding ADDRESS (in o->filter.scope if given); -ENXIO when none. */
+/*
+ * Records holding ADDRESS (in o->filter.scope if given), and the damaged
+ * ones taking it (bad: optional); -ENXIO when there is neither.
+ */
 static int find_address(struct rn_ipam_store *s, struct ipam_opts *o, struct rn_ipam_record **recs,
-			size_t *n, struct rn_error *err)
+			size_t *n, struct rn_ipam_damaged **bad, size_t *n_bad,
+			struct rn_error *err)
 {
+	struct rn_ipam_damaged *none = NULL;
+	size_t n_none = 0;
 	struct rn_ip ip;
 	int r;
 
 	if (rn_ip_parse(o->address, &ip) < 0)
 		return rn_error_set(err, EINVAL, "'%s' is not an IP address", o->address);
 	o->filter.ip = o->address;
-	r = rn_ipam_list(s, &o->filter, recs, n, err);
+	r = rn_ipam_list(s, &o->filter, recs, n, bad ? bad : &none, bad ? n_bad : &n_none, err);
 	if (r < 0)
 		return r;
-	if (*n == 0)
+	n_none = bad ? *n_bad : n_none;
+	free(none);
+	if (*n == 0 && n_none == 0)
 		return rn_error_set(err, ENXIO, "no record holds %s%s%s (see 'rdmans ipam ls')",
 				    o->address, o->filter.scope ? " in scope " : "",
 				    o->filter.scope ? o->filter.scope : "");
+	if (*n == 0 && !bad)
+		return rn_error_set(err, ENXIO,
+				    "no readable record holds %s, but a damaged one takes it: see "
+				    "'rdmans ipam show %s'",
+				    o->address, o->address);
 	return 0;
 }
 
@@ -237,13 +314,14 @@ static int ipam_show(struct rn_cli *cli)
 {
 	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
 	_cleanup_free_ struct rn_ipam_record *recs = NULL;
+	_cleanup_free_ struct rn_ipam_damaged *bad = NULL;
 	struct ipam_opts o = { 0 };
 	struct rn_ipam_config c = { 0 };
 	struct rn_error err = { 0 };
-	size_t n = 0;
+	size_t n = 0, n_bad = 0;
 	int r;
 
-	r = parse_opts(cli, &o, false, true,
+	r = parse_opts(cli, &o, OPT_ADDRESS,
 		       "usage: rdmans ipam show ADDRESS [--scope S] [--config FILE | ...]");
 	if (r)
 		return r;
@@ -251,7 +329,7 @@ static int ipam_show(struct rn_cli *cli)
 		return rn_cli_usage("usage: rdmans ipam show ADDRESS [--scope S]");
 	r = open_from(&o, &c, &s, &err);
 	if (r == 0)
-		r = find_address(s, &o, &recs, &n, &err);
+		r = find_address(s, &o, &recs, &n, &bad, &n_bad, &err);
 	rn_ipam_config_free(&c);
 	if (r < 0)
 		return rn_cli_fail(&err);
@@ -270,8 +348,20 @@ static int ipam_show(struct rn_cli *cli)
 			json_object_set_new(rec, "attachment_holds", held);
 			json_array_append_new(list, rec);
 		}
+		for (size_t i = 0; i < n_bad; i++)
+			json_array_append_new(list, damaged_json(&bad[i]));
 		return rn_cli_print_json(cli, list);
 	}
+	for (size_t i = 0; i < n_bad; i++)
+		printf("%saddress:      %s\nscope:        %s\npool:         %s\n"
+		       "DAMAGED:      %s\n"
+		       "fix:          the address stays taken while this is stored; if no pod uses "
+		       "%s, 'rdmans ipam release --damaged %s --scope %s' removes it (only while "
+		       "it is still damaged)\n",
+		       i ? "\n" : "", bad[i].key, bad[i].scope, bad[i].pool, bad[i].why, bad[i].key,
+		       bad[i].key, bad[i].scope);
+	if (n_bad && n)
+		printf("\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct rn_ipam_record *rec = &recs[i];
 		struct rn_ipam_attachment att;
@@ -298,7 +388,69 @@ static int ipam_show(struct rn_cli *cli)
 
 static const char *const release_usage =
 	"usage: rdmans ipam release ADDRESS [--scope S] | --container ID | --pod NS/NAME | "
-	"--node NODE [--ifname IF] [--network NAME] [--config FILE | --data-dir DIR | --etcd ...]";
+	"--node NODE [--ifname IF] [--network NAME] | --damaged [ADDRESS] [--scope S] "
+	"[--config FILE | --data-dir DIR | --etcd ...]";
+
+/* release --damaged [ADDRESS]: damaged address records, each only while still damaged. */
+static int release_damaged(struct rn_cli *cli, struct ipam_opts *o)
+{
+	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
+	_cleanup_free_ struct rn_ipam_record *recs = NULL;
+	_cleanup_free_ struct rn_ipam_damaged *bad = NULL;
+	struct rn_ipam_config c = { 0 };
+	struct rn_error err = { 0 };
+	size_t n = 0, n_bad = 0, k = 0;
+	json_t *done;
+	int r;
+
+	if (o->filter.node || o->filter.network || o->filter.container_id || o->filter.pod ||
+	    o->filter.ifname)
+		return rn_cli_usage("--damaged takes only ADDRESS and --scope: a damaged record "
+				    "names no owner");
+	r = open_from(o, &c, &s, &err);
+	if (r == 0 && o->address) {
+		struct rn_ip ip;
+
+		if (rn_ip_parse(o->address, &ip) < 0)
+			r = rn_error_set(&err, EINVAL, "'%s' is not an IP address", o->address);
+		o->filter.ip = o->address;
+	}
+	if (r == 0)
+		r = rn_ipam_list(s, &o->filter, &recs, &n, &bad, &n_bad, &err);
+	rn_ipam_config_free(&c);
+	if (r < 0)
+		return rn_cli_fail(&err);
+	for (size_t i = 0; i < n_bad; i++)
+		if (bad[i].takes_address)
+			bad[k++] = bad[i];
+	if (k == 0) {
+		rn_error_set(&err, ENXIO, "no damaged address record%s%s (see 'rdmans ipam ls')",
+			     o->address ? " takes " : "", o->address ? o->address : "");
+		return rn_cli_fail(&err);
+	}
+	if (o->address && k > 1) {
+		rn_error_set(&err, ENOTUNIQ,
+			     "%zu damaged records take %s (scopes or pools): add --scope", k,
+			     o->address);
+		return rn_cli_fail(&err);
+	}
+	done = json_array();
+	for (size_t i = 0; i < k; i++) {
+		r = rn_ipam_release_damaged(s, &bad[i], &err);
+		if (r < 0) {
+			json_decref(done);
+			return rn_cli_fail(&err);
+		}
+		json_array_append_new(done, json_string(bad[i].key));
+		if (!cli->json)
+			printf("removed the damaged record of %s in scope %s (%s)\n", bad[i].key,
+			       bad[i].scope, bad[i].why);
+	}
+	if (cli->json)
+		return rn_cli_print_json(cli, json_pack("{s:o}", "released", done));
+	json_decref(done);
+	return 0;
+}
 
 static int ipam_release(struct rn_cli *cli)
 {
@@ -311,22 +463,24 @@ static int ipam_release(struct rn_cli *cli)
 	size_t n = 0;
 	int r;
 
-	r = parse_opts(cli, &o, true, true, release_usage);
+	r = parse_opts(cli, &o, OPT_FILTERS | OPT_ADDRESS | OPT_DAMAGED, release_usage);
 	if (r)
 		return r;
+	if (o.damaged)
+		return release_damaged(cli, &o);
 	if (!o.address && !o.filter.container_id && !o.filter.pod && !o.filter.node)
 		return rn_cli_usage("%s", release_usage);
 	r = open_from(&o, &c, &s, &err);
 	if (r == 0) {
 		if (o.address) {
-			r = find_address(s, &o, &recs, &n, &err);
+			r = find_address(s, &o, &recs, &n, NULL, NULL, &err);
 			if (r == 0 && n > 1)
 				r = rn_error_set(&err, ENOTUNIQ,
 						 "%s is held in %zu scopes or pools: add --scope "
 						 "(see 'rdmans ipam show %s')",
 						 o.address, n, o.address);
 		} else {
-			r = rn_ipam_list(s, &o.filter, &recs, &n, &err);
+			r = rn_ipam_list(s, &o.filter, &recs, &n, NULL, NULL, &err);
 			if (r == 0 && n == 0)
 				r = rn_error_set(&err, ENXIO,
 						 "no record matches (see 'rdmans ipam ls')");
@@ -364,7 +518,7 @@ static int ipam_gc(struct rn_cli *cli)
 	struct rn_error err = { 0 };
 	int r;
 
-	r = parse_opts(cli, &o, false, false,
+	r = parse_opts(cli, &o, OPT_DRY_RUN,
 		       "usage: rdmans ipam gc [--dry-run] [--config FILE | --data-dir DIR | "
 		       "--etcd URLS ...]");
 	if (r)
@@ -376,29 +530,154 @@ static int ipam_gc(struct rn_cli *cli)
 	if (r < 0)
 		return rn_cli_fail(&err);
 	if (cli->json)
-		return rn_cli_print_json(cli, json_pack("{s:b,s:I,s:I,s:I}", "dry_run", o.dry_run,
-							"temp_files", (json_int_t)st.temp_files,
-							"orphans", (json_int_t)st.orphans,
-							"empty_attachments", (json_int_t)st.empty));
+		return rn_cli_print_json(cli, json_pack("{s:b,s:I,s:I,s:I,s:I,s:I}", "dry_run",
+							o.dry_run, "temp_files",
+							(json_int_t)st.temp_files, "orphans",
+							(json_int_t)st.orphans, "empty_attachments",
+							(json_int_t)st.empty, "rebuilt_attachments",
+							(json_int_t)st.rebuilt, "damaged_records",
+							(json_int_t)st.damaged));
 	printf("%s %zu temp file(s) of crashed writers, %zu address record(s) no attachment "
-	       "holds, %zu attachment(s) holding nothing\n",
-	       o.dry_run ? "would remove" : "removed", st.temp_files, st.orphans, st.empty);
+	       "holds, %zu attachment(s) holding nothing; %s %zu damaged attachment(s) from "
+	       "their address records\n",
+	       o.dry_run ? "would remove" : "removed", st.temp_files, st.orphans, st.empty,
+	       o.dry_run ? "would rebuild" : "rebuilt", st.rebuilt);
+	if (st.damaged)
+		printf("%zu damaged address record(s) still take their address: see 'rdmans ipam "
+		       "ls', then 'rdmans ipam release --damaged ADDRESS'\n",
+		       st.damaged);
+	return 0;
+}
+
+struct reconcile_out {
+	struct rn_cli *cli;
+	bool dry_run;
+	json_t *events; /* -j */
+};
+
+static const char *verdict_name(enum rn_ipam_verdict v, bool dry_run)
+{
+	switch (v) {
+	case RN_IPAM_RELEASED:
+		return dry_run ? "would release" : "released";
+	case RN_IPAM_KEPT_YOUNG:
+		return "kept (grace)";
+	case RN_IPAM_KEPT_UNKNOWN:
+		return "kept (cannot tell)";
+	case RN_IPAM_KEPT_RUNNING:
+		return "kept (container runs)";
+	case RN_IPAM_CHANGED:
+		return "kept (changed)";
+	case RN_IPAM_DAMAGED:
+		return "damaged";
+	}
+	return "?";
+}
+
+/* One line per record acted on or reported: when, what, the address, the pod, why. */
+static void reconcile_event(void *ctx, enum rn_ipam_verdict v, const struct rn_ipam_record *rec,
+			    const struct rn_ipam_damaged *d, const char *why)
+{
+	struct reconcile_out *out = ctx;
+	char when[32];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (out->events) {
+		json_t *e = rec ? record_json(rec) : damaged_json(d);
+
+		json_object_set_new(e, "verdict", json_string(verdict_name(v, out->dry_run)));
+		json_object_set_new(e, "why", json_string(why));
+		json_array_append_new(out->events, e);
+		return;
+	}
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (rec)
+		printf("%s %s %s (pod %s, ifname %s, container %.12s, node %s, scope %s): %s\n",
+		       when, verdict_name(v, out->dry_run), rec->ip, rec->pod[0] ? rec->pod : "-",
+		       rec->ifname, rec->container_id, rec->node, rec->scope, why);
+	else
+		printf("%s damaged %s %s in scope %s: %s (%s)\n", when,
+		       d->attachment ? "attachment" : "address record", d->key, d->scope, why,
+		       d->attachment ? "'rdmans ipam gc' rebuilds it"
+				     : "see 'rdmans ipam show', 'rdmans ipam release --damaged'");
+	fflush(stdout);
+}
+
+static const char *const reconcile_usage =
+	"usage: rdmans ipam reconcile [--grace SECONDS] [--node NODE] [--dry-run] "
+	"[--config FILE | --data-dir DIR | --etcd URLS ...]";
+
+static int ipam_reconcile(struct rn_cli *cli)
+{
+	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
+	struct ipam_opts o = { 0 };
+	struct rn_ipam_config c = { 0 };
+	struct rn_ipam_reconcile_stats st;
+	struct rn_ipam_reconcile_opts ro = { 0 };
+	struct reconcile_out out = { cli, false, NULL };
+	struct rn_error err = { 0 };
+	int r;
+
+	r = parse_opts(cli, &o, OPT_DRY_RUN | OPT_GRACE | OPT_NODE, reconcile_usage);
+	if (r)
+		return r;
+	ro.grace_s = RN_IPAM_RECONCILE_GRACE_S;
+	if (o.grace) {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(o.grace, &end, 10);
+		if (errno || *end || end == o.grace || v < 0 || v > 10L * 365 * 86400)
+			return rn_cli_usage("--grace takes whole seconds (0 or more), not '%s'; %s",
+					    o.grace, reconcile_usage);
+		ro.grace_s = v;
+	}
+	ro.dry_run = o.dry_run;
+	out.dry_run = o.dry_run;
+	if (cli->json)
+		out.events = json_array();
+	r = open_from(&o, &c, &s, &err);
+	ro.node = o.filter.node ? o.filter.node : c.node;
+	if (r == 0)
+		r = rn_ipam_reconcile(s, &ro, reconcile_event, &out, &st, &err);
+	rn_ipam_config_free(&c);
+	if (r < 0) {
+		json_decref(out.events);
+		return rn_cli_fail(&err);
+	}
+	if (cli->json)
+		return rn_cli_print_json(
+			cli, json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "dry_run",
+				       o.dry_run, "grace_s", (json_int_t)ro.grace_s, "records",
+				       (json_int_t)st.records, "this_node", (json_int_t)st.mine,
+				       "alive", (json_int_t)st.alive, "released",
+				       (json_int_t)st.released, "in_grace", (json_int_t)st.young,
+				       "unknown", (json_int_t)st.unknown + st.running, "changed",
+				       (json_int_t)st.changed, "damaged", (json_int_t)st.damaged,
+				       "events", out.events));
+	printf("reconcile: %zu record(s), %zu of this node: %zu alive, %zu %s, %zu within the "
+	       "%lds grace, %zu undecidable, %zu changed meanwhile; %zu damaged\n",
+	       st.records, st.mine, st.alive, st.released, o.dry_run ? "to release" : "released",
+	       st.young, ro.grace_s, st.unknown + st.running, st.changed, st.damaged);
 	return 0;
 }
 
 static int ipam_help(struct rn_cli *cli)
 {
-	return rn_cli_usage("usage: rdmans ipam [ls|show ADDRESS|release ...|gc [--dry-run]] "
+	return rn_cli_usage("usage: rdmans ipam [ls|show ADDRESS|release ...|gc [--dry-run]|"
+			    "reconcile [--grace S] [--dry-run]] "
 			    "(see rdmans(8) and rdma-netns-ipam(8))");
 }
 
 int rn_cmd_ipam(struct rn_cli *cli)
 {
 	static const struct rn_cmd cmds[] = {
-		{ "ls", ipam_ls },     { "list", ipam_ls },
-		{ "show", ipam_show }, { "release", ipam_release },
-		{ "gc", ipam_gc },     { "help", ipam_help },
-		{ NULL, NULL },
+		{ "ls", ipam_ls },	     { "list", ipam_ls }, { "show", ipam_show },
+		{ "release", ipam_release }, { "gc", ipam_gc },	  { "reconcile", ipam_reconcile },
+		{ "help", ipam_help },	     { NULL, NULL },
 	};
 
 	return rn_cli_dispatch(cli, cmds, "ipam");

@@ -133,7 +133,8 @@ static void usage(FILE *out)
 	      "settings\n"
 	      "  env profiles                         the platforms' NCCL presets\n"
 	      "  cdi generate [--addr-range CIDR] [--output FILE]  CDI spec (rdmans.io/rdma)\n"
-	      "  ipam [ls|show ADDRESS|release ...|gc]  addresses held by rdma-netns-ipam\n"
+	      "  ipam [ls|show ADDRESS|release ...|gc|reconcile]  addresses held by "
+	      "rdma-netns-ipam\n"
 	      "\n"
 	      "Options: -j/--json JSON output, -p/--pretty indented JSON, -V/--version, -h/--help\n"
 	      "See rdmans(8).\n",

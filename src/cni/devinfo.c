@@ -74,7 +74,14 @@ int cni_devinfo_write(struct cni_ctx *ctx, const char *path, const struct rn_att
 	size_t n = 0;
 	int r;
 
-	doc = json_load_file(path, 0, NULL);
+	{
+		_cleanup_free_ char *text = NULL;
+		size_t len = 0;
+
+		/* a FIFO or a huge file must not hang ADD */
+		if (rn_read_regular(path, 1u << 20, NULL, &text, &len, NULL) == 0)
+			doc = json_loadb(text, len, 0, NULL);
+	}
 	if (!json_is_object(doc)) {
 		if (doc)
 			json_decref(doc);

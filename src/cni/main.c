@@ -116,6 +116,8 @@ static int read_stdin(struct cni_ctx *ctx, char **ret, size_t *ret_len)
 		if (n == 0)
 			break;
 		len += (size_t)n;
+		if (rn_json_complete(buf, len))
+			break; /* a runtime that keeps stdin open cannot hang us */
 	}
 	if (!buf) {
 		buf = calloc(1, 1);

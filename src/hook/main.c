@@ -17,6 +17,7 @@
  * which makes the runtime fail the container's creation.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
@@ -139,6 +140,8 @@ static int read_stdin(char **ret, struct rn_error *err)
 			return rn_error_set(err, EFBIG,
 					    "the OCI state on stdin is larger than 1 MiB: not a "
 					    "runtime's state");
+		if (rn_json_complete(buf, len))
+			break; /* the whole state: a runtime that keeps stdin open cannot hang us */
 	}
 	buf[len] = '\0';
 	*ret = TAKE_PTR(buf);
@@ -206,7 +209,15 @@ static int read_config(struct hook *h, struct rn_error *err)
 	json_t *root, *rpath, *ro;
 
 	snprintf(path, sizeof(path), "%s/config.json", h->bundle);
-	h->config_json = json_load_file(path, 0, &jerr);
+	{
+		_cleanup_free_ char *text = NULL;
+		size_t len = 0;
+		int r = rn_read_regular(path, 16u << 20, "the bundle's", &text, &len, err);
+
+		if (r < 0)
+			return r;
+		h->config_json = json_loadb(text, len, 0, &jerr);
+	}
 	if (!h->config_json)
 		return rn_error_set(err, EINVAL, "cannot read the bundle's %s: %s", path,
 				    jerr.text);

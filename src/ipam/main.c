@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
+#include "rdmans/util.h"
 #include "rdmans/ipam.h"
 
 #ifndef RDMANS_VERSION
@@ -98,19 +99,23 @@ static void logf_(struct plugin *p, enum rn_ipam_log_level level, const char *fm
 
 static void open_log(struct plugin *p)
 {
+	struct rn_error err = { 0 };
 	int fd;
 
 	p->log_level = p->cfg.log_level;
 	if (!p->cfg.log_file)
 		return;
-	fd = open(p->cfg.log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+	/* never blocks: a FIFO or a device as log_file is refused */
+	fd = rn_open_regular(AT_FDCWD, p->cfg.log_file, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW,
+			     0640, "log_file", &err);
 	if (fd >= 0)
 		p->log = fdopen(fd, "a");
 	if (!p->log) {
 		if (fd >= 0)
 			close(fd);
-		fprintf(stderr, "rdma-netns-ipam: cannot open log_file %s: %s\n", p->cfg.log_file,
-			strerror(errno));
+		if (!rn_error_isset(&err))
+			rn_error_errno(&err, errno, "cannot open log_file %s", p->cfg.log_file);
+		fprintf(stderr, "rdma-netns-ipam: %s\n", err.msg);
 	}
 }
 
@@ -285,6 +290,8 @@ static int read_stdin(struct plugin *p)
 		if (n == 0)
 			break;
 		len += (size_t)n;
+		if (len <= MAX_STDIN && rn_json_complete(buf, len))
+			break; /* a runtime that keeps stdin open cannot hang us */
 	}
 	if (len > MAX_STDIN) {
 		free(buf);
@@ -331,6 +338,7 @@ static void owner_of(const struct plugin *p, struct rn_ipam_owner *o)
 	o->ifname = p->ifname;
 	o->pod_namespace = p->pod_namespace;
 	o->pod_name = p->pod_name;
+	o->netns = getenv("CNI_NETNS"); /* recorded for `rdmans ipam reconcile` */
 }
 
 static void log_lease(struct plugin *p, const char *verb, const struct rn_ipam_lease *l)

@@ -303,11 +303,20 @@ int rn_cni_state_read(const char *dir, const char *name, struct rn_cni_state *ou
 	r = state_path(dir, name, path, sizeof(path), err);
 	if (r < 0)
 		return r;
-	f = fopen(path, "re");
-	if (!f) {
-		if (errno == ENOENT)
+	{
+		/* a FIFO or a device in the state dir must not hang DEL */
+		int fd = rn_open_regular(AT_FDCWD, path, O_RDONLY, 0, "state file", err);
+
+		if (fd == -ENOENT)
 			return rn_error_set(err, ENOENT, "no state file %s", path);
-		return rn_error_errno(err, errno, "cannot open state file %s", path);
+		if (fd < 0)
+			return fd;
+		f = fdopen(fd, "re");
+		if (!f) {
+			r = -errno;
+			close(fd);
+			return rn_error_errno(err, -r, "cannot open state file %s", path);
+		}
 	}
 	while ((n = getline(&line, &cap, f)) > 0) {
 		char *eq;

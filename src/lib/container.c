@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -94,4 +95,76 @@ int rn_container_pid(const char *id, pid_t *ret_pid, struct rn_error *err)
 				    id);
 	*ret_pid = best;
 	return 0;
+}
+
+/* The cgroup lines of every process, read once: one buffer, lines '\n'-separated. */
+struct rn_cgroup_snapshot {
+	char *text;
+	size_t len, cap;
+};
+
+void rn_cgroup_snapshot_free(struct rn_cgroup_snapshot *s)
+{
+	if (s) {
+		free(s->text);
+		free(s);
+	}
+}
+
+int rn_cgroup_snapshot_take(struct rn_cgroup_snapshot **ret, struct rn_error *err)
+{
+	_cleanup_closedir_ DIR *dir = NULL;
+	struct rn_cgroup_snapshot *s = calloc(1, sizeof(*s));
+	struct dirent *de;
+
+	if (!s)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	dir = opendir("/proc");
+	if (!dir) {
+		rn_cgroup_snapshot_free(s);
+		return rn_error_errno(err, errno, "cannot list /proc");
+	}
+	while ((de = readdir(dir))) {
+		char path[64], line[4096];
+		_cleanup_fclose_ FILE *f = NULL;
+		pid_t pid;
+
+		if (rn_parse_pid(de->d_name, &pid) < 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+		f = fopen(path, "re");
+		while (f && fgets(line, sizeof(line), f)) {
+			size_t n = strlen(line);
+
+			if (s->len + n + 2 > s->cap) {
+				size_t cap = s->cap ? s->cap * 2 : 65536;
+				char *grown;
+
+				while (cap < s->len + n + 2)
+					cap *= 2;
+				grown = realloc(s->text, cap);
+				if (!grown) {
+					rn_cgroup_snapshot_free(s);
+					return rn_error_set(err, ENOMEM, "out of memory");
+				}
+				s->text = grown;
+				s->cap = cap;
+			}
+			memcpy(s->text + s->len, line, n + 1);
+			s->len += n;
+		}
+	}
+	*ret = s;
+	return 0;
+}
+
+bool rn_cgroup_snapshot_has(const struct rn_cgroup_snapshot *s, const char *id)
+{
+	if (!s || !s->text || !id || strlen(id) < CONTAINER_ID_MIN)
+		return false;
+	/* the same rule as cgroup_names(): the ID starts a component or follows '-' or ':' */
+	for (const char *p = strstr(s->text, id); p; p = strstr(p + 1, id))
+		if (p > s->text && (p[-1] == '/' || p[-1] == '-' || p[-1] == ':'))
+			return true;
+	return false;
 }

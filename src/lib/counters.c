@@ -767,13 +767,15 @@ int rn_scrape_all(const struct rn_scrape_options *opts, struct rn_scrape *out, s
 		 * that is not one.
 		 */
 		if (run_dir >= 0 && nets[i].name[0] && !nets[i].is_host)
-			fds[i] = openat(run_dir, nets[i].name, O_RDONLY | O_CLOEXEC);
+			fds[i] = rn_netns_open_at(run_dir, nets[i].name, NULL);
 		else
-			fds[i] = open(nets[i].path, O_RDONLY | O_CLOEXEC);
-		open_errors[i] = fds[i] < 0 ? -errno : 0;
+			fds[i] = rn_netns_open_path(nets[i].path, NULL);
+		open_errors[i] = fds[i] < 0 ? fds[i] : 0;
 	}
 	self_fd = rn_netns_open_self(NULL);
-	w.have_self = self_fd >= 0 && rn_netns_id(self_fd, &w.self, NULL) == 0;
+	/* our own /sys stands for our netns only when it shows it (not after nsenter -n) */
+	w.have_self = self_fd >= 0 && rn_netns_id(self_fd, &w.self, NULL) == 0 &&
+		      rn_netns_sysfs_is_own(NULL) == 1;
 	w.nets = nets;
 	w.fds = fds;
 	w.open_errors = open_errors;

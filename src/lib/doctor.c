@@ -307,42 +307,6 @@ static int open_in_root(int rootfd, const char *path, int flags)
 	return openat(rootfd, *path ? path : ".", flags | O_CLOEXEC | O_NOFOLLOW);
 }
 
-/* Reads at most max bytes of fd into a NUL-terminated malloc'd buffer. */
-static int read_all(int fd, size_t max, char **ret, size_t *ret_len)
-{
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 0;
-
-	for (;;) {
-		ssize_t n;
-
-		if (len + 4096 + 1 > cap) {
-			size_t ncap = cap ? cap * 2 : 8192;
-			char *v = realloc(buf, ncap);
-
-			if (!v)
-				return -ENOMEM;
-			buf = v;
-			cap = ncap;
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > max)
-			return -EFBIG;
-	}
-	buf[len] = '\0';
-	*ret = TAKE_PTR(buf);
-	*ret_len = len;
-	return 0;
-}
-
 static int read_proc_file(const char *proc_root, pid_t pid, const char *name, size_t max,
 			  char **ret, size_t *ret_len)
 {
@@ -356,7 +320,7 @@ static int read_proc_file(const char *proc_root, pid_t pid, const char *name, si
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	return read_all(fd, max, ret, ret_len);
+	return rn_read_fd(fd, max, ret, ret_len);
 }
 
 /* "Max locked memory   8388608   8388608   bytes" */
@@ -1754,7 +1718,7 @@ int rn_doctor_run(const struct rn_doctor_target *t, struct rn_doctor_facts *f,
 	self = rn_netns_open_self(NULL);
 	same = self >= 0 ? rn_netns_same(nsfd, self, NULL) : 0;
 	if (same == 1)
-		r = gather_netns(&job, &e);
+		r = rn_netns_run_here_sysfs(gather_netns, &job, &e); /* /sys may be another's */
 	else
 		r = rn_netns_run_sysfs(nsfd, gather_netns, &job, &e);
 	if (r == -ENOMEM)

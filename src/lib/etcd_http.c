@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "rdmans/cleanup.h"
+#include "rdmans/util.h"
 #include "etcd_http.h"
 
 #define MAX_BODY (64u * 1024 * 1024)
@@ -126,6 +127,18 @@ int rn_http_open(const struct rn_http_tls *tls, long timeout_ms, struct rn_http 
 	CURLcode rc;
 	int r;
 
+	/* libcurl opens these itself, blocking: a FIFO or a device must not reach it */
+	if (tls) {
+		const char *files[][2] = { { tls->ca_file, "ca_file" },
+					   { tls->cert_file, "cert_file" },
+					   { tls->key_file, "key_file" } };
+
+		for (size_t i = 0; i < 3; i++) {
+			r = files[i][0] ? rn_check_regular(files[i][0], files[i][1], err) : 0;
+			if (r < 0)
+				return r;
+		}
+	}
 	r = load_libcurl(err);
 	if (r < 0)
 		return r;

@@ -15,6 +15,8 @@
 #include <time.h>
 
 #include "rdmans/cleanup.h"
+#include "rdmans/discover.h"
+#include "rdmans/netns.h"
 #include "rdmans/util.h"
 #include "ipam_store.h"
 
@@ -187,6 +189,13 @@ static void fill_attachment(struct rn_ipam_attachment *a, const struct rn_ipam_c
 		snprintf(a->pod, sizeof(a->pod), "%s/%s", o->pod_namespace, o->pod_name);
 	copy(a->node, sizeof(a->node), c->node);
 	now_utc(a->time, sizeof(a->time));
+	if (o->netns && o->netns[0] == '/' && copy(a->netns, sizeof(a->netns), o->netns)) {
+		uint64_t ino;
+
+		if (rn_netns_path_ino(o->netns, &ino) == 0)
+			snprintf(a->netns_ino, sizeof(a->netns_ino), "%llu",
+				 (unsigned long long)ino);
+	}
 }
 
 static void fill_record(struct rn_ipam_record *r, const struct rn_ipam_attachment *a,
@@ -204,11 +213,16 @@ static void fill_record(struct rn_ipam_record *r, const struct rn_ipam_attachmen
 	copy(r->pod, sizeof(r->pod), a->pod);
 	copy(r->node, sizeof(r->node), a->node);
 	copy(r->time, sizeof(r->time), a->time);
+	copy(r->netns, sizeof(r->netns), a->netns);
+	copy(r->netns_ino, sizeof(r->netns_ino), a->netns_ino);
 }
+
+static bool same_ip(const char *x, const char *y);
 
 /* What the store says about one address an attachment lists. */
 struct held_state {
 	bool ours; /* its record names this attachment */
+	bool damaged; /* its key holds something that is no record (version: what was read) */
 	struct rn_ip ip;
 	uint64_t version;
 	struct rn_ipam_record rec;
@@ -224,16 +238,25 @@ static int verify_held(struct rn_ipam_store *s, const char *scope, const char *i
 	if (rn_ip_parse(h->ip, &st->ip) < 0)
 		return 0;
 	r = s->ops->addr_get(s, scope, h->pool, &st->ip, &text, &st->version, err);
-	if (r == -ENOENT)
+	if (r == -ENOENT || r == -EBADMSG) {
+		st->damaged = r == -EBADMSG;
+		rn_error_clear(err); /* absent, or damaged: not provably ours */
 		return 0;
+	}
 	if (r < 0)
 		return r;
-	if (rn_ipam_record_parse(text, &st->rec, NULL) < 0)
-		return 0; /* damaged: not provably ours, so left alone */
+	if (rn_ipam_record_parse(text, &st->rec, NULL) < 0 || !same_ip(st->rec.ip, h->ip)) {
+		st->damaged = true;
+		return 0; /* damaged: not provably ours */
+	}
 	st->ours = strcmp(st->rec.attachment, id) == 0 && strcmp(st->rec.scope, scope) == 0 &&
 		   strcmp(st->rec.pool, h->pool) == 0;
 	return 0;
 }
+
+static int rebuild_attachment(struct rn_ipam_store *s, const char *scope, const char *id,
+			      const char *container, struct rn_ipam_attachment *att,
+			      struct rn_error *err);
 
 /* Reads and checks the attachment; -ENOENT when there is none. */
 static int load_attachment(struct rn_ipam_store *s, const char *scope, const char *id,
@@ -247,6 +270,9 @@ static int load_attachment(struct rn_ipam_store *s, const char *scope, const cha
 	if (r < 0)
 		return r;
 	r = rn_ipam_attachment_parse(text, att, err);
+	if (r == 0 && (strcmp(att->id, id) || strcmp(att->scope, scope)))
+		r = rn_error_set(err, EBADMSG, "it says attachment=%s scope=%s", att->id,
+				 att->scope);
 	if (r < 0)
 		return rn_error_wrap(err, "attachment %s in scope %s", id, scope);
 	return 0;
@@ -309,7 +335,8 @@ static bool owner_changed(const struct rn_ipam_record *rec, const struct rn_ipam
 {
 	return strcmp(rec->container_id, att->container_id) || strcmp(rec->node, att->node) ||
 	       strcmp(rec->network, att->network) || strcmp(rec->pod, att->pod) ||
-	       strcmp(rec->ifname, att->ifname);
+	       strcmp(rec->ifname, att->ifname) || strcmp(rec->netns, att->netns) ||
+	       strcmp(rec->netns_ino, att->netns_ino);
 }
 
 static void lease_add(struct rn_ipam_lease *lease, const struct rn_ipam_config *c, size_t k,
@@ -337,6 +364,7 @@ static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 	char pools[RN_IPAM_MAX_RANGES][RN_CIDR_STRLEN + 8];
 	int match[RN_IPAM_MAX_RANGES];
 	bool used[RN_IPAM_MAX_RANGES] = { false }, have_prev, rewrite = false, attempted = false;
+	bool rebuilt = false;
 	size_t n_claimed = 0, n_refs = 0, n_matched;
 	uint64_t att_version = 0;
 	int r;
@@ -344,6 +372,12 @@ static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 	memset(lease, 0, sizeof(*lease));
 	memset(&prev, 0, sizeof(prev));
 	r = load_attachment(s, c->scope, id, &prev, &att_version, err);
+	if (r == -EBADMSG) {
+		/* damaged: what the address records naming it say is the truth */
+		rn_error_clear(err);
+		r = rebuild_attachment(s, c->scope, id, o->container_id, &prev, err);
+		rebuilt = r == 0;
+	}
 	if (r < 0 && r != -ENOENT)
 		return r;
 	have_prev = r == 0;
@@ -443,9 +477,10 @@ static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 		}
 	}
 	if (n_claimed == 0 && have_prev &&
-	    (prev.n != att.n || strcmp(prev.container_id, att.container_id) ||
+	    (rebuilt || prev.n != att.n || strcmp(prev.container_id, att.container_id) ||
 	     strcmp(prev.node, att.node) || strcmp(prev.network, att.network) ||
-	     strcmp(prev.pod, att.pod)))
+	     strcmp(prev.pod, att.pod) || strcmp(prev.netns, att.netns) ||
+	     strcmp(prev.netns_ino, att.netns_ino)))
 		rewrite = true;
 	if (rewrite) {
 		_cleanup_free_ char *att_text = NULL;
@@ -523,6 +558,18 @@ static int release_attachment(struct rn_ipam_store *s, const char *scope, const 
 		if (st[i].ours)
 			refs[n++] = (struct rn_ipam_ref){ att->held[i].pool, st[i].ip, NULL,
 							  st[i].version };
+		/*
+		 * a damaged record at an address this attachment lists: its own,
+		 * damaged, so DEL leaves nothing; removed only while it is still
+		 * what was read (compare-and-delete)
+		 */
+		if (st[i].damaged) {
+			r = s->ops->addr_drop(s, scope, att->held[i].pool, &st[i].ip, st[i].version,
+					      err);
+			if (r < 0 && r != -ENOENT)
+				return r;
+			rn_error_clear(err);
+		}
 	}
 	r = s->ops->commit(s, scope, refs, n, id, version, RN_IPAM_ATT_DELETE, NULL, err);
 	if (r == 0 && released)
@@ -542,10 +589,22 @@ static int del_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 	if (r == -ENOENT)
 		return 0; /* nothing held: DEL succeeds */
 	if (r == -EBADMSG) {
-		/* a damaged attachment of ours: drop it, GC sweeps what it pointed to */
+		/* damaged: the address records naming it say what it held */
 		rn_error_clear(err);
-		return s->ops->commit(s, c->scope, NULL, 0, id, version, RN_IPAM_ATT_DELETE, NULL,
-				      err);
+		r = rebuild_attachment(s, c->scope, id, o->container_id, &att, err);
+		if (r < 0)
+			return r;
+		if (att.n > 0 && strcmp(att.container_id, o->container_id) != 0) {
+			/* a newer sandbox's addresses: its attachment is written back, kept */
+			_cleanup_free_ char *text = NULL;
+
+			if (rn_ipam_attachment_format(&att, &text) < 0)
+				return rn_error_set(err, EINVAL, "attachment %s cannot be rebuilt",
+						    id);
+			return s->ops->commit(s, c->scope, NULL, 0, id, version, RN_IPAM_ATT_PUT,
+					      text, err);
+		}
+		return release_attachment(s, c->scope, id, &att, version, released, err);
 	}
 	if (r < 0)
 		return r;
@@ -680,42 +739,110 @@ struct collect {
 	enum rn_ipam_kind kind;
 	void *items; /* struct rn_ipam_record[] or struct rn_ipam_attachment[] */
 	uint64_t *versions;
+	char **texts; /* when keep_text */
 	size_t n, cap;
-	size_t damaged;
+	bool keep_text;
+	struct rn_ipam_damaged *damaged;
+	size_t n_damaged, cap_damaged;
 };
 
-static int collect_fn(void *ctx, const char *scope, const char *text, uint64_t version)
+static int grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	size_t c;
+	void *g;
+
+	if (n < *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 64;
+	g = realloc(*p, c * size);
+	if (!g)
+		return -ENOMEM;
+	*p = g;
+	*cap = c;
+	return 0;
+}
+
+static int add_damaged(struct collect *c, const struct rn_ipam_item *it, const char *why)
+{
+	struct rn_ipam_damaged *d;
+	size_t cap = c->cap_damaged;
+	struct rn_ip ip;
+
+	if (grow((void **)&c->damaged, &cap, c->n_damaged, sizeof(*d)) < 0)
+		return -ENOMEM;
+	c->cap_damaged = cap;
+	d = &c->damaged[c->n_damaged++];
+	memset(d, 0, sizeof(*d));
+	d->attachment = c->kind == RN_IPAM_KIND_ATTACHMENT;
+	copy(d->scope, sizeof(d->scope), it->scope);
+	copy(d->pool, sizeof(d->pool), it->pool ? it->pool : "");
+	if (!copy(d->key, sizeof(d->key), it->key))
+		copy(d->key, sizeof(d->key), "(name too long)");
+	d->takes_address = !d->attachment && it->pool && rn_ip_parse(d->key, &ip) == 0;
+	snprintf(d->why, sizeof(d->why), "%s", why);
+	d->version = it->version;
+	return 0;
+}
+
+/* Why a readable address record does not belong where it is stored ("" when it does). */
+static void misplaced(const struct rn_ipam_item *it, const struct rn_ipam_record *rec, char *why,
+		      size_t len)
+{
+	struct rn_ip a, b;
+
+	why[0] = '\0';
+	if (rn_ip_parse(it->key, &a) < 0 || rn_ip_parse(rec->ip, &b) < 0 || a.family != b.family ||
+	    a.v != b.v)
+		snprintf(why, len, "it says ip=%s but is stored as %s", rec->ip, it->key);
+	else if (strcmp(rec->scope, it->scope) || strcmp(rec->pool, it->pool ? it->pool : ""))
+		snprintf(why, len, "it says scope=%s pool=%s but is stored in %s/%s", rec->scope,
+			 rec->pool, it->scope, it->pool ? it->pool : "");
+}
+
+static int collect_fn(void *ctx, const struct rn_ipam_item *it)
 {
 	struct collect *c = ctx;
 	size_t size = c->kind == RN_IPAM_KIND_ADDRESS ? sizeof(struct rn_ipam_record)
 						      : sizeof(struct rn_ipam_attachment);
+	struct rn_error perr = { 0 };
+	char why[1024];
 	void *slot;
 	int r;
 
 	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 64;
-		void *items = realloc(c->items, cap * size);
-		uint64_t *versions;
+		size_t cap = c->cap, vcap = c->cap, tcap = c->cap;
 
-		if (!items)
+		if (grow(&c->items, &cap, c->n, size) < 0 ||
+		    grow((void **)&c->versions, &vcap, c->n, sizeof(*c->versions)) < 0 ||
+		    (c->keep_text && grow((void **)&c->texts, &tcap, c->n, sizeof(char *)) < 0))
 			return -ENOMEM;
-		c->items = items;
-		versions = realloc(c->versions, cap * sizeof(*versions));
-		if (!versions)
-			return -ENOMEM;
-		c->versions = versions;
 		c->cap = cap;
 	}
+	if (it->why || !it->text)
+		return add_damaged(c, it, it->why ? it->why : "unreadable");
 	slot = (char *)c->items + c->n * size;
 	if (c->kind == RN_IPAM_KIND_ADDRESS)
-		r = rn_ipam_record_parse(text, slot, NULL);
+		r = rn_ipam_record_parse(it->text, slot, &perr);
 	else
-		r = rn_ipam_attachment_parse(text, slot, NULL);
-	if (r < 0) {
-		c->damaged++;
-		return 0;
+		r = rn_ipam_attachment_parse(it->text, slot, &perr);
+	if (r < 0)
+		return add_damaged(c, it, it->text[0] ? perr.msg : "it is empty");
+	if (c->kind == RN_IPAM_KIND_ADDRESS) {
+		misplaced(it, slot, why, sizeof(why));
+		if (why[0])
+			return add_damaged(c, it, why);
+	} else if (strcmp(((struct rn_ipam_attachment *)slot)->id, it->key) ||
+		   strcmp(((struct rn_ipam_attachment *)slot)->scope, it->scope)) {
+		snprintf(why, sizeof(why), "it says attachment=%s but is stored as %s",
+			 ((struct rn_ipam_attachment *)slot)->id, it->key);
+		return add_damaged(c, it, why);
 	}
-	c->versions[c->n++] = version;
+	if (c->keep_text) {
+		c->texts[c->n] = strdup(it->text);
+		if (!c->texts[c->n])
+			return -ENOMEM;
+	}
+	c->versions[c->n++] = it->version;
 	return 0;
 }
 
@@ -731,13 +858,82 @@ static int collect_all(struct rn_ipam_store *s, const char *scope, struct collec
 
 static void collect_free(struct collect *c)
 {
+	if (c->texts)
+		for (size_t i = 0; i < c->n; i++)
+			free(c->texts[i]);
+	free(c->texts);
 	free(c->items);
 	free(c->versions);
+	free(c->damaged);
+}
+
+/*
+ * An attachment rebuilt from the address records naming it, for one whose
+ * own record is damaged: the records of `container` if any names it, else
+ * of the container the first one names. -ENOENT when none names it.
+ */
+static int rebuild_attachment(struct rn_ipam_store *s, const char *scope, const char *id,
+			      const char *container, struct rn_ipam_attachment *att,
+			      struct rn_error *err)
+{
+	struct collect addrs = { .kind = RN_IPAM_KIND_ADDRESS };
+	const struct rn_ipam_record *recs, *pick = NULL;
+	int r;
+
+	memset(att, 0, sizeof(*att));
+	copy(att->id, sizeof(att->id), id);
+	copy(att->scope, sizeof(att->scope), scope);
+	r = collect_all(s, scope, &addrs, err);
+	recs = addrs.items;
+	for (size_t i = 0; r == 0 && i < addrs.n; i++)
+		if (strcmp(recs[i].attachment, id) == 0 &&
+		    (!pick || (strcmp(pick->container_id, container) &&
+			       !strcmp(recs[i].container_id, container))))
+			pick = &recs[i];
+	for (size_t i = 0; r == 0 && pick && i < addrs.n; i++) {
+		struct rn_ipam_held *h = &att->held[att->n];
+
+		if (strcmp(recs[i].attachment, id) ||
+		    strcmp(recs[i].container_id, pick->container_id) ||
+		    att->n >= RN_IPAM_MAX_RANGES)
+			continue;
+		copy(h->pool, sizeof(h->pool), recs[i].pool);
+		copy(h->ip, sizeof(h->ip), recs[i].ip);
+		copy(h->range, sizeof(h->range), recs[i].range);
+		att->n++;
+	}
+	if (r == 0 && pick) {
+		copy(att->network, sizeof(att->network), pick->network);
+		copy(att->container_id, sizeof(att->container_id), pick->container_id);
+		copy(att->ifname, sizeof(att->ifname), pick->ifname);
+		copy(att->pod, sizeof(att->pod), pick->pod);
+		copy(att->node, sizeof(att->node), pick->node);
+		copy(att->time, sizeof(att->time), pick->time);
+		copy(att->netns, sizeof(att->netns), pick->netns);
+		copy(att->netns_ino, sizeof(att->netns_ino), pick->netns_ino);
+	} else if (r == 0) {
+		copy(att->container_id, sizeof(att->container_id), container);
+	}
+	collect_free(&addrs);
+	return r;
 }
 
 static bool prefix_of(const char *prefix, const char *s)
 {
 	return strncmp(prefix, s, strlen(prefix)) == 0;
+}
+
+static bool same_ip(const char *x, const char *y)
+{
+	struct rn_ip a, b;
+
+	return rn_ip_parse(x, &a) == 0 && rn_ip_parse(y, &b) == 0 && a.family == b.family &&
+	       a.v == b.v;
+}
+
+static bool owner_filter(const struct rn_ipam_filter *f)
+{
+	return f && (f->node || f->network || f->container_id || f->pod || f->ifname);
 }
 
 static bool match_filter(const struct rn_ipam_filter *f, const struct rn_ipam_record *r)
@@ -756,13 +952,8 @@ static bool match_filter(const struct rn_ipam_filter *f, const struct rn_ipam_re
 		return false;
 	if (f->ifname && strcmp(f->ifname, r->ifname))
 		return false;
-	if (f->ip) {
-		struct rn_ip a, b;
-
-		if (rn_ip_parse(f->ip, &a) < 0 || rn_ip_parse(r->ip, &b) < 0 ||
-		    a.family != b.family || a.v != b.v)
-			return false;
-	}
+	if (f->ip && !same_ip(f->ip, r->ip))
+		return false;
 	return true;
 }
 
@@ -784,18 +975,50 @@ static int record_cmp(const void *x, const void *y)
 	return ia.v < ib.v ? -1 : ia.v > ib.v ? 1 : 0;
 }
 
-int rn_ipam_list(struct rn_ipam_store *s, const struct rn_ipam_filter *f,
-		 struct rn_ipam_record **ret, size_t *ret_n, struct rn_error *err)
+/* Keeps the damaged entries of c that f lets through; appends them to *out. */
+static int take_damaged(struct collect *c, const struct rn_ipam_filter *f,
+			struct rn_ipam_damaged **out, size_t *n_out)
 {
-	struct collect c = { RN_IPAM_KIND_ADDRESS, NULL, NULL, 0, 0, 0 };
+	for (size_t i = 0; i < c->n_damaged; i++) {
+		const struct rn_ipam_damaged *d = &c->damaged[i];
+		struct rn_ipam_damaged *g;
+
+		if (owner_filter(f) || (f && f->scope && strcmp(f->scope, d->scope)) ||
+		    (f && f->ip && (d->attachment || !same_ip(f->ip, d->key))))
+			continue;
+		g = realloc(*out, (*n_out + 1) * sizeof(**out));
+		if (!g)
+			return -ENOMEM;
+		*out = g;
+		(*out)[(*n_out)++] = *d;
+	}
+	return 0;
+}
+
+int rn_ipam_list(struct rn_ipam_store *s, const struct rn_ipam_filter *f,
+		 struct rn_ipam_record **ret, size_t *ret_n, struct rn_ipam_damaged **ret_damaged,
+		 size_t *ret_n_damaged, struct rn_error *err)
+{
+	struct collect c = { .kind = RN_IPAM_KIND_ADDRESS };
+	struct collect atts = { .kind = RN_IPAM_KIND_ATTACHMENT };
+	struct rn_ipam_damaged *damaged = NULL;
 	struct rn_ipam_record *recs;
-	size_t n = 0;
+	size_t n = 0, n_damaged = 0;
 	int r;
 
 	r = collect_all(s, f ? f->scope : NULL, &c, err);
+	if (r == 0 && ret_damaged)
+		r = take_damaged(&c, f, &damaged, &n_damaged);
+	/* attachments only for what is damaged among them */
+	if (r == 0 && ret_damaged && !owner_filter(f) && !(f && f->ip))
+		r = collect_all(s, f ? f->scope : NULL, &atts, err);
+	if (r == 0 && ret_damaged)
+		r = take_damaged(&atts, f, &damaged, &n_damaged);
+	collect_free(&atts);
 	if (r < 0) {
+		free(damaged);
 		collect_free(&c);
-		return r;
+		return r == -ENOMEM ? rn_error_set(err, ENOMEM, "out of memory") : r;
 	}
 	recs = c.items;
 	for (size_t i = 0; i < c.n; i++)
@@ -803,9 +1026,14 @@ int rn_ipam_list(struct rn_ipam_store *s, const struct rn_ipam_filter *f,
 			recs[n++] = recs[i];
 	if (n > 1)
 		qsort(recs, n, sizeof(*recs), record_cmp);
-	free(c.versions);
+	c.items = NULL;
+	collect_free(&c);
 	*ret = recs;
 	*ret_n = n;
+	if (ret_damaged) {
+		*ret_damaged = damaged;
+		*ret_n_damaged = n_damaged;
+	}
 	return 0;
 }
 
@@ -832,13 +1060,22 @@ static bool lists(const struct rn_ipam_attachment *att, const char *pool, const 
 	return false;
 }
 
+/* What must still hold for a release to go ahead. */
+struct release_want {
+	const struct rn_ipam_record *rec; /* same attachment and container */
+	bool only_orphan; /* only when no attachment lists it */
+	const char *text; /* exactly this text at this version (the reconciler) */
+	uint64_t version;
+};
+
 /*
- * Releases one address record if it still is what `want` says (same
- * attachment and container); `only_orphan`: only when no attachment lists it.
+ * Releases one address record if it still is what `w` says; *released
+ * tells whether it did (or, dry_run, would have).
  */
-static int release_one(struct rn_ipam_store *s, const struct rn_ipam_record *want, bool only_orphan,
-		       bool dry_run, bool *released, struct rn_error *err)
+static int release_one(struct rn_ipam_store *s, const struct release_want *w, bool dry_run,
+		       bool *released, struct rn_error *err)
 {
+	const struct rn_ipam_record *want = w->rec;
 	_cleanup_free_ char *text = NULL, *att_text = NULL;
 	struct rn_ipam_attachment att;
 	struct rn_ipam_record rec;
@@ -851,18 +1088,29 @@ static int release_one(struct rn_ipam_store *s, const struct rn_ipam_record *wan
 	if (rn_ip_parse(want->ip, &ref.ip) < 0)
 		return rn_error_set(err, EINVAL, "'%s' is not an address", want->ip);
 	r = s->ops->addr_get(s, want->scope, want->pool, &ref.ip, &text, &version, err);
-	if (r == -ENOENT)
+	if (r == -ENOENT || r == -EBADMSG) {
+		rn_error_clear(err);
 		return 0;
+	}
 	if (r < 0)
 		return r;
-	if (rn_ipam_record_parse(text, &rec, err) < 0 || strcmp(rec.attachment, want->attachment) ||
+	if (w->text && (version != w->version || strcmp(text, w->text)))
+		return 0; /* changed since it was judged */
+	if (rn_ipam_record_parse(text, &rec, NULL) < 0 ||
+	    strcmp(rec.attachment, want->attachment) ||
 	    strcmp(rec.container_id, want->container_id))
 		return 0; /* changed meanwhile: not the record asked for */
 	r = load_attachment(s, want->scope, want->attachment, &att, &att_version, err);
+	if (r == -EBADMSG && w->only_orphan) {
+		/* its attachment is damaged: what it held cannot be told, so it stays */
+		rn_error_clear(err);
+		return 0;
+	}
 	if (r < 0 && r != -ENOENT && r != -EBADMSG)
 		return r;
+	rn_error_clear(err);
 	have_att = r == 0 && lists(&att, want->pool, &ref.ip);
-	if (only_orphan && have_att)
+	if (w->only_orphan && have_att)
 		return 0;
 	*released = true;
 	if (dry_run)
@@ -899,33 +1147,83 @@ static int release_one(struct rn_ipam_store *s, const struct rn_ipam_record *wan
 			      RN_IPAM_ATT_PUT, att_text, err);
 }
 
-static int release_locked(struct rn_ipam_store *s, const struct rn_ipam_record *rec,
-			  bool only_orphan, bool dry_run, bool *released, struct rn_error *err)
+static int release_locked(struct rn_ipam_store *s, const struct release_want *w, bool dry_run,
+			  bool *released, struct rn_error *err)
 {
 	int token, r;
 
-	r = lock_att(s, rec->scope, rec->attachment, &token, err);
+	r = lock_att(s, w->rec->scope, w->rec->attachment, &token, err);
 	if (r < 0)
 		return r;
 	for (int i = 0; i < MAX_RETRIES; i++) {
-		r = release_one(s, rec, only_orphan, dry_run, released, err);
+		r = release_one(s, w, dry_run, released, err);
 		if (r != -ESTALE)
 			break;
+		/* the reconciler's judgement holds for that exact revision only */
+		if (w->text) {
+			*released = false;
+			r = 0;
+			break;
+		}
 	}
 	unlock_att(s, token);
 	if (r == -ESTALE)
-		return rn_error_set(err, EAGAIN, "address %s kept changing; try again", rec->ip);
+		return rn_error_set(err, EAGAIN, "address %s kept changing; try again", w->rec->ip);
 	return r;
 }
 
 int rn_ipam_release(struct rn_ipam_store *s, const struct rn_ipam_record *rec, struct rn_error *err)
 {
+	struct release_want w = { rec, false, NULL, 0 };
 	bool released;
-	int r = release_locked(s, rec, false, false, &released, err);
+	int r = release_locked(s, &w, false, &released, err);
 
 	if (r == 0 && !released)
 		return rn_error_set(err, ENOENT, "address %s is no longer held by %s", rec->ip,
 				    rec->attachment);
+	return r;
+}
+
+int rn_ipam_release_damaged(struct rn_ipam_store *s, const struct rn_ipam_damaged *d,
+			    struct rn_error *err)
+{
+	struct rn_ip ip;
+	int r = -ESTALE;
+
+	if (d->attachment || !d->takes_address || rn_ip_parse(d->key, &ip) < 0)
+		return rn_error_set(err, EINVAL,
+				    "%s in scope %s is not an address record: 'rdmans ipam gc' "
+				    "rebuilds damaged attachments",
+				    d->key, d->scope);
+	for (int i = 0; i < MAX_RETRIES && r == -ESTALE; i++) {
+		_cleanup_free_ char *text = NULL;
+		struct rn_ipam_record rec;
+		struct rn_ipam_item it = { d->scope, d->pool, d->key, NULL, NULL, 0 };
+		char why[1024];
+
+		r = s->ops->addr_get(s, d->scope, d->pool, &ip, &text, &it.version, err);
+		if (r == -ENOENT)
+			return rn_error_set(err, ENOENT, "%s in scope %s is no longer stored",
+					    d->key, d->scope);
+		if (r < 0 && r != -EBADMSG)
+			return r;
+		rn_error_clear(err);
+		if (r == 0 && rn_ipam_record_parse(text, &rec, NULL) == 0) {
+			misplaced(&it, &rec, why, sizeof(why));
+			if (!why[0])
+				return rn_error_set(err, EBUSY,
+						    "%s in scope %s is a readable record now (held "
+						    "by %s, container %s): not removed",
+						    d->key, d->scope, rec.attachment,
+						    rec.container_id);
+		}
+		r = s->ops->addr_drop(s, d->scope, d->pool, &ip, it.version, err);
+	}
+	if (r == -ESTALE)
+		return rn_error_set(err, EAGAIN, "%s kept changing; try again", d->key);
+	if (r == -ENOENT)
+		return rn_error_set(err, ENOENT, "%s in scope %s is no longer stored", d->key,
+				    d->scope);
 	return r;
 }
 
@@ -962,8 +1260,8 @@ int rn_ipam_gc(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 	       const struct rn_ipam_valid *valid, size_t n_valid, size_t *ret_released,
 	       struct rn_error *err)
 {
-	struct collect atts = { RN_IPAM_KIND_ATTACHMENT, NULL, NULL, 0, 0, 0 };
-	struct collect addrs = { RN_IPAM_KIND_ADDRESS, NULL, NULL, 0, 0, 0 };
+	struct collect atts = { .kind = RN_IPAM_KIND_ATTACHMENT };
+	struct collect addrs = { .kind = RN_IPAM_KIND_ADDRESS };
 	size_t released = 0, swept;
 	int r;
 
@@ -990,11 +1288,12 @@ int rn_ipam_gc(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 		r = collect_all(s, c->scope, &addrs, err);
 	for (size_t i = 0; r == 0 && i < addrs.n; i++) {
 		const struct rn_ipam_record *rec = (struct rn_ipam_record *)addrs.items + i;
+		struct release_want w = { rec, true, NULL, 0 };
 		bool gone;
 
 		if (strcmp(rec->node, c->node) || strcmp(rec->network, c->network))
 			continue;
-		r = release_locked(s, rec, true, false, &gone, err);
+		r = release_locked(s, &w, false, &gone, err);
 		released += gone;
 	}
 	collect_free(&atts);
@@ -1004,23 +1303,81 @@ int rn_ipam_gc(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 	return r;
 }
 
+/* A damaged attachment: rewritten from the records naming it, or removed when none does. */
+static int rebuild_damaged(struct rn_ipam_store *s, const struct rn_ipam_damaged *d, bool dry_run,
+			   bool *done, struct rn_error *err)
+{
+	_cleanup_free_ char *text = NULL, *now_text = NULL;
+	struct rn_ipam_attachment att, now;
+	uint64_t version = 0;
+	int token, r;
+
+	*done = false;
+	r = lock_att(s, d->scope, d->key, &token, err);
+	if (r < 0)
+		return r;
+	r = s->ops->att_get(s, d->scope, d->key, &now_text, &version, err);
+	if (r == -ENOENT || (r == 0 && rn_ipam_attachment_parse(now_text, &now, NULL) == 0)) {
+		r = 0; /* gone, or readable again (a new ADD): nothing to do */
+		goto out;
+	}
+	if (r < 0 && r != -EBADMSG)
+		goto out;
+	rn_error_clear(err);
+	r = rebuild_attachment(s, d->scope, d->key, "", &att, err);
+	if (r < 0)
+		goto out;
+	*done = true;
+	if (dry_run)
+		goto out;
+	if (att.n == 0)
+		r = s->ops->commit(s, d->scope, NULL, 0, d->key, version, RN_IPAM_ATT_DELETE, NULL,
+				   err);
+	else if (rn_ipam_attachment_format(&att, &text) == 0)
+		r = s->ops->commit(s, d->scope, NULL, 0, d->key, version, RN_IPAM_ATT_PUT, text,
+				   err);
+	else
+		r = rn_error_set(err, EINVAL, "attachment %s cannot be rebuilt", d->key);
+	if (r == -ESTALE) {
+		*done = false;
+		r = 0; /* rewritten meanwhile: the next run sees it */
+	}
+out:
+	unlock_att(s, token);
+	return r;
+}
+
 int rn_ipam_repair(struct rn_ipam_store *s, bool dry_run, struct rn_ipam_repair_stats *ret,
 		   struct rn_error *err)
 {
-	struct collect atts = { RN_IPAM_KIND_ATTACHMENT, NULL, NULL, 0, 0, 0 };
-	struct collect addrs = { RN_IPAM_KIND_ADDRESS, NULL, NULL, 0, 0, 0 };
+	struct collect atts = { .kind = RN_IPAM_KIND_ATTACHMENT };
+	struct collect addrs = { .kind = RN_IPAM_KIND_ADDRESS };
+	struct collect damaged_atts = { .kind = RN_IPAM_KIND_ATTACHMENT };
 	int r = 0;
 
 	memset(ret, 0, sizeof(*ret));
 	if (s->ops->sweep)
 		r = s->ops->sweep(s, dry_run, &ret->temp_files, err);
+	/* damaged attachments first: rebuilt, the orphan pass then sees what they hold */
+	if (r == 0)
+		r = collect_all(s, NULL, &damaged_atts, err);
+	for (size_t i = 0; r == 0 && i < damaged_atts.n_damaged; i++) {
+		bool done;
+
+		if (damaged_atts.damaged[i].key[0] == '(')
+			continue;
+		r = rebuild_damaged(s, &damaged_atts.damaged[i], dry_run, &done, err);
+		ret->rebuilt += done;
+	}
 	if (r == 0)
 		r = collect_all(s, NULL, &addrs, err);
+	ret->damaged = addrs.n_damaged;
 	for (size_t i = 0; r == 0 && i < addrs.n; i++) {
 		const struct rn_ipam_record *rec = (struct rn_ipam_record *)addrs.items + i;
+		struct release_want w = { rec, true, NULL, 0 };
 		bool gone;
 
-		r = release_locked(s, rec, true, dry_run, &gone, err);
+		r = release_locked(s, &w, dry_run, &gone, err);
 		ret->orphans += gone;
 	}
 	if (r == 0)
@@ -1048,11 +1405,129 @@ int rn_ipam_repair(struct rn_ipam_store *s, bool dry_run, struct rn_ipam_repair_
 				r = s->ops->commit(s, a->scope, NULL, 0, a->id, version,
 						   RN_IPAM_ATT_DELETE, NULL, err);
 		}
-		if (r == -ENOENT || r == -EBADMSG || r == -ESTALE)
+		if (r == -ENOENT || r == -EBADMSG || r == -ESTALE) {
+			rn_error_clear(err);
 			r = 0;
+		}
 		unlock_att(s, token);
 	}
 	collect_free(&atts);
 	collect_free(&addrs);
+	collect_free(&damaged_atts);
+	return r;
+}
+
+/* ---- the reconciler ------------------------------------------------------ */
+
+/* "2026-11-23T08:56:46Z" -> seconds since the epoch; -1 when unreadable. */
+static long long parse_time(const char *text)
+{
+	struct tm tm;
+	const char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (!end || *end)
+		return -1;
+	return (long long)timegm(&tm);
+}
+
+int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_opts *o,
+		      rn_ipam_reconcile_fn fn, void *ctx, struct rn_ipam_reconcile_stats *ret,
+		      struct rn_error *err)
+{
+	struct collect addrs = { .kind = RN_IPAM_KIND_ADDRESS, .keep_text = true };
+	struct collect atts = { .kind = RN_IPAM_KIND_ATTACHMENT };
+	struct rn_cgroup_snapshot *cgroups = NULL;
+	bool host_pids = rn_netns_host_pids(), snapped = false;
+	long long now = o->now ? o->now : (long long)time(NULL);
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!o->node || !*o->node)
+		return rn_error_set(err, EINVAL, "the reconciler needs this node's name");
+	r = collect_all(s, NULL, &addrs, err);
+	if (r == 0)
+		r = collect_all(s, NULL, &atts, err);
+	for (size_t i = 0; r == 0 && i < addrs.n_damaged + atts.n_damaged; i++) {
+		const struct rn_ipam_damaged *d = i < addrs.n_damaged
+							  ? &addrs.damaged[i]
+							  : &atts.damaged[i - addrs.n_damaged];
+
+		ret->damaged++;
+		fn(ctx, RN_IPAM_DAMAGED, NULL, d, d->why);
+	}
+	ret->records = addrs.n;
+	for (size_t i = 0; r == 0 && i < addrs.n; i++) {
+		const struct rn_ipam_record *rec = (struct rn_ipam_record *)addrs.items + i;
+		struct release_want w = { rec, false, addrs.texts[i], addrs.versions[i] };
+		unsigned long long ino = 0;
+		char why[PATH_MAX + 200], full[sizeof(why) + 2 * RN_IPAM_NAME_MAX + 64];
+		enum rn_netns_state state;
+		long long t, age;
+		bool gone;
+
+		if (strcmp(rec->node, o->node) != 0)
+			continue;
+		ret->mine++;
+		if (rec->netns_ino[0])
+			ino = strtoull(rec->netns_ino, NULL, 10);
+		state = rn_netns_path_state(rec->netns[0] ? rec->netns : NULL, ino, why,
+					    sizeof(why));
+		if (state == RN_NETNS_ALIVE) {
+			ret->alive++;
+			continue;
+		}
+		if (state == RN_NETNS_UNKNOWN) {
+			ret->unknown++;
+			fn(ctx, RN_IPAM_KEPT_UNKNOWN, rec, NULL, why);
+			continue;
+		}
+		if (host_pids && !snapped) {
+			snapped = true;
+			r = rn_cgroup_snapshot_take(&cgroups, err);
+			if (r < 0)
+				break;
+		}
+		if (rn_cgroup_snapshot_has(cgroups, rec->container_id)) {
+			ret->running++;
+			snprintf(full, sizeof(full), "%s, but container %s still runs", why,
+				 rec->container_id);
+			fn(ctx, RN_IPAM_KEPT_RUNNING, rec, NULL, full);
+			continue;
+		}
+		t = parse_time(rec->time);
+		if (t < 0) {
+			ret->unknown++;
+			snprintf(full, sizeof(full), "%s, but its time '%s' is unreadable", why,
+				 rec->time);
+			fn(ctx, RN_IPAM_KEPT_UNKNOWN, rec, NULL, full);
+			continue;
+		}
+		age = now - t;
+		if (age < o->grace_s) {
+			ret->young++;
+			snprintf(full, sizeof(full), "%s; record %llds old, grace %lds", why, age,
+				 o->grace_s);
+			fn(ctx, RN_IPAM_KEPT_YOUNG, rec, NULL, full);
+			continue;
+		}
+		r = release_locked(s, &w, o->dry_run, &gone, err);
+		if (r < 0)
+			break;
+		snprintf(full, sizeof(full), "%s; container %s not running; record %llds old", why,
+			 rec->container_id, age);
+		if (gone) {
+			ret->released++;
+			fn(ctx, RN_IPAM_RELEASED, rec, NULL, full);
+		} else {
+			ret->changed++;
+			fn(ctx, RN_IPAM_CHANGED, rec, NULL,
+			   "changed since it was read: left alone");
+		}
+	}
+	rn_cgroup_snapshot_free(cgroups);
+	collect_free(&addrs);
+	collect_free(&atts);
 	return r;
 }

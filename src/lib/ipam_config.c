@@ -7,13 +7,11 @@
  * parser, so jansson lives here; the rest of the library sees our types.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
@@ -66,43 +64,9 @@ void rn_ipam_config_free(struct rn_ipam_config *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* A regular file's text: a FIFO or a device named by a config never blocks us. */
 static int read_file(const char *path, char **ret, struct rn_error *err)
 {
-	_cleanup_fclose_ FILE *f = NULL;
-	_cleanup_free_ char *buf = NULL;
-	struct stat st;
-	size_t n;
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-
-	if (fd < 0)
-		return rn_error_errno(err, errno, "cannot read %s", path);
-	if (fstat(fd, &st) < 0) {
-		int e = errno;
-
-		close(fd);
-		return rn_error_errno(err, e, "cannot read %s", path);
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return rn_error_set(err, EINVAL, "%s is not a regular file", path);
-	}
-	f = fdopen(fd, "re");
-	if (!f) {
-		close(fd);
-		return rn_error_set(err, ENOMEM, "out of memory");
-	}
-	buf = malloc(MAX_FILE + 1);
-	if (!buf)
-		return rn_error_set(err, ENOMEM, "out of memory");
-	n = fread(buf, 1, MAX_FILE + 1, f);
-	if (ferror(f))
-		return rn_error_errno(err, EIO, "cannot read %s", path);
-	if (n > MAX_FILE)
-		return rn_error_set(err, EFBIG, "%s is larger than %d bytes", path, MAX_FILE);
-	buf[n] = '\0';
-	*ret = TAKE_PTR(buf);
-	return 0;
+	return rn_read_regular(path, MAX_FILE, NULL, ret, NULL, err);
 }
 
 /* A string member, or NULL; -EINVAL (with err) when present but not a string. */

@@ -75,6 +75,8 @@ static int finish(FILE **f, char **buf, char **ret)
 			{ "pod", (rec)->pod, sizeof((rec)->pod) },                                 \
 			{ "node", (rec)->node, sizeof((rec)->node) },                              \
 			{ "time", (rec)->time, sizeof((rec)->time) },                              \
+			{ "netns", (rec)->netns, sizeof((rec)->netns) },                           \
+			{ "netns_ino", (rec)->netns_ino, sizeof((rec)->netns_ino) },               \
 	}
 
 #define ATTACHMENT_FIELDS(att)                                                                     \
@@ -87,6 +89,8 @@ static int finish(FILE **f, char **buf, char **ret)
 			{ "pod", (att)->pod, sizeof((att)->pod) },                                 \
 			{ "node", (att)->node, sizeof((att)->node) },                              \
 			{ "time", (att)->time, sizeof((att)->time) },                              \
+			{ "netns", (att)->netns, sizeof((att)->netns) },                           \
+			{ "netns_ino", (att)->netns_ino, sizeof((att)->netns_ino) },               \
 	}
 
 int rn_ipam_record_format(const struct rn_ipam_record *rec, char **ret)

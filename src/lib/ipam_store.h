@@ -7,7 +7,9 @@
  * Keys: an address record lives at (scope, pool, address), an attachment at
  * (scope, attachment id). A version is what a later write compares against:
  * etcd's mod_revision, 0 for "absent"; the local store, which serialises
- * work on an attachment with a lock instead, reports 1 for "present".
+ * work on an attachment with a lock instead, reports 1 for a present
+ * attachment and the inode number for an address record (what its
+ * compare-and-delete checks).
  */
 #ifndef RDMANS_IPAM_STORE_H
 #define RDMANS_IPAM_STORE_H
@@ -34,7 +36,23 @@ enum rn_ipam_kind {
 	RN_IPAM_KIND_ATTACHMENT,
 };
 
-typedef int (*rn_ipam_list_fn)(void *ctx, const char *scope, const char *text, uint64_t version);
+/*
+ * One stored entry, as a listing finds it. `key` is where it is stored: the
+ * address its key names ("10.56.0.7", or the raw key when that is no
+ * address) for address records, the attachment id for attachments. An
+ * entry that cannot be read as text (a symlink, a directory) comes with
+ * text NULL and `why`; it still takes its key.
+ */
+struct rn_ipam_item {
+	const char *scope;
+	const char *pool; /* address records */
+	const char *key;
+	const char *text;
+	const char *why;
+	uint64_t version;
+};
+
+typedef int (*rn_ipam_list_fn)(void *ctx, const struct rn_ipam_item *it);
 
 struct rn_ipam_store_ops {
 	void (*close)(struct rn_ipam_store *s);
@@ -46,9 +64,20 @@ struct rn_ipam_store_ops {
 	/* -ENOENT when absent. *ret_text is malloc'ed. */
 	int (*att_get)(struct rn_ipam_store *s, const char *scope, const char *id, char **ret_text,
 		       uint64_t *ret_version, struct rn_error *err);
+	/*
+	 * -ENOENT when absent; -EBADMSG (no text, *ret_version set) when the
+	 * key holds something that is not a readable record (a symlink, a
+	 * directory, a FIFO).
+	 */
 	int (*addr_get)(struct rn_ipam_store *s, const char *scope, const char *pool,
 			const struct rn_ip *ip, char **ret_text, uint64_t *ret_version,
 			struct rn_error *err);
+	/*
+	 * Removes an address key only if it still is what was read at version
+	 * (compare-and-delete); -ESTALE when it changed, -ENOENT when gone.
+	 */
+	int (*addr_drop)(struct rn_ipam_store *s, const char *scope, const char *pool,
+			 const struct rn_ip *ip, uint64_t version, struct rn_error *err);
 	/* The taken addresses of [first, last] in a pool, sorted ascending, malloc'ed. */
 	int (*probe)(struct rn_ipam_store *s, const char *scope, const char *pool, int family,
 		     rn_u128 first, rn_u128 last, rn_u128 **ret_taken, size_t *ret_n,

@@ -623,6 +623,42 @@ static bool key_scope(const struct etcd_store *e, const char *key, char *scope, 
 	return true;
 }
 
+/* Hands one listed key to fn: its pool and address (or attachment id) from the key. */
+static int list_item(struct etcd_store *e, const char *key, const char *scope, bool is_att,
+		     const char *value, uint64_t version, rn_ipam_list_fn fn, void *ctx)
+{
+	_cleanup_free_ char *text = NULL, *pool = NULL;
+	const char *rest = key + strlen(e->prefix) + 1 + strlen(scope) + 1, *slash;
+	struct rn_ipam_item it = { scope, NULL, rest, NULL, NULL, version };
+	char ip[RN_IP_STRLEN];
+
+	if (is_att) {
+		it.key = rest + strlen(ATT_DIR) + 1;
+	} else {
+		rn_u128 v;
+		int fam;
+
+		slash = strchr(rest, '/');
+		if (!slash || strchr(slash + 1, '/')) {
+			it.why = "its key is not PREFIX/SCOPE/POOL/ADDRESS";
+		} else {
+			pool = strndup(rest, (size_t)(slash - rest));
+			if (!pool)
+				return -ENOMEM;
+			it.pool = pool;
+			it.key = slash + 1;
+			if (parse_hex_key(key, &fam, &v) == 0)
+				it.key = rn_ip_format(fam, v, ip, sizeof(ip));
+			else
+				it.why = "its key names no address";
+		}
+	}
+	if (b64_decode(value ? value : "", &text, NULL) < 0)
+		it.why = "its value is not base64";
+	it.text = text;
+	return fn(ctx, &it);
+}
+
 static int etcd_list(struct rn_ipam_store *s, const char *scope, enum rn_ipam_kind kind,
 		     rn_ipam_list_fn fn, void *ctx, struct rn_error *err)
 {
@@ -657,7 +693,7 @@ static int etcd_list(struct rn_ipam_store *s, const char *scope, enum rn_ipam_ki
 		if (r < 0)
 			return r;
 		json_array_foreach (json_object_get(ans, "kvs"), i, kv) {
-			_cleanup_free_ char *key = NULL, *value = NULL;
+			_cleanup_free_ char *key = NULL;
 			const char *k = json_string_value(json_object_get(kv, "key"));
 			const char *v = json_string_value(json_object_get(kv, "value"));
 			char sc[RN_IPAM_NAME_MAX];
@@ -675,9 +711,8 @@ static int etcd_list(struct rn_ipam_store *s, const char *scope, enum rn_ipam_ki
 			if (!key_scope(e, key, sc, sizeof(sc), &is_att) ||
 			    is_att != (kind == RN_IPAM_KIND_ATTACHMENT))
 				continue;
-			if (b64_decode(v ? v : "", &value, NULL) < 0)
-				continue;
-			r = fn(ctx, sc, value, json_u64(json_object_get(kv, "mod_revision")));
+			r = list_item(e, key, sc, is_att, v,
+				      json_u64(json_object_get(kv, "mod_revision")), fn, ctx);
 			if (r < 0)
 				return r;
 		}
@@ -690,11 +725,32 @@ static int etcd_list(struct rn_ipam_store *s, const char *scope, enum rn_ipam_ki
 	}
 }
 
+static int etcd_addr_drop(struct rn_ipam_store *s, const char *scope, const char *pool,
+			  const struct rn_ip *ip, uint64_t version, struct rn_error *err)
+{
+	struct etcd_store *e = to_etcd(s);
+	_cleanup_free_ char *key = addr_key(e, scope, pool, ip->family, ip->v);
+	_cleanup_json_ json_t *body = NULL, *ans = NULL;
+	int r;
+
+	if (!key)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	body = json_pack("{s:[o],s:[o]}", "compare", compare_version(key, version), "success",
+			 op_delete(key));
+	if (!body)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	r = request(e, "/v3/kv/txn", body, true, &ans, err);
+	if (r < 0)
+		return r;
+	return json_is_true(json_object_get(ans, "succeeded")) ? 0 : -ESTALE;
+}
+
 static const struct rn_ipam_store_ops etcd_ops = {
 	.close = etcd_close,
 	.ping = etcd_ping,
 	.att_get = etcd_att_get,
 	.addr_get = etcd_addr_get,
+	.addr_drop = etcd_addr_drop,
 	.probe = etcd_probe,
 	.claim = etcd_claim,
 	.commit = etcd_commit,

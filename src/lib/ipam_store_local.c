@@ -6,6 +6,7 @@
  *   DATADIR/SCOPE/attachments/ID          an attachment ('/' in ID written %2F)
  *   DATADIR/.tmp/PID.N.RANDOM             a record being written
  *   DATADIR/.locks/0..63                  flock stripes, one per attachment hash
+ *   DATADIR/.quarantine/                  what a compare-and-delete could not put back
  *
  * A record is written to .tmp, fsync'ed, then renamed into place: with
  * RENAME_NOREPLACE to create an address (fails if it exists: two processes
@@ -38,6 +39,7 @@
 #define ATT_DIR "attachments"
 #define TMP_DIR ".tmp"
 #define LOCK_DIR ".locks"
+#define QUARANTINE_DIR ".quarantine"
 #define MAX_RECORD (64 * 1024)
 
 struct local_store {
@@ -175,20 +177,53 @@ static int addr_path(const char *scope, const char *pool, int family, rn_u128 v,
 	return rn_path(buf, len, "%s/%s/%s", scope, pool, rn_ip_format(family, v, ip, sizeof(ip)));
 }
 
-static int read_text(struct local_store *l, const char *rel, char **ret, struct rn_error *err)
+/* What sits at rel when it is not a regular file, for messages. */
+static const char *kind_of(mode_t mode)
+{
+	return S_ISLNK(mode)	? "a symbolic link"
+	       : S_ISDIR(mode)	? "a directory"
+	       : S_ISFIFO(mode) ? "a FIFO"
+	       : S_ISSOCK(mode) ? "a socket"
+				: "a device node";
+}
+
+/*
+ * Reads the record at rel; *ret_ino (optional) gets its inode number.
+ * -ENOENT when absent; -EBADMSG (err says what it is, *ret_ino set) when
+ * rel is no regular file: a symlink is never followed and a FIFO never
+ * waited on.
+ */
+static int read_text(struct local_store *l, const char *rel, char **ret, uint64_t *ret_ino,
+		     struct rn_error *err)
 {
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_close_ int fd = -1;
+	struct stat st;
 	size_t len = 0;
 
 	if (l->dirfd < 0 && data_dir(l, false, NULL) < 0)
 		return -ENOENT;
-	fd = openat(l->dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO planted as a record reads as damaged, never blocks */
+	fd = openat(l->dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0 && errno != ENOENT && fstatat(l->dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    !S_ISREG(st.st_mode)) {
+		if (ret_ino)
+			*ret_ino = st.st_ino;
+		return rn_error_set(err, EBADMSG, "%s/%s is %s, not a record", l->path, rel,
+				    kind_of(st.st_mode));
+	}
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return -ENOENT;
 		return rn_error_errno(err, errno, "cannot open %s/%s", l->path, rel);
 	}
+	if (fstat(fd, &st) < 0)
+		return rn_error_errno(err, errno, "cannot stat %s/%s", l->path, rel);
+	if (ret_ino)
+		*ret_ino = st.st_ino;
+	if (!S_ISREG(st.st_mode))
+		return rn_error_set(err, EBADMSG, "%s/%s is %s, not a record", l->path, rel,
+				    kind_of(st.st_mode));
 	buf = malloc(MAX_RECORD + 1);
 	if (!buf)
 		return rn_error_set(err, ENOMEM, "out of memory");
@@ -402,8 +437,8 @@ static int local_att_get(struct rn_ipam_store *s, const char *scope, const char 
 
 	if (att_path(scope, id, rel, sizeof(rel)) < 0)
 		return rn_error_set(err, ENAMETOOLONG, "attachment id '%s' is too long", id);
-	r = read_text(to_local(s), rel, ret_text, err);
-	if (r == 0 && ret_version)
+	r = read_text(to_local(s), rel, ret_text, NULL, err);
+	if ((r == 0 || r == -EBADMSG) && ret_version)
 		*ret_version = 1;
 	return r;
 }
@@ -415,12 +450,63 @@ static int local_addr_get(struct rn_ipam_store *s, const char *scope, const char
 	char rel[PATH_MAX];
 	int r;
 
+	uint64_t ino = 0;
+
 	if (addr_path(scope, pool, ip->family, ip->v, rel, sizeof(rel)) < 0)
 		return rn_error_set(err, ENAMETOOLONG, "pool path too long");
-	r = read_text(to_local(s), rel, ret_text, err);
-	if (r == 0 && ret_version)
-		*ret_version = 1;
+	r = read_text(to_local(s), rel, ret_text, &ino, err);
+	if ((r == 0 || r == -EBADMSG) && ret_version)
+		*ret_version = ino ? ino : 1;
 	return r;
+}
+
+/*
+ * Compare-and-delete without a server: the entry is moved aside (nobody
+ * else can reach it there), checked to be the inode that was judged, and
+ * removed; anything else goes back where it was. While it is aside the
+ * address looks free: only a record that was replaced in that instant, and
+ * then claimed by an ADD, cannot go back; it is kept in .quarantine and
+ * the error names it.
+ */
+static int local_addr_drop(struct rn_ipam_store *s, const char *scope, const char *pool,
+			   const struct rn_ip *ip, uint64_t version, struct rn_error *err)
+{
+	struct local_store *l = to_local(s);
+	char rel[PATH_MAX], aside[PATH_MAX], parent[PATH_MAX];
+	struct stat st;
+	int r;
+
+	if (addr_path(scope, pool, ip->family, ip->v, rel, sizeof(rel)) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "pool path too long");
+	r = ensure_dir(l, QUARANTINE_DIR, err);
+	if (r < 0)
+		return r;
+	if (rn_path(aside, sizeof(aside), QUARANTINE_DIR "/%d.%u.%s", (int)getpid(), l->counter++,
+		    strrchr(rel, '/') + 1) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "path too long");
+	if (renameat2(l->dirfd, rel, l->dirfd, aside, RENAME_NOREPLACE) < 0) {
+		if (errno == ENOENT)
+			return -ENOENT;
+		return rn_error_errno(err, errno, "cannot move %s/%s aside", l->path, rel);
+	}
+	if (fstatat(l->dirfd, aside, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == version) {
+		/* a directory someone made at the address: only an empty one goes */
+		r = unlinkat(l->dirfd, aside, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
+		if (r < 0) {
+			int saved = errno;
+
+			(void)renameat2(l->dirfd, aside, l->dirfd, rel, RENAME_NOREPLACE);
+			return rn_error_errno(err, saved, "cannot remove %s/%s", l->path, rel);
+		}
+		parent_of(rel, parent, sizeof(parent));
+		return fsync_dir(l, parent, err);
+	}
+	if (renameat2(l->dirfd, aside, l->dirfd, rel, RENAME_NOREPLACE) < 0)
+		return rn_error_errno(err, errno,
+				      "%s/%s changed while it was being removed and the address "
+				      "was taken meanwhile; what was there is kept in %s/%s",
+				      l->path, rel, l->path, aside);
+	return -ESTALE;
 }
 
 static int local_probe(struct rn_ipam_store *s, const char *scope, const char *pool, int family,
@@ -541,9 +627,36 @@ static bool hidden(const char *name)
 	return name[0] == '.';
 }
 
-/* Calls fn for each regular file in dir (relative to the data directory). */
-static int list_dir(struct local_store *l, const char *scope, const char *rel, rn_ipam_list_fn fn,
-		    void *ctx, struct rn_error *err)
+/* An attachment id from its file name ('%XX' decoded); false when malformed. */
+static bool att_id_of(const char *name, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (const char *p = name; *p; p++) {
+		unsigned v;
+
+		if (n + 1 >= len)
+			return false;
+		if (*p == '%') {
+			if (sscanf(p + 1, "%2x", &v) != 1 || !p[1] || !p[2])
+				return false;
+			buf[n++] = (char)v;
+			p += 2;
+		} else {
+			buf[n++] = *p;
+		}
+	}
+	buf[n] = '\0';
+	return true;
+}
+
+/*
+ * Calls fn for each entry of dir (relative to the data directory): address
+ * records when pool is set, attachments otherwise. An entry that is no
+ * regular file is passed on without text: it still takes its name.
+ */
+static int list_dir(struct local_store *l, const char *scope, const char *rel, const char *pool,
+		    rn_ipam_list_fn fn, void *ctx, struct rn_error *err)
 {
 	_cleanup_closedir_ DIR *d = NULL;
 	struct dirent *e;
@@ -562,18 +675,29 @@ static int list_dir(struct local_store *l, const char *scope, const char *rel, r
 	}
 	while ((e = readdir(d))) {
 		_cleanup_free_ char *text = NULL;
-		char path[PATH_MAX];
+		char path[PATH_MAX], id[RN_IPAM_ID_MAX];
+		struct rn_error rerr = { 0 };
+		struct rn_ipam_item it = { scope, pool, e->d_name, NULL, NULL, 0 };
 
-		if (hidden(e->d_name) || (e->d_type != DT_REG && e->d_type != DT_UNKNOWN))
+		if (hidden(e->d_name))
 			continue;
 		if (rn_path(path, sizeof(path), "%s/%s", rel, e->d_name) < 0)
 			continue;
-		r = read_text(l, path, &text, err);
+		if (!pool) {
+			if (att_id_of(e->d_name, id, sizeof(id)))
+				it.key = id;
+			else
+				it.why = "its file name is not an attachment id";
+		}
+		r = read_text(l, path, &text, &it.version, &rerr);
 		if (r == -ENOENT)
 			continue; /* released meanwhile */
-		if (r < 0)
-			return r;
-		r = fn(ctx, scope, text, 1);
+		if (r == -EBADMSG)
+			it.why = rerr.msg;
+		else if (r < 0)
+			return rn_error_set(err, -r, "%s", rerr.msg);
+		it.text = text;
+		r = fn(ctx, &it);
 		if (r < 0)
 			return r;
 	}
@@ -627,7 +751,7 @@ static int list_pool(struct local_store *l, const char *pool, void *ctx)
 		return 0;
 	if (rn_path(rel, sizeof(rel), "%s/%s", c->scope, pool) < 0)
 		return 0;
-	return list_dir(l, c->scope, rel, c->fn, c->ctx, c->err);
+	return list_dir(l, c->scope, rel, pool, c->fn, c->ctx, c->err);
 }
 
 static int list_scope(struct local_store *l, const char *scope, void *ctx)
@@ -639,7 +763,7 @@ static int list_scope(struct local_store *l, const char *scope, void *ctx)
 	if (c->kind == RN_IPAM_KIND_ATTACHMENT) {
 		if (rn_path(rel, sizeof(rel), "%s/" ATT_DIR, scope) < 0)
 			return 0;
-		return list_dir(l, scope, rel, c->fn, c->ctx, c->err);
+		return list_dir(l, scope, rel, NULL, c->fn, c->ctx, c->err);
 	}
 	return each_subdir(l, scope, list_pool, c, c->err);
 }
@@ -707,6 +831,7 @@ static const struct rn_ipam_store_ops local_ops = {
 	.unlock = local_unlock,
 	.att_get = local_att_get,
 	.addr_get = local_addr_get,
+	.addr_drop = local_addr_drop,
 	.probe = local_probe,
 	.claim = local_claim,
 	.commit = local_commit,

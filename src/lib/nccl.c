@@ -447,7 +447,8 @@ int rn_nccl_probe(int nsfd, struct rn_nccl_node *out, struct rn_error *err)
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	r = nsfd < 0 ? probe_here(&job, err) : rn_netns_run_sysfs(nsfd, probe_here, &job, err);
+	r = nsfd < 0 ? rn_netns_run_here_sysfs(probe_here, &job, err)
+		     : rn_netns_run_sysfs(nsfd, probe_here, &job, err);
 	if (r < 0)
 		rn_nccl_node_free(out);
 	return r;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
+#include "rdmans/util.h"
 #include "rdmans/nccl_json.h"
 
 /* "annotation rdmans.io/nccl", for messages (a static buffer: one message at a time). */
@@ -99,10 +101,19 @@ int rn_nccl_layer_from_file(struct rn_nccl_layer *l, const char *path, bool cni,
 	json_error_t jerr;
 	size_t i;
 
-	doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-	if (!doc) {
-		if (jerr.line == -1 && access(path, F_OK) < 0 && errno == ENOENT)
+	{
+		/* a FIFO, a device or a huge file named here must not hang the caller */
+		_cleanup_free_ char *text = NULL;
+		size_t len = 0;
+		int r = rn_read_regular(path, 1u << 20, NULL, &text, &len, err);
+
+		if (r == -ENOENT)
 			return rn_error_set(err, ENOENT, "%s does not exist", path);
+		if (r < 0)
+			return r;
+		doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	}
+	if (!doc) {
 		if (jerr.line == -1)
 			return rn_error_set(err, EIO, "cannot read %s: %s", path, jerr.text);
 		return rn_error_set(err, EINVAL, "%s is not valid JSON: %s (line %d, column %d)",

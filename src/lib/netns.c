@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/nsfs.h>
+#include <net/if.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 
 #include "rdmans/cleanup.h"
 #include "rdmans/netns.h"
+#include "rdmans/sysfs.h"
 #include "rdmans/util.h"
 
 #ifndef NSFS_MAGIC
@@ -44,24 +46,49 @@ static int check_is_netns(int fd, const char *what, struct rn_error *err)
 	return 0;
 }
 
-int rn_netns_open_path(const char *path, struct rn_error *err)
+int rn_netns_open_at(int dirfd, const char *path, struct rn_error *err)
 {
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int pfd = -1, fd = -1;
+	struct stat a, b;
+	struct statfs sfs;
 	int r;
 
 	if (!path || !*path)
 		return rn_error_set(err, EINVAL, "network namespace path is empty");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	/*
+	 * O_PATH first: a FIFO, a device or a socket is looked at, never opened
+	 * (opening a FIFO for reading blocks until a writer comes; a device's
+	 * open may act). Only an nsfs file is then opened for real.
+	 */
+	pfd = openat(dirfd, path, O_PATH | O_CLOEXEC);
+	if (pfd < 0) {
 		if (errno == ENOENT)
 			return rn_error_set(err, ENOENT, "network namespace path %s does not exist",
 					    path);
 		return rn_error_errno(err, errno, "cannot open network namespace %s", path);
 	}
+	if (fstatfs(pfd, &sfs) < 0)
+		return rn_error_errno(err, errno, "cannot inspect %s", path);
+	if (sfs.f_type != NSFS_MAGIC)
+		return check_is_netns(pfd, path, err);
+	/* O_NONBLOCK | O_NOCTTY: should it have been swapped meanwhile, still no wait */
+	fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return rn_error_errno(err, errno, "cannot open network namespace %s", path);
+	if (fstat(pfd, &a) < 0 || fstat(fd, &b) < 0)
+		return rn_error_errno(err, errno, "cannot inspect %s", path);
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return rn_error_set(err, EAGAIN,
+				    "network namespace path %s changed while it was opened", path);
 	r = check_is_netns(fd, path, err);
 	if (r < 0)
 		return r;
 	return TAKE_FD(fd);
+}
+
+int rn_netns_open_path(const char *path, struct rn_error *err)
+{
+	return rn_netns_open_at(AT_FDCWD, path, err);
 }
 
 int rn_netns_open_pid(pid_t pid, struct rn_error *err)
@@ -191,6 +218,7 @@ struct netns_job {
 	void *arg;
 	struct rn_error *err;
 	int ret;
+	bool entered; /* fn ran: an error is fn's, not the setup's */
 };
 
 static void *netns_thread(void *data)
@@ -218,6 +246,7 @@ static void *netns_thread(void *data)
 			return NULL;
 		}
 	}
+	job->entered = true;
 	job->ret = job->fn(job->arg, job->err);
 	return NULL;
 }
@@ -306,11 +335,13 @@ int rn_netns_list(struct rn_netns_entry **ret, size_t *ret_n, struct rn_error *e
 	struct rn_netns_entry *e;
 	struct dirent *de;
 	char path[PATH_MAX];
+	dev_t nsfs_dev;
 	int r;
 
 	r = stat_netns(host_netns_path(), &id);
 	if (r < 0)
 		return rn_error_errno(err, r, "cannot read the host netns (%s)", host_netns_path());
+	nsfs_dev = id.dev; /* nsfs is one superblock: every netns file has its st_dev */
 	e = netns_set_add(&set, &id);
 	if (!e)
 		goto oom;
@@ -326,8 +357,8 @@ int rn_netns_list(struct rn_netns_entry **ret, size_t *ret_n, struct rn_error *e
 
 		/* relative to the open directory: /var/run is a symlink, walked once */
 		if (rn_path(path, sizeof(path), "%s/%s", RN_NETNS_RUN_DIR, de->d_name) < 0 ||
-		    fstatat(dirfd(dir), de->d_name, &st, 0) < 0)
-			continue;
+		    fstatat(dirfd(dir), de->d_name, &st, 0) < 0 || st.st_dev != nsfs_dev)
+			continue; /* gone, or not a netns (a stray file, a FIFO) */
 		id.dev = st.st_dev;
 		id.ino = st.st_ino;
 		e = netns_set_add(&set, &id);
@@ -459,4 +490,175 @@ int rn_netns_sysfs_fd(struct rn_error *err)
 #else
 	return rn_error_set(err, ENOSYS, "this system has no fsopen()/fsmount()");
 #endif
+}
+
+/* Does this process see the host's PIDs (the initial PID namespace)? */
+bool rn_netns_host_pids(void)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "NSpid:", 6) != 0)
+			continue;
+		/* one PID per level: one level is the initial namespace */
+		return strchr(line + 7, '\t') == NULL && strchr(line + 7, ' ') == NULL;
+	}
+	return false;
+}
+
+enum rn_netns_state rn_netns_path_state(const char *path, uint64_t ino, char *why, size_t len)
+{
+	char dir[PATH_MAX];
+	struct statfs sfs;
+	struct stat st;
+	const char *slash;
+	int pid_end = 0;
+
+	if (!path || path[0] != '/') {
+		snprintf(why, len, "no namespace path recorded");
+		return RN_NETNS_UNKNOWN;
+	}
+	if (stat(path, &st) == 0) {
+		if (statfs(path, &sfs) < 0 || sfs.f_type != NSFS_MAGIC) {
+			snprintf(why, len,
+				 "%s exists but is not a namespace here (is the runtime's netns "
+				 "directory mounted with HostToContainer propagation?)",
+				 path);
+			return RN_NETNS_UNKNOWN;
+		}
+		if (ino && (uint64_t)st.st_ino != ino) {
+			snprintf(why, len, "%s is now another namespace (inode %llu, was %llu)",
+				 path, (unsigned long long)st.st_ino, (unsigned long long)ino);
+			return RN_NETNS_GONE;
+		}
+		snprintf(why, len, "%s exists", path);
+		return RN_NETNS_ALIVE;
+	}
+	if (errno != ENOENT) {
+		snprintf(why, len, "cannot check %s: %s", path, strerror(errno));
+		return RN_NETNS_UNKNOWN;
+	}
+	if (sscanf(path, "/proc/%*[0-9]%n", &pid_end) >= 0 && pid_end > 6 && path[pid_end] == '/') {
+		if (!rn_netns_host_pids()) {
+			snprintf(why, len,
+				 "%s is gone, but this process does not see the host's PIDs", path);
+			return RN_NETNS_UNKNOWN;
+		}
+		snprintf(why, len, "process %.*s has exited (%s is gone)", pid_end - 6, path + 6,
+			 path);
+		return RN_NETNS_GONE;
+	}
+	slash = strrchr(path, '/');
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(why, len, "%s is gone, but so is %s: not visible here?", path, dir);
+		return RN_NETNS_UNKNOWN;
+	}
+	snprintf(why, len, "%s no longer exists", path);
+	return RN_NETNS_GONE;
+}
+
+int rn_netns_path_ino(const char *path, uint64_t *ret)
+{
+	struct statfs sfs;
+	struct stat st;
+
+	if (!path || stat(path, &st) < 0)
+		return -errno;
+	if (statfs(path, &sfs) < 0 || sfs.f_type != NSFS_MAGIC)
+		return -EMEDIUMTYPE;
+	*ret = st.st_ino;
+	return 0;
+}
+
+int rn_netns_sysfs_netdevs_agree(const char *root, struct rn_error *err)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct if_nameindex *ifs;
+	struct dirent *de;
+	char dir[PATH_MAX], path[PATH_MAX], text[32];
+	size_t in_sysfs = 0, here = 0;
+	bool agree = true;
+
+	if (rn_path(dir, sizeof(dir), "%s/class/net", root) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "sysfs root %s is too long", root);
+	d = opendir(dir);
+	if (!d)
+		return rn_error_errno(err, errno, "cannot list %s", dir);
+	while (agree && (de = readdir(d))) {
+		char *end;
+		unsigned long idx;
+
+		if (de->d_name[0] == '.')
+			continue;
+		in_sysfs++;
+		if (rn_path(path, sizeof(path), "%s/%s/ifindex", dir, de->d_name) < 0 ||
+		    rn_read_line(path, text, sizeof(text)) < 0) {
+			agree = false;
+			break;
+		}
+		errno = 0;
+		idx = strtoul(text, &end, 10);
+		/* if_nametoindex() asks this thread's netns */
+		agree = !errno && end != text && !*end && idx == if_nametoindex(de->d_name);
+	}
+	ifs = if_nameindex();
+	if (!ifs)
+		return rn_error_errno(err, errno,
+				      "cannot list the netdevs of this network namespace");
+	for (struct if_nameindex *i = ifs; i->if_index; i++)
+		here++;
+	if_freenameindex(ifs);
+	return agree && here == in_sysfs;
+}
+
+int rn_netns_sysfs_is_own(struct rn_error *err)
+{
+	const char *root = rn_sysfs_root();
+	_cleanup_close_ int mnt = -1;
+	struct stat a, b;
+
+	if (strcmp(root, "/sys") != 0)
+		return 1; /* a tree the caller chose */
+	/* sysfs keeps one superblock per netns: a new mount of ours has /sys's st_dev iff /sys is ours */
+	mnt = rn_netns_sysfs_fd(NULL);
+	if (mnt < 0)
+		return rn_netns_sysfs_netdevs_agree(root, err);
+	if (stat(root, &a) < 0)
+		return rn_error_errno(err, errno, "cannot inspect %s", root);
+	if (fstat(mnt, &b) < 0)
+		return rn_error_errno(err, errno,
+				      "cannot inspect a sysfs of this network namespace");
+	return a.st_dev == b.st_dev;
+}
+
+int rn_netns_run_here_sysfs(rn_netns_fn fn, void *arg, struct rn_error *err)
+{
+	struct rn_error why = { 0 };
+	_cleanup_close_ int self = -1;
+	struct netns_job job = { .own_sysfs = true, .fn = fn, .arg = arg, .err = err };
+	int r;
+
+	r = rn_netns_sysfs_is_own(&why);
+	if (r == 1)
+		return fn(arg, err);
+	self = rn_netns_open_self(err);
+	if (self < 0)
+		return self;
+	job.nsfd = self;
+	r = run_job(&job);
+	if (r < 0 && !job.entered) {
+		char setup[RN_ERROR_MSG_MAX];
+
+		snprintf(setup, sizeof(setup), "%s", err->msg);
+		return rn_error_set(err, EXDEV,
+				    "%s shows another network namespace than this process's "
+				    "(entered with 'nsenter -n' alone?), and a sysfs of this one "
+				    "cannot be mounted (%s): run rdmans from the host with --netns "
+				    "TARGET (a PID, a name or a path), or enter the netns with "
+				    "'ip netns exec NAME', which mounts its sysfs",
+				    rn_sysfs_root(), why.msg[0] ? why.msg : setup);
+	}
+	return r;
 }

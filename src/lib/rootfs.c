@@ -54,7 +54,6 @@ int rn_rootfs_read(int rootfd, const char *path, size_t max, char **ret, struct 
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
-	size_t len = 0;
 	int r;
 
 	*ret = NULL;
@@ -64,26 +63,18 @@ int rn_rootfs_read(int rootfd, const char *path, size_t max, char **ret, struct 
 	fd = openat2_in_root(rootfd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
 	if (fd < 0)
 		return rn_error_errno(err, -fd, "cannot open %s in the container", path);
-	buf = malloc(max + 1);
-	if (!buf)
+	/* a FIFO would read as empty, a device as anything: say what it is */
+	r = rn_check_regular_fd(fd, path, "the container's", err);
+	if (r < 0)
+		return r;
+	r = rn_read_fd(fd, max, &buf, NULL);
+	if (r == -EFBIG)
+		return rn_error_set(err, EFBIG, "%s in the container is larger than %zu bytes",
+				    path, max);
+	if (r == -ENOMEM)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	for (;;) {
-		ssize_t n = read(fd, buf + len, max + 1 - len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return rn_error_errno(err, errno, "cannot read %s in the container", path);
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > max)
-			return rn_error_set(err, EFBIG,
-					    "%s in the container is larger than %zu bytes", path,
-					    max);
-	}
-	buf[len] = '\0';
+	if (r < 0)
+		return rn_error_errno(err, -r, "cannot read %s in the container", path);
 	*ret = TAKE_PTR(buf);
 	return 0;
 }

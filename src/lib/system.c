@@ -56,12 +56,16 @@ static enum rn_boot_mode scan_words(char *words, const char *key)
 
 static enum rn_boot_mode scan_modprobe_file(const char *path)
 {
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	int fd = rn_open_regular(AT_FDCWD, path, O_RDONLY, 0, NULL, NULL); /* a FIFO: skipped */
+	_cleanup_fclose_ FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
 	enum rn_boot_mode mode = RN_BOOT_DEFAULT;
 	char line[4096];
 
-	if (!f)
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		return RN_BOOT_DEFAULT;
+	}
 	while (fgets(line, sizeof(line), f)) {
 		char *save = NULL, *cmd, *module, *rest;
 		enum rn_boot_mode m;
@@ -98,16 +102,13 @@ int rn_system_boot_config(const char *root, struct rn_boot_config *out, struct r
 	size_t n = 0, cap = 0;
 	char path[PATH_MAX];
 	_cleanup_free_ char *cmdline = NULL;
-	size_t cmdline_len = 0;
-	FILE *f;
 
 	memset(out, 0, sizeof(*out));
 	/* The kernel command line wins: it is the only way when ib_core is built in. */
-	if (rn_path(path, sizeof(path), "%s/proc/cmdline", root) == 0 && (f = fopen(path, "re"))) {
-		ssize_t len = getline(&cmdline, &cmdline_len, f);
-
-		fclose(f);
-		if (len > 0) {
+	/* bounded, never blocking: a FIFO or /dev/zero there is skipped */
+	if (rn_path(path, sizeof(path), "%s/proc/cmdline", root) == 0 &&
+	    rn_read_regular(path, 1u << 16, NULL, &cmdline, NULL, NULL) == 0) {
+		if (*cmdline) {
 			enum rn_boot_mode m = scan_words(cmdline, "ib_core.netns_mode");
 
 			if (m != RN_BOOT_DEFAULT) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
@@ -60,7 +61,8 @@ int rn_read_line(const char *path, char *buf, size_t len)
 
 	if (len == 0)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path,
+		  O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); /* sysfs, proc: never blocks */
 	if (fd < 0)
 		return -errno;
 	n = read(fd, buf, len - 1);
@@ -101,4 +103,160 @@ int rn_write_all(int fd, const char *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+static const char *file_type(mode_t m)
+{
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISSOCK(m))
+		return "a socket";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	if (S_ISLNK(m))
+		return "a symbolic link";
+	return "not a regular file";
+}
+
+static int not_regular(const char *what, const char *path, mode_t m, struct rn_error *err)
+{
+	return rn_error_set(err, EINVAL, "%s%s%s is %s, not a regular file", what ? what : "",
+			    what ? " " : "", path, file_type(m));
+}
+
+int rn_check_regular(const char *path, const char *what, struct rn_error *err)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return rn_error_errno(err, errno, "cannot open %s%s%s", what ? what : "",
+				      what ? " " : "", path);
+	return S_ISREG(st.st_mode) ? 0 : not_regular(what, path, st.st_mode, err);
+}
+
+int rn_check_regular_fd(int fd, const char *path, const char *what, struct rn_error *err)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return rn_error_errno(err, errno, "cannot inspect %s", path);
+	return S_ISREG(st.st_mode) ? 0 : not_regular(what, path, st.st_mode, err);
+}
+
+int rn_open_regular(int dirfd, const char *path, int flags, mode_t mode, const char *what,
+		    struct rn_error *err)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	int fl, r;
+
+	if (!path || !*path)
+		return rn_error_set(err, EINVAL, "%s path is empty", what ? what : "file");
+	/* stat first: a FIFO, a socket, a device is never opened */
+	if (fstatat(dirfd, path, &st, (flags & O_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0) == 0 &&
+	    !S_ISREG(st.st_mode))
+		return not_regular(what, path, st.st_mode, err);
+	fd = openat(dirfd, path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode);
+	if (fd < 0)
+		return rn_error_errno(err, errno, "cannot open %s%s%s", what ? what : "",
+				      what ? " " : "", path);
+	r = rn_check_regular_fd(fd, path, what, err);
+	if (r < 0)
+		return r;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+		return rn_error_errno(err, errno, "cannot set up %s", path);
+	return TAKE_FD(fd);
+}
+
+int rn_read_regular(const char *path, size_t max, const char *what, char **ret, size_t *ret_len,
+		    struct rn_error *err)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+
+	int r;
+
+	fd = rn_open_regular(AT_FDCWD, path, O_RDONLY, 0, what, err);
+	if (fd < 0)
+		return fd;
+	r = rn_read_fd(fd, max, &buf, &len);
+	if (r == -EFBIG)
+		return rn_error_set(err, EFBIG, "%s%s%s is larger than %zu bytes", what ? what : "",
+				    what ? " " : "", path, max);
+	if (r < 0)
+		return rn_error_errno(err, -r, "cannot read %s", path);
+	*ret = TAKE_PTR(buf);
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
+
+int rn_read_fd(int fd, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	for (;;) {
+		ssize_t n;
+
+		if (len + 4096 + 1 > cap) { /* grows as it reads: max is a limit, not a size */
+			size_t ncap = cap ? cap * 2 : 8192;
+			char *v = realloc(buf, ncap);
+
+			if (!v)
+				return -ENOMEM;
+			buf = v;
+			cap = ncap;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max)
+			return -EFBIG;
+	}
+	buf[len] = '\0';
+	*ret = TAKE_PTR(buf);
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
+
+bool rn_json_complete(const char *buf, size_t len)
+{
+	size_t depth = 0, i = 0;
+	bool in_string = false;
+
+	while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
+		i++;
+	if (i == len || (buf[i] != '{' && buf[i] != '['))
+		return false;
+	for (; i < len; i++) {
+		char c = buf[i];
+
+		if (in_string) {
+			if (c == '\\')
+				i++; /* the escaped character, whatever it is */
+			else if (c == '"')
+				in_string = false;
+		} else if (c == '"') {
+			in_string = true;
+		} else if (c == '{' || c == '[') {
+			depth++;
+		} else if (c == '}' || c == ']') {
+			if (depth == 0 || --depth == 0)
+				return true;
+		}
+	}
+	return false;
 }

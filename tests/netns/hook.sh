@@ -174,7 +174,7 @@ vm_check "garbage state, direct: exit 1, one line" sh -c "[ $rc = 1 ] && [ $(pri
 out=$(echo '{"id":"x","pid":0,"bundle":"/nonexistent"}' | "$HOOK" 2>&1) && rc=0 || rc=$?
 vm_check "state without a process: exit 1, named" vm_expect_contains "$out" "container x: the OCI state says pid 0"
 out=$(echo '{"id":"x","pid":1,"bundle":"/nonexistent"}' | "$HOOK" 2>&1) && rc=0 || rc=$?
-vm_check "state with a missing bundle: exit 1, named" vm_expect_contains "$out" "cannot read the bundle's /nonexistent/config.json"
+vm_check "state with a missing bundle: exit 1, named" vm_expect_contains "$out" "cannot open the bundle's /nonexistent/config.json: No such file"
 
 vm_check "the host's /etc/nccl.conf and profile.d were never touched" vm_expect_eq "$host_before" "$(host_files)"
 

@@ -167,6 +167,6 @@ NET=rdma-dual
 CONF=$(conf 1.1.0 "$DUAL")
 fails "CHECK after the operator released it: code 102" 102 CHECK c-new net1 ns/new
 vm_check "rdmans ipam gc on a clean store removes nothing" vm_expect_eq \
-	'{"dry_run":false,"temp_files":0,"orphans":0,"empty_attachments":0}' "$("$RDMANS" -j ipam gc --data-dir "$STORE")"
+	'{"dry_run":false,"temp_files":0,"orphans":0,"empty_attachments":0,"rebuilt_attachments":0,"damaged_records":0}' "$("$RDMANS" -j ipam gc --data-dir "$STORE")"
 
 vm_done

@@ -75,7 +75,7 @@ vm_check "... and one attachment per pod" vm_expect_eq "$total" \
 	"$(etcdctl_ "$alive" get --prefix /c/_default/attachments/ --keys-only | grep -c .)" "attachment keys"
 eps=$(IFS=,; echo "${ETCD_CLIENT[*]}")
 vm_check "no orphaned or empty records (rdmans ipam gc --dry-run)" vm_expect_eq \
-	'{"dry_run":true,"temp_files":0,"orphans":0,"empty_attachments":0}' \
+	'{"dry_run":true,"temp_files":0,"orphans":0,"empty_attachments":0,"rebuilt_attachments":0,"damaged_records":0}' \
 	"$("$RDMANS" -j ipam gc --dry-run --etcd "$eps" --etcd-prefix /c)"
 vm_check "the stored addresses are the ones the ADDs returned" vm_expect_eq \
 	"$(cat "$IPAM_TMP"/res.* | awk '{print $2}' | sort)" \

@@ -335,13 +335,13 @@ static void files_named_by_the_config_must_be_regular(void)
 	snprintf(json, sizeof(json),
 		 "{\"ipam\":{\"range\":\"10.0.0.0/8\",\"configuration_path\":\"%s\"}}", fifo);
 	CHECK_INT(parse(json, 0, &c, &err), -EINVAL);
-	CHECK_CONTAINS(err.msg, "is not a regular file");
+	CHECK_CONTAINS(err.msg, "not a regular file");
 	snprintf(json, sizeof(json),
 		 "{\"ipam\":{\"range\":\"10.0.0.0/8\",\"etcd\":{\"endpoints\":[\"a:1\"],"
 		 "\"username\":\"u\",\"password_file\":\"%s\"}}}",
 		 fifo);
 	CHECK_INT(parse(json, 0, &c, &err), -EINVAL);
-	CHECK_CONTAINS(err.msg, "is not a regular file");
+	CHECK_CONTAINS(err.msg, "not a regular file");
 	remove_tree();
 }
 

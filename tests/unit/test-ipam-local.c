@@ -71,7 +71,7 @@ static const char *addr_of(const struct rn_ipam_lease *l, size_t i)
 
 static struct rn_ipam_owner pod(const char *cid, const char *name)
 {
-	return (struct rn_ipam_owner){ cid, "net1", "team-a", name };
+	return (struct rn_ipam_owner){ cid, "net1", "team-a", name, NULL };
 }
 
 static int count_files(const char *rel)
@@ -151,8 +151,8 @@ static void a_repeated_add_returns_the_same_address(void)
 	struct rn_ipam_config c;
 	struct rn_ipam_store *s;
 	struct rn_ipam_lease a, b, other;
-	struct rn_ipam_owner o = pod("c1", "p"), o2 = { "c1", "net2", "team-a", "p" };
-	struct rn_ipam_owner bare = { "c9", "net1", NULL, NULL };
+	struct rn_ipam_owner o = pod("c1", "p"), o2 = { "c1", "net2", "team-a", "p", NULL };
+	struct rn_ipam_owner bare = { "c9", "net1", NULL, NULL, NULL };
 	struct rn_error err = { 0 };
 
 	setup();
@@ -251,7 +251,7 @@ static void the_first_add_after_the_last_free_address_fails_clearly(void)
 	s = open_store(&c);
 	for (int i = 0; i < 5; i++) {
 		char cid[16];
-		struct rn_ipam_owner o = { cid, "net1", NULL, NULL };
+		struct rn_ipam_owner o = { cid, "net1", NULL, NULL, NULL };
 
 		snprintf(cid, sizeof(cid), "c%d", i);
 		CHECK_INT(rn_ipam_add(s, &c, &o, &l, &err), 0);
@@ -261,7 +261,7 @@ static void the_first_add_after_the_last_free_address_fails_clearly(void)
 		CHECK(strcmp(seen[i], "10.56.0.1") != 0);
 	}
 	{
-		struct rn_ipam_owner late = { "c5", "net1", NULL, NULL };
+		struct rn_ipam_owner late = { "c5", "net1", NULL, NULL, NULL };
 
 		CHECK_INT(rn_ipam_add(s, &c, &late, &l, &err), -ENOSPC);
 		CHECK_STR(err.msg, "no free address in range 10.56.0.0/29: all 5 usable addresses "
@@ -275,7 +275,7 @@ static void the_first_add_after_the_last_free_address_fails_clearly(void)
 		CHECK_CONTAINS(err.msg, "range 10.56.0.0/29 is exhausted");
 		/* freeing one makes room, for exactly that address */
 		{
-			struct rn_ipam_owner c2 = { "c2", "net1", NULL, NULL };
+			struct rn_ipam_owner c2 = { "c2", "net1", NULL, NULL, NULL };
 
 			CHECK_INT(rn_ipam_del(s, &c, &c2, &released, &err), 0);
 		}
@@ -336,7 +336,7 @@ static void overlapping_ranges_share_addresses_unless_disabled(void)
 	s = open_store(&wide);
 	for (int i = 0; i < 6; i++) {
 		char cid[8];
-		struct rn_ipam_owner o = { cid, "net1", NULL, NULL };
+		struct rn_ipam_owner o = { cid, "net1", NULL, NULL, NULL };
 
 		snprintf(cid, sizeof(cid), "w%d", i);
 		CHECK_INT(rn_ipam_add(s, &wide, &o, &l1, &err), 0);
@@ -393,7 +393,7 @@ static void ipv6_slash_64_and_excludes_are_honoured(void)
 	s = open_store(&c);
 	for (int i = 0; i < 20; i++) {
 		char cid[8];
-		struct rn_ipam_owner o = { cid, "net1", NULL, NULL };
+		struct rn_ipam_owner o = { cid, "net1", NULL, NULL, NULL };
 
 		snprintf(cid, sizeof(cid), "v%d", i);
 		CHECK_INT(rn_ipam_add(s, &c, &o, &l, &err), 0);
@@ -404,7 +404,7 @@ static void ipv6_slash_64_and_excludes_are_honoured(void)
 	/* only .13 and .14 are left by the excludes (.15 is the broadcast) */
 	for (int i = 0; i < 2; i++) {
 		char cid[8];
-		struct rn_ipam_owner o = { cid, "net1", NULL, NULL };
+		struct rn_ipam_owner o = { cid, "net1", NULL, NULL, NULL };
 
 		snprintf(cid, sizeof(cid), "e%d", i);
 		CHECK_INT(rn_ipam_add(s, &ex, &o, &l, &err), 0);
@@ -412,7 +412,7 @@ static void ipv6_slash_64_and_excludes_are_honoured(void)
 		      strcmp(addr_of(&l, 0), "10.9.0.14") == 0);
 	}
 	{
-		struct rn_ipam_owner o = { "e9", "net1", NULL, NULL };
+		struct rn_ipam_owner o = { "e9", "net1", NULL, NULL, NULL };
 
 		CHECK_INT(rn_ipam_add(s, &ex, &o, &l, &err), -ENOSPC);
 	}
@@ -462,9 +462,9 @@ static void bad_owner_input_changes_nothing(void)
 	struct rn_ipam_config c;
 	struct rn_ipam_store *s;
 	struct rn_ipam_lease l;
-	struct rn_ipam_owner slash = { "abc/../x", "net1", NULL, NULL };
-	struct rn_ipam_owner longif = { "abc", "a-very-long-ifname", NULL, NULL };
-	struct rn_ipam_owner spacepod = { "abc", "net1", "team a", "p" };
+	struct rn_ipam_owner slash = { "abc/../x", "net1", NULL, NULL, NULL };
+	struct rn_ipam_owner longif = { "abc", "a-very-long-ifname", NULL, NULL, NULL };
+	struct rn_ipam_owner spacepod = { "abc", "net1", "team a", "p", NULL };
 	struct rn_error err = { 0 };
 
 	setup();
@@ -516,10 +516,10 @@ static void gc_releases_this_nodes_stale_attachments_only(void)
 	struct rn_ipam_config c, other_node, other_net;
 	struct rn_ipam_store *s;
 	struct rn_ipam_lease l;
-	struct rn_ipam_owner keep = { "keep1", "net1", NULL, NULL };
-	struct rn_ipam_owner stale = { "stale1", "net1", NULL, NULL };
-	struct rn_ipam_owner theirs = { "theirs1", "net1", NULL, NULL };
-	struct rn_ipam_owner mine_other_net = { "net2c", "net1", NULL, NULL };
+	struct rn_ipam_owner keep = { "keep1", "net1", NULL, NULL, NULL };
+	struct rn_ipam_owner stale = { "stale1", "net1", NULL, NULL, NULL };
+	struct rn_ipam_owner theirs = { "theirs1", "net1", NULL, NULL, NULL };
+	struct rn_ipam_owner mine_other_net = { "net2c", "net1", NULL, NULL, NULL };
 	struct rn_ipam_valid valid[] = { { "keep1", "net1" } };
 	struct rn_error err = { 0 };
 	size_t released = 0;
@@ -587,12 +587,12 @@ static void list_filters_and_release_drops_one_address(void)
 	s = open_store(&c);
 	CHECK_INT(rn_ipam_add(s, &c, &a, &l, &err), 0);
 	CHECK_INT(rn_ipam_add(s, &c, &b, &l, &err), 0);
-	CHECK_INT(rn_ipam_list(s, NULL, &recs, &n, &err), 0);
+	CHECK_INT(rn_ipam_list(s, NULL, &recs, &n, NULL, NULL, &err), 0);
 	CHECK_INT(n, 4);
 	/* sorted: IPv4 before IPv6 within the pool */
 	CHECK(strchr(recs[0].ip, '.') && strchr(recs[3].ip, ':'));
 	free(recs);
-	CHECK_INT(rn_ipam_list(s, &f, &recs, &n, &err), 0);
+	CHECK_INT(rn_ipam_list(s, &f, &recs, &n, NULL, NULL, &err), 0);
 	CHECK_INT(n, 2);
 	CHECK_STR(recs[0].pod, "team-a/a");
 	/* release the IPv4 one: the attachment keeps the IPv6 one */
@@ -661,30 +661,192 @@ static void repair_sweeps_crash_leftovers(void)
 	teardown();
 }
 
-static void a_damaged_attachment_does_not_block_del(void)
+static void put(const char *rel, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/store/%s", dir, rel);
+	(void)unlink(path);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static void a_damaged_attachment_is_rebuilt_by_add_and_released_by_del(void)
 {
 	struct rn_ipam_config c;
 	struct rn_ipam_store *s;
 	struct rn_ipam_lease l;
 	struct rn_ipam_owner a = pod("ca", "a");
 	struct rn_error err = { 0 };
-	char path[256];
-	FILE *f;
+	char first[RN_IP_STRLEN], rel[128];
 
 	setup();
 	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\"");
 	s = open_store(&c);
 	CHECK_INT(rn_ipam_add(s, &c, &a, &l, &err), 0);
-	snprintf(path, sizeof(path), "%s/store/_default/attachments/team-a%%2Fa%%2Fnet1", dir);
-	f = fopen(path, "w");
-	if (f) {
-		fputs("this is not a record", f);
-		fclose(f);
-	}
-	CHECK_INT(rn_ipam_add(s, &c, &a, &l, &err), -EBADMSG);
-	CHECK_CONTAINS(err.msg, "attachment team-a/a/net1 in scope _default");
+	snprintf(first, sizeof(first), "%s", addr_of(&l, 0));
+	put("_default/attachments/team-a%2Fa%2Fnet1", "this is not a record");
+	/* a re-ADD of the pod: its address, read back from the address records */
+	CHECK_INT(rn_ipam_add(s, &c, &a, &l, &err), 0);
+	CHECK_STR(addr_of(&l, 0), first);
+	CHECK_CONTAINS(read_all("_default/attachments/team-a%2Fa%2Fnet1"), first);
+	/* truncated, then DEL: the address goes with it */
+	put("_default/attachments/team-a%2Fa%2Fnet1", "attachment=team-a/a/ne");
 	CHECK_INT(rn_ipam_del(s, &c, &a, NULL, &err), 0);
-	CHECK(access(path, F_OK) < 0);
+	snprintf(rel, sizeof(rel), "_default/addr/%s", first);
+	CHECK(read_all(rel) == NULL);
+	CHECK(read_all("_default/attachments/team-a%2Fa%2Fnet1") == NULL);
+	CHECK_INT(rn_ipam_del(s, &c, &a, NULL, &err), 0);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+static void del_removes_its_own_damaged_address_record(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l;
+	struct rn_ipam_owner a = pod("ca", "a");
+	struct rn_error err = { 0 };
+	char rel[128];
+
+	setup();
+	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\"");
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_add(s, &c, &a, &l, &err), 0);
+	snprintf(rel, sizeof(rel), "_default/addr/%s", addr_of(&l, 0));
+	put(rel, "ip=10.56.0.");
+	CHECK_INT(rn_ipam_del(s, &c, &a, NULL, &err), 0);
+	CHECK(read_all(rel) == NULL);
+	CHECK_INT(count_files("_default/attachments"), 0);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+static void gc_rebuilds_a_damaged_attachment_and_keeps_its_addresses(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l;
+	struct rn_ipam_owner a = pod("ca", "a");
+	struct rn_ipam_repair_stats st;
+	struct rn_error err = { 0 };
+
+	setup();
+	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\"");
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_add(s, &c, &a, &l, &err), 0);
+	put("_default/attachments/team-a%2Fa%2Fnet1", "");
+	CHECK_INT(rn_ipam_repair(s, false, &st, &err), 0);
+	CHECK_INT(st.rebuilt, 1);
+	CHECK_INT(st.orphans, 0);
+	CHECK_INT(rn_ipam_check(s, &c, &a, &l, &err), 0);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+static void damaged_address_records_are_listed_and_removed_only_while_damaged(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l;
+	struct rn_ipam_owner a = pod("ca", "a");
+	struct rn_ipam_record *recs = NULL;
+	struct rn_ipam_damaged *bad = NULL;
+	struct rn_ipam_filter f = { .ip = "10.56.0.5" };
+	struct rn_error err = { 0 };
+	char path[512], valid[1024];
+	size_t n = 0, n_bad = 0;
+
+	setup();
+	config(&c, "rdma-a", "\"range\":\"10.56.0.0/29\"");
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_add(s, &c, &a, &l, &err), 0);
+	snprintf(path, sizeof(path), "_default/addr/%s", addr_of(&l, 0));
+	snprintf(valid, sizeof(valid), "%s", read_all(path));
+	/* the five other addresses: garbage, empty, truncated, a symlink, a directory */
+	for (int i = 1, k = 0; i <= 6; i++) {
+		char rel[128], target[512];
+
+		snprintf(rel, sizeof(rel), "_default/addr/10.56.0.%d", i);
+		if (strcmp(rel, path) == 0)
+			continue;
+		switch (k++) {
+		case 0:
+			put(rel, "\x01\x02garbage");
+			break;
+		case 1:
+			put(rel, "");
+			break;
+		case 2:
+			put(rel, "# rdma-netns-ipam address record\nip=10.56.0.");
+			break;
+		case 3:
+			snprintf(target, sizeof(target), "%s/store/%s", dir, rel);
+			CHECK_INT(symlink("/etc/passwd", target), 0);
+			break;
+		default:
+			snprintf(target, sizeof(target), "%s/store/%s", dir, rel);
+			CHECK_INT(mkdir(target, 0700), 0);
+		}
+	}
+	CHECK_INT(rn_ipam_list(s, NULL, &recs, &n, &bad, &n_bad, &err), 0);
+	CHECK_INT(n, 1);
+	CHECK_INT(n_bad, 5);
+	for (size_t i = 0; i < n_bad; i++) {
+		CHECK(bad[i].takes_address);
+		CHECK(bad[i].why[0] != '\0');
+	}
+	free(recs);
+	free(bad);
+	/* they take their addresses: the range is full */
+	{
+		struct rn_ipam_owner b = pod("cb", "b");
+
+		CHECK_INT(rn_ipam_add(s, &c, &b, &l, &err), -ENOSPC);
+	}
+	/* 10.56.0.5 (or whichever is damaged there) goes; then nothing is left to remove */
+	if (strcmp(addr_of(&l, 0), "10.56.0.5") == 0 ||
+	    strcmp(path, "_default/addr/10.56.0.5") == 0)
+		f.ip = "10.56.0.6";
+	CHECK_INT(rn_ipam_list(s, &f, &recs, &n, &bad, &n_bad, &err), 0);
+	CHECK_INT(n_bad, 1);
+	CHECK_INT(rn_ipam_release_damaged(s, &bad[0], &err), 0);
+	CHECK_INT(rn_ipam_release_damaged(s, &bad[0], &err), -ENOENT);
+	free(recs);
+	free(bad);
+	/* one repaired by hand between listing and removal: left alone */
+	f.ip = strcmp(f.ip, "10.56.0.6") == 0 ? "10.56.0.4" : "10.56.0.6";
+	if (strcmp(path + strlen("_default/addr/"), f.ip) == 0)
+		f.ip = "10.56.0.3";
+	CHECK_INT(rn_ipam_list(s, &f, &recs, &n, &bad, &n_bad, &err), 0);
+	CHECK_INT(n_bad, 1);
+	{
+		char rel[128], fixed[1024], *p;
+
+		snprintf(rel, sizeof(rel), "_default/addr/%s", f.ip);
+		snprintf(path, sizeof(path), "%s/store/%s", dir, rel);
+		(void)rmdir(path);
+		(void)unlink(path);
+		/* the valid record, moved to this address */
+		snprintf(fixed, sizeof(fixed), "%s", valid);
+		p = strstr(fixed, "ip=");
+		snprintf(p, sizeof(fixed) - (size_t)(p - fixed), "ip=%s\n%s", f.ip,
+			 strchr(strstr(valid, "ip="), '\n') + 1);
+		put(rel, fixed);
+		CHECK_INT(rn_ipam_release_damaged(s, &bad[0], &err), -EBUSY);
+		CHECK(read_all(rel) != NULL);
+	}
+	free(recs);
+	free(bad);
 	rn_ipam_store_close(s);
 	rn_ipam_config_free(&c);
 	teardown();
@@ -702,4 +864,7 @@ RN_TEST_MAIN(T(add_gives_an_address_and_an_operator_readable_record),
 	     T(status_reports_an_unusable_data_directory),
 	     T(gc_releases_this_nodes_stale_attachments_only),
 	     T(list_filters_and_release_drops_one_address), T(repair_sweeps_crash_leftovers),
-	     T(a_damaged_attachment_does_not_block_del))
+	     T(a_damaged_attachment_is_rebuilt_by_add_and_released_by_del),
+	     T(gc_rebuilds_a_damaged_attachment_and_keeps_its_addresses),
+	     T(del_removes_its_own_damaged_address_record),
+	     T(damaged_address_records_are_listed_and_removed_only_while_damaged))
