@@ -40,7 +40,11 @@ if [ ! -d "$build" ]; then
 	CC=clang meson setup "$build" -Dfuzz=true -Dwerror=true -Db_sanitize=address,undefined \
 		-Db_lundef=false >/dev/null
 fi
-ninja -C "$build" "${run[@]/#/tests/fuzz/}" >/dev/null
+if ! out=$(ninja -C "$build" "${run[@]/#/tests/fuzz/}" 2>&1); then
+	printf '%s\n' "$out" | tail -30 >&2
+	echo "tools/fuzz.sh: the fuzz targets do not build" >&2
+	exit 1
+fi
 
 mkdir -p "$build/crashes"
 rc=0

@@ -2,14 +2,15 @@
 /*
  * The etcd store against any answers: etcd_http.c is replaced here by a
  * fake whose POSTs return the input's answers in turn (then "connection
- * refused"), so ipam_store_etcd.c and ipam.c run ADD, CHECK, DEL, GC and
- * the operators' list on whatever an etcd (or something posing as one)
- * says. An address handed out is always a usable one of its range.
+ * refused"), so ipam_store_etcd.c and ipam.c run ADD, CHECK, DEL, GC,
+ * STATUS and the operators' list and repair on whatever an etcd (or
+ * something posing as one) says. An address handed out is always a usable
+ * one of its range.
  *
  * Input: answers separated by a NUL byte; an answer's first byte picks the
  * outcome (a transport error, or HTTP 200/400/401/403/404/500/503), the
- * rest is its body. The first answer's first byte also picks the config
- * (with or without a user) and the commands.
+ * rest is its body. The input's first byte picks the config (with or
+ * without a user) and the commands.
  */
 #include <errno.h>
 #include <time.h>
@@ -114,7 +115,7 @@ static void check_lease(const struct rn_ipam_config *c, const struct rn_ipam_lea
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct rn_ipam_config *c;
-	struct rn_ipam_owner o = { "c0ffee", "net1", "ns", "pod" };
+	struct rn_ipam_owner o = { "c0ffee", "net1", "ns", "pod", "/var/run/netns/p" };
 	struct rn_ipam_store *s = NULL;
 	struct rn_error err = { 0 };
 	uint8_t pick;
@@ -153,11 +154,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (pick & 16) {
 		struct rn_ipam_record *recs = NULL;
-		size_t n = 0;
+		struct rn_ipam_damaged *bad = NULL;
+		size_t n = 0, n_bad = 0;
 
 		memset(&err, 0, sizeof(err));
-		if (rn_ipam_list(s, NULL, &recs, &n, &err) == 0)
+		if (rn_ipam_list(s, NULL, &recs, &n, &bad, &n_bad, &err) == 0) {
 			free(recs);
+			free(bad);
+		}
 	}
 	if (pick & 32) {
 		struct rn_ipam_valid valid = { "other", "net1" };
@@ -169,6 +173,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (pick & 64) {
 		memset(&err, 0, sizeof(err));
 		(void)rn_ipam_status(s, c, &err);
+	}
+	if (pick & 128) {
+		struct rn_ipam_repair_stats stats;
+
+		memset(&err, 0, sizeof(err));
+		memset(&stats, 0, sizeof(stats));
+		(void)rn_ipam_repair(s, false, &stats, &err);
 	}
 	rn_ipam_store_close(s);
 	return 0;
