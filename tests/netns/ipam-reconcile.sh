@@ -158,15 +158,24 @@ scenario() { # scenario KIND: the whole sequence against one store
 	plugin DEL "c7-$KIND" ns/p7
 	vm_check "$KIND: DEL over a damaged attachment succeeds and frees the address" vm_expect_eq "0 none" \
 		"$? $(addr_of_pod ns/p7)"
+	# DEL of a pod whose own address record was damaged: nothing is left
+	pod_add "c8-$KIND" ns/p8 "$NS_PREFIX-8"
+	p8=$(addr_of_pod ns/p8)
+	record_put "$p8" "garbage"
+	plugin DEL "c8-$KIND" ns/p8
+	vm_check "$KIND: DEL of a pod whose address record is damaged removes it too" vm_expect_eq "0 0" \
+		"$? $(rdm -j ipam ls | jq --arg a "$p8" '[.[] | select(.address == $a)] | length')"
 	rdm ipam release --damaged >/dev/null
 	vm_check "$KIND: release --damaged without an address clears the rest" vm_expect_eq 0 \
 		"$(rdm -j ipam ls | jq '[.[] | select(.damaged)] | length')"
 
 	# 4. ADDs racing the reconciler on a /29 (6 addresses, 5 pods): each round kills
 	#    pods without DEL, then, while two reconcilers run, re-ADDs some as new
-	#    sandboxes (new netns, same attachment) and replaces others by new pods
+	#    sandboxes (new netns, same attachment), restarts others in a new netns
+	#    under the same container ID (podman restart: only the record's exact
+	#    revision tells the old from the new), and replaces the rest by new pods
 	#    (DEL + ADD: the same addresses change hands). No live pod may lose its
-	#    address; no address may be listed twice.
+	#    address; the live pods' addresses are all different.
 	local CONF_SAVE=$CONF lost=0 dup=0 bad=0 rounds=${RACE_ROUNDS:-25}
 	CONF=$(printf '%s' "$CONF" | jq -c '.name = "race" | .ipam.network_name = "race" | .ipam.range = "10.71.0.0/29"')
 	declare -A cid pod
@@ -181,23 +190,25 @@ scenario() { # scenario KIND: the whole sequence against one store
 			rdm ipam reconcile --node node-a --grace 0 --scope race >/dev/null &
 			rdm ipam reconcile --node node-a --grace 0 --scope race >/dev/null &
 			for i in 1 2 3 4 5; do
-				if [ $(((i + round) % 2)) = 0 ]; then
-					# a new sandbox of the same pod
-					pod_add "r$round-$i-$KIND" "${pod[$i]}" "$NS_PREFIX-r$i-$round" || echo fail >>"$IPAM_TMP/race.fail"
-				else
-					# the pod deleted, another one takes its place
+				case $(((i + round) % 3)) in
+				0) # a new sandbox of the same pod
+					pod_add "r$round-$i-$KIND" "${pod[$i]}" "$NS_PREFIX-r$i-$round" || echo fail >>"$IPAM_TMP/race.fail" ;;
+				1) # the same container restarted in a new netns (podman restart)
+					pod_add "${cid[$i]}" "${pod[$i]}" "$NS_PREFIX-r$i-$round" || echo fail >>"$IPAM_TMP/race.fail" ;;
+				2) # the pod deleted, another one takes its place
 					plugin DEL "${cid[$i]}" "${pod[$i]}"
-					pod_add "r$round-$i-$KIND" "race/s$i-$round" "$NS_PREFIX-r$i-$round" || echo fail >>"$IPAM_TMP/race.fail"
-				fi &
+					pod_add "r$round-$i-$KIND" "race/s$i-$round" "$NS_PREFIX-r$i-$round" || echo fail >>"$IPAM_TMP/race.fail" ;;
+				esac &
 			done
 			wait
 		)
 		for i in 1 2 3 4 5; do
-			cid[$i]=r$round-$i-$KIND
-			[ $(((i + round) % 2)) = 0 ] || pod[$i]=race/s$i-$round
+			case $(((i + round) % 3)) in
+			0) cid[$i]=r$round-$i-$KIND ;;
+			2) cid[$i]=r$round-$i-$KIND pod[$i]=race/s$i-$round ;;
+			esac
 			plugin CHECK "${cid[$i]}" "${pod[$i]}" || lost=$((lost + 1))
 		done
-		# the live pods' addresses: one each, all different
 		x=$(for i in 1 2 3 4 5; do rdm -j ipam ls --network race --pod "${pod[$i]}" | jq -r '.[].address'; done | sort -u | wc -l)
 		[ "$x" = 5 ] || dup=$((dup + 1))
 	done
