@@ -10,7 +10,7 @@ packages=(
 	libmicrohttpd-dev # rdmans exporter's HTTP server
 	libcurl4-openssl-dev # rdma-netns-ipam's etcd store (libcurl4 is dlopen()ed at run time)
 	# tests: namespaces, containers, peers
-	iproute2 util-linux jq bc python3-yaml runc containernetworking-plugins etcd-server etcd-client
+	iproute2 util-linux jq bc python3-yaml runc strace containernetworking-plugins etcd-server etcd-client
 	openssl # rdma-netns-ipam's TLS tests make their certificates
 	# CDI spec validation (tests/cdi/validate.py)
 	python3-jsonschema

@@ -63,6 +63,13 @@ int rn_attach_resolve(const struct rn_attach_select *sel, const char *ifname,
 		      struct rn_attach_plan *plan, struct rn_error *err);
 
 /*
+ * -EOPNOTSUPP when a netdev of the (main mode) plan can never leave the
+ * host's network namespace: a loopback or a netns-local netdev
+ * (rn_link_netns_immutable). Run it before anything changes.
+ */
+int rn_attach_check_movable(const struct rn_attach_plan *plan, struct rn_error *err);
+
+/*
  * Chained mode: netdev `ifname` is in the pod already. The RDMA devices are
  * the hints' (rdma_dev, bus_id) or those of the netdev's PCI function.
  * -ENODEV when the netdev is not in the pod.

@@ -106,7 +106,10 @@ int rn_cni_state_read(const char *dir, const char *name, struct rn_cni_state *ou
 /* Writes dir/name atomically (temporary file, fsync, rename, fsync of dir). */
 int rn_cni_state_write(const char *dir, const char *name, const struct rn_cni_state *st,
 		       struct rn_error *err);
-/* Removes dir/name; a missing file is not an error. */
+/*
+ * Removes dir/name, and the temporary files of its writers that were killed
+ * before their rename; a missing file is not an error.
+ */
 int rn_cni_state_remove(const char *dir, const char *name, struct rn_error *err);
 
 /* Names of every state file in dir, sorted. Free with rn_cni_state_names_free(). */
@@ -117,9 +120,22 @@ void rn_cni_state_names_free(char **names, size_t n);
  * Takes the exclusive lock dir/locks/KEY.lock (flock), waiting up to
  * timeout_ms. *ret_fd holds the lock until closed. Characters of key
  * outside [A-Za-z0-9_.:-] become '_'. -EAGAIN with a message when another
- * process held it for the whole time.
+ * process held it for the whole time. A lock file its holder removed
+ * meanwhile (rn_cni_unlock_remove) is not taken: the new one is.
  */
 int rn_cni_lock(const char *dir, const char *key, const char *what, int timeout_ms, int *ret_fd,
 		struct rn_error *err);
+/* Removes the lock file of fd (taken by rn_cni_lock with key) and releases it. */
+void rn_cni_unlock_remove(const char *dir, const char *key, int fd);
+
+/*
+ * The lock of one attachment (network, container, interface: its state
+ * name), held by ADD and DEL from before they read its state until they
+ * are done, so an ADD and a DEL of one attachment never interleave. Taken
+ * before any device lock. rn_cni_attachment_unlock removes its file.
+ */
+int rn_cni_attachment_lock(const char *dir, const char *state_name, int timeout_ms, int *ret_fd,
+			   struct rn_error *err);
+void rn_cni_attachment_unlock(const char *dir, const char *state_name, int fd);
 
 #endif

@@ -112,6 +112,7 @@ struct rn_doctor_process {
 	size_t nnccl;
 	struct rn_doctor_nccl_var *nccl;
 	char conf_files[2][PATH_MAX]; /* nccl.conf files read ("" none) */
+	char conf_errors[2][PATH_MAX + 256]; /* why one that exists could not be read ("") */
 };
 
 struct rn_doctor_facts {

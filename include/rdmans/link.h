@@ -33,9 +33,19 @@ int rn_link_by_mac(const char *mac, struct rn_link *out, struct rn_error *err);
 int rn_link_by_bus_id(const char *bus_id, struct rn_link *out, struct rn_error *err);
 
 /*
+ * Whether netdev l can never leave its network namespace: a loopback, or a
+ * netdev its driver marks netns-local (bridges, the fallback tunnels tunl0,
+ * gre0, sit0...). Read from IFLA_NETNS_IMMUTABLE (kernel 6.15+), else from
+ * the ethtool feature "netns-local" (before 6.12); kernels in between tell
+ * neither (*ret false) and refuse the move itself (rn_link_move: -EOPNOTSUPP).
+ */
+int rn_link_netns_immutable(const struct rn_link *l, bool *ret, struct rn_error *err);
+
+/*
  * Moves netdev `ifindex` into the netns of nsfd and, when new_name is not
  * NULL, renames it in the same RTM_NEWLINK so it never shows up under a
- * clashing name there.
+ * clashing name there. A netdev the kernel will not let go (netns-local)
+ * gives -EOPNOTSUPP.
  */
 int rn_link_move(int ifindex, const char *name, int nsfd, const char *new_name,
 		 struct rn_error *err);

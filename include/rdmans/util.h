@@ -22,6 +22,17 @@ int rn_parse_pid(const char *text, pid_t *ret);
 int rn_read_line(const char *path, char *buf, size_t len);
 
 /*
+ * Opens path, relative to dirfd, with no symbolic link anywhere on the way
+ * (-ELOOP) and nothing outside dirfd (-EXDEV, ".." or an absolute path):
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), as for the data and state
+ * directories whose subdirectories nobody may redirect. O_CLOEXEC is added;
+ * mode counts with O_CREAT only. Kernels without openat2 (before 5.6): the
+ * path is walked a component at a time, refusing symlinks the same way.
+ * Returns the fd or -errno (no message: the caller says what it was for).
+ */
+int rn_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+
+/*
  * Opens a file that a user, a config or an image names (config files, log
  * files, --merge files), relative to dirfd (AT_FDCWD: the cwd), without
  * ever blocking: what is not a regular file is refused with EINVAL and a

@@ -75,6 +75,9 @@ static int check_policy(struct add_job *job, const struct rn_attach_plan *plan)
 	const struct cni_conf *c = &ctx->conf;
 	struct rn_error err = { 0 };
 
+	/* test builds: RDMA_NETNS_FAULT_SKIP=movable, as on a kernel that tells nothing */
+	if (!cni_fault_skip("movable") && rn_attach_check_movable(plan, &err) < 0)
+		return cni_fail_lib(ctx, 0, &err);
 	for (size_t i = 0; !plan->chained && i < plan->n_netdevs; i++) {
 		bool def = false;
 
@@ -112,6 +115,29 @@ static int check_policy(struct add_job *job, const struct rn_attach_plan *plan)
 	return 0;
 }
 
+/*
+ * -1 (failure set) when this attachment's state file exists: an earlier ADD,
+ * or a racing ADD of the same container and interface that got the device
+ * first (its state file is written before anything moves).
+ */
+static int check_not_added(struct add_job *job)
+{
+	struct cni_ctx *ctx = job->ctx;
+	_cleanup_cni_state_ struct rn_cni_state old = { 0 };
+	struct rn_error err = { 0 };
+	int r;
+
+	r = rn_cni_state_read(ctx->state_dir, job->name, &old, &err);
+	if (r == 0)
+		return cni_fail(ctx, RN_CNI_EXISTS,
+				"container %s already has %s on network %s (ADD twice?); DEL it "
+				"first",
+				ctx->container_id, ctx->ifname, ctx->conf.name);
+	if (r != -ENOENT)
+		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
+	return 0;
+}
+
 static int resolve(struct add_job *job, struct rn_attach_plan *plan)
 {
 	struct cni_ctx *ctx = job->ctx;
@@ -123,7 +149,9 @@ static int resolve(struct add_job *job, struct rn_attach_plan *plan)
 	else
 		r = rn_attach_resolve(&ctx->conf.sel, ctx->ifname, plan, &err);
 	if (r == -ENODEV) {
-		(void)check_owner(job, NULL, &ctx->conf.sel, &err); /* "in use" or err */
+		/* gone: into this very attachment (a racing ADD), another one, or away */
+		if (check_not_added(job) == 0)
+			(void)check_owner(job, NULL, &ctx->conf.sel, &err); /* "in use" or err */
 		return -1;
 	}
 	if (r < 0)
@@ -148,7 +176,8 @@ static int resolve_and_lock(struct add_job *job)
 			return -1;
 		if (rn_attach_locks_cover(&first, &again)) {
 			job->plan = again;
-			if (check_owner(job, &job->plan, NULL, NULL) < 0 ||
+			if (check_not_added(job) < 0 ||
+			    check_owner(job, &job->plan, NULL, NULL) < 0 ||
 			    check_policy(job, &job->plan) < 0)
 				return -1;
 			return 0;
@@ -300,6 +329,15 @@ static size_t pod_addrs(struct add_job *job, const char **addrs, size_t max)
 	return n;
 }
 
+/*
+ * A kernel operation on what was checked already: the kernel's EINVAL is a
+ * refusal (109), not an invalid configuration (7).
+ */
+static int kernel_fail(struct cni_ctx *ctx, const struct rn_error *err)
+{
+	return cni_fail_lib(ctx, err->code == EINVAL ? RN_CNI_KERNEL : 0, err);
+}
+
 static int add_steps(struct add_job *job)
 {
 	struct cni_ctx *ctx = job->ctx;
@@ -330,12 +368,12 @@ static int add_steps(struct add_job *job)
 	}
 	r = rn_attach_move_in(&job->plan, job->pod, cni_step, NULL, &err);
 	if (r < 0)
-		return cni_fail_lib(ctx, 0, &err);
+		return kernel_fail(ctx, &err);
 	if (!ctx->conf.prev_result) {
 		r = rn_attach_configure(job->pod, ctx->ifname, job->ipam.ips, job->ipam.n_ips,
 					job->ipam.routes, job->ipam.n_routes, cni_step, NULL, &err);
 		if (r < 0)
-			return cni_fail_lib(ctx, 0, &err);
+			return kernel_fail(ctx, &err);
 	}
 	n_addrs = pod_addrs(job, addrs, RN_ARRAY_SIZE(addrs));
 	r = rn_attach_wait_gids(job->pod, &job->plan, addrs, n_addrs, ctx->conf.gid_timeout_ms,
@@ -365,7 +403,7 @@ int cni_cmd_add(struct cni_ctx *ctx)
 	struct rn_error err = { 0 };
 	_cleanup_close_ int pod = -1;
 	_cleanup_close_ int self = -1;
-	_cleanup_cni_state_ struct rn_cni_state old = { 0 };
+	int att_lock = -1;
 	int mine, r;
 
 	memset(&job, 0, sizeof(job));
@@ -403,14 +441,13 @@ int cni_cmd_add(struct cni_ctx *ctx)
 		return -1;
 	if (rn_cni_state_dir_init(ctx->state_dir, &err) < 0)
 		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
-	r = rn_cni_state_read(ctx->state_dir, job.name, &old, &err);
-	if (r == 0)
-		return cni_fail(ctx, RN_CNI_EXISTS,
-				"container %s already has %s on network %s (ADD twice?); DEL it "
-				"first",
-				ctx->container_id, ctx->ifname, ctx->conf.name);
-	if (r != -ENOENT)
-		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
+	/* no DEL (or other ADD) of this attachment runs until this one is done */
+	if (rn_cni_attachment_lock(ctx->state_dir, job.name, LOCK_TIMEOUT_MS, &att_lock, &err) < 0)
+		return cni_fail_lib(ctx, CNI_ERR_TRY_AGAIN, &err);
+	if (check_not_added(&job) < 0) {
+		rn_cni_attachment_unlock(ctx->state_dir, job.name, att_lock);
+		return -1;
+	}
 
 	r = add_steps(&job);
 	if (r < 0) {
@@ -422,6 +459,7 @@ int cni_cmd_add(struct cni_ctx *ctx)
 	if (r < 0 && !ctx->code)
 		cni_fail(ctx, CNI_ERR_IO, "cannot write the result to stdout");
 	rn_attach_unlock(job.locks, job.n_locks);
+	rn_cni_attachment_unlock(ctx->state_dir, job.name, att_lock);
 	rn_cni_state_free(&job.st);
 	cni_ipam_result_free(&job.ipam);
 	return r;

@@ -159,6 +159,8 @@ int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_stat
 
 /* Fault injection (test builds, meson -Dfault_injection=true): see main.c. */
 void cni_fault_point(const char *what);
+/* Whether RDMA_NETNS_FAULT_SKIP names check `what` (test builds; always false otherwise). */
+bool cni_fault_skip(const char *what);
 int cni_step(void *arg, const char *what, struct rn_error *err);
 
 static inline void cni_json_decrefp(json_t **j)

@@ -73,24 +73,24 @@ out:
 	return r;
 }
 
-int cni_cmd_del(struct cni_ctx *ctx)
+static int del_locked(struct cni_ctx *ctx, const char *name)
 {
 	_cleanup_cni_state_ struct rn_cni_state st = { 0 };
 	struct rn_error err = { 0 };
-	char name[256];
 	const char *mode;
 	int r;
 
-	if (rn_cni_state_name(ctx->conf.name, ctx->container_id, ctx->ifname, name, sizeof(name),
-			      &err) < 0)
-		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "%s", err.msg);
 	r = rn_cni_state_read(ctx->state_dir, name, &st, &err);
 	if (r == -ENOENT) {
 		/*
 		 * Nothing of ours is left (a second DEL, or ADD never got that
-		 * far): release the address anyway, the IPAM plugin's DEL is
-		 * idempotent.
+		 * far, or was killed writing its first state file: that temp
+		 * file goes): release the address anyway, the IPAM plugin's
+		 * DEL is idempotent. No ADD of this attachment runs meanwhile
+		 * (the attachment lock), so the address is not one it just got.
 		 */
+		if (rn_cni_state_remove(ctx->state_dir, name, &err) < 0)
+			return cni_fail_lib(ctx, CNI_ERR_IO, &err);
 		if (ctx->conf.ipam_type) {
 			struct cni_delegate_env env = { .command = "DEL" };
 
@@ -103,6 +103,24 @@ int cni_cmd_del(struct cni_ctx *ctx)
 	mode = rn_cni_state_get(&st, "mode");
 	return cni_teardown(ctx, name, &st, !mode || strcmp(mode, "chained") != 0, true, NULL,
 			    NULL);
+}
+
+int cni_cmd_del(struct cni_ctx *ctx)
+{
+	struct rn_error err = { 0 };
+	char name[256];
+	int lock = -1, r;
+
+	if (rn_cni_state_name(ctx->conf.name, ctx->container_id, ctx->ifname, name, sizeof(name),
+			      &err) < 0)
+		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "%s", err.msg);
+	if (rn_cni_state_dir_init(ctx->state_dir, &err) < 0)
+		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
+	if (rn_cni_attachment_lock(ctx->state_dir, name, LOCK_TIMEOUT_MS, &lock, &err) < 0)
+		return cni_fail_lib(ctx, CNI_ERR_TRY_AGAIN, &err);
+	r = del_locked(ctx, name);
+	rn_cni_attachment_unlock(ctx->state_dir, name, lock);
+	return r;
 }
 
 static bool attachment_valid(json_t *valid, const char *cid, const char *ifname)
@@ -118,6 +136,28 @@ static bool attachment_valid(json_t *valid, const char *cid, const char *ifname)
 			return true;
 	}
 	return false;
+}
+
+/* Under the attachment's lock, from its state as it is then (a DEL may have run meanwhile);
+ * cid and ifname are the caller's copy of the attachment's. */
+static int gc_one(struct cni_ctx *ctx, const char *name, bool call_ipam, const char *cid,
+		  const char *ifname)
+{
+	_cleanup_cni_state_ struct rn_cni_state st = { 0 };
+	struct rn_error err = { 0 };
+	int lock = -1, r;
+
+	if (rn_cni_attachment_lock(ctx->state_dir, name, LOCK_TIMEOUT_MS, &lock, &err) < 0)
+		return cni_fail_lib(ctx, CNI_ERR_TRY_AGAIN, &err);
+	r = rn_cni_state_read(ctx->state_dir, name, &st, &err);
+	if (r == 0)
+		r = cni_teardown(ctx, name, &st, call_ipam, true, cid, ifname);
+	else if (r == -ENOENT)
+		r = 0;
+	else
+		r = cni_fail_lib(ctx, CNI_ERR_IO, &err);
+	rn_cni_attachment_unlock(ctx->state_dir, name, lock);
+	return r;
 }
 
 int cni_cmd_gc(struct cni_ctx *ctx)
@@ -151,9 +191,8 @@ int cni_cmd_gc(struct cni_ctx *ctx)
 		if (phase && strcmp(phase, "adding") == 0 && created &&
 		    time(NULL) - strtoll(created, NULL, 10) < GC_GRACE_S)
 			continue; /* an ADD may still be running */
-		if (cni_teardown(ctx, names[i], &st,
-				 !ipam_gc && (!mode || strcmp(mode, "chained") != 0), true, cid,
-				 ifname) < 0)
+		if (gc_one(ctx, names[i], !ipam_gc && (!mode || strcmp(mode, "chained") != 0), cid,
+			   ifname) < 0)
 			failed = 1;
 	}
 	rn_cni_state_names_free(names, n);

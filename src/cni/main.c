@@ -43,6 +43,18 @@ void cni_fault_point(const char *what)
 	}
 }
 
+/*
+ * RDMA_NETNS_FAULT_SKIP=movable skips the check that refuses netns-local
+ * netdevs before anything changes: the kernel then refuses the move, as on
+ * kernels that report neither IFLA_NETNS_IMMUTABLE nor the ethtool feature.
+ */
+bool cni_fault_skip(const char *what)
+{
+	const char *v = getenv("RDMA_NETNS_FAULT_SKIP");
+
+	return v && strcmp(v, what) == 0;
+}
+
 static void fault_init(void)
 {
 	const char *v = getenv("RDMA_NETNS_FAULT_STEP");
@@ -61,6 +73,12 @@ static void fault_report(const char *command)
 void cni_fault_point(const char *what)
 {
 	(void)what;
+}
+
+bool cni_fault_skip(const char *what)
+{
+	(void)what;
+	return false;
 }
 
 static void fault_init(void)

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,26 +98,32 @@ static void logf_(struct plugin *p, enum rn_ipam_log_level level, const char *fm
 	fflush(out);
 }
 
-static void open_log(struct plugin *p)
+/*
+ * ipam.log_file, appended to; 0, or -1 with *why set when it cannot be
+ * opened (the command then fails: a log that silently goes nowhere helps
+ * nobody). Never a FIFO or a device (O_NONBLOCK: no wait for a reader).
+ */
+static int open_log(struct plugin *p, char *why, size_t len)
 {
 	struct rn_error err = { 0 };
 	int fd;
 
 	p->log_level = p->cfg.log_level;
 	if (!p->cfg.log_file)
-		return;
-	/* never blocks: a FIFO or a device as log_file is refused */
+		return 0;
+	/* never blocks: a FIFO, a device or a symlink as log_file is refused */
 	fd = rn_open_regular(AT_FDCWD, p->cfg.log_file, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW,
-			     0640, "log_file", &err);
-	if (fd >= 0)
-		p->log = fdopen(fd, "a");
-	if (!p->log) {
-		if (fd >= 0)
-			close(fd);
-		if (!rn_error_isset(&err))
-			rn_error_errno(&err, errno, "cannot open log_file %s", p->cfg.log_file);
-		fprintf(stderr, "rdma-netns-ipam: %s\n", err.msg);
+			     0640, "ipam.log_file", &err);
+	if (fd >= 0 && !(p->log = fdopen(fd, "a"))) {
+		rn_error_errno(&err, errno, "cannot use ipam.log_file %s", p->cfg.log_file);
+		close(fd);
+		fd = -1;
 	}
+	if (fd < 0) {
+		snprintf(why, len, "%s", err.msg);
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- output ---------------------------------------------------------------- */
@@ -542,6 +549,7 @@ static int run(struct plugin *p)
 	bool add_like, store_only;
 	const char *args;
 	unsigned flags;
+	char why[PATH_MAX + 128];
 	int r;
 
 	p->command = getenv("CNI_COMMAND");
@@ -591,7 +599,10 @@ static int run(struct plugin *p)
 		return fail(p, err.code == EBADMSG ? CNI_DECODE : CNI_INVALID_CONFIG,
 			    "invalid IPAM configuration", err.msg);
 	p->have_cfg = true;
-	open_log(p);
+	if (open_log(p, why, sizeof(why)) < 0)
+		return fail(p, CNI_INVALID_CONFIG, why,
+			    "point ipam.log_file at a writable regular file, or remove it to log "
+			    "to stderr");
 	log_config(p);
 
 	if (add_like || strcmp(p->command, "DEL") == 0) {

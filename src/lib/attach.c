@@ -319,6 +319,32 @@ static int resolve_one(enum sel_kind kind, const char *value, const struct rn_rd
 	return rn_error_set(err, EINVAL, "unknown selection");
 }
 
+int rn_attach_check_movable(const struct rn_attach_plan *plan, struct rn_error *err)
+{
+	for (size_t i = 0; !plan->chained && i < plan->n_netdevs; i++) {
+		const struct rn_attach_netdev *nd = &plan->netdevs[i];
+		struct rn_link l;
+		bool immutable = false;
+		int r;
+
+		r = rn_link_by_index(nd->ifindex, &l, err);
+		if (r == 0)
+			r = rn_link_netns_immutable(&l, &immutable, err);
+		if (r < 0)
+			return r;
+		if (immutable)
+			return rn_error_set(
+				err, EOPNOTSUPP,
+				"netdev %s cannot leave the host's network namespace (%s); "
+				"select the physical netdev or the RDMA device to move",
+				nd->name,
+				l.flags & IFF_LOOPBACK ? "every namespace has its own loopback"
+						       : "its driver marks it netns-local, as for "
+							 "bridges and fallback tunnels");
+	}
+	return 0;
+}
+
 /* Two resolutions agree when they name the same first netdev. */
 static bool plans_agree(const struct rn_attach_plan *a, const struct rn_attach_plan *b)
 {
@@ -900,7 +926,27 @@ struct find_job {
 	bool found;
 };
 
-/* By its name (pod or host) with a matching MAC, else by MAC, else by ifindex with the MAC. */
+/* A MAC that tells netdevs apart: loopbacks and some virtual netdevs have none. */
+static bool mac_known(const char *mac)
+{
+	return mac[0] && strcmp(mac, "00:00:00:00:00:00") != 0;
+}
+
+/* The netdev of nd; outside the host never a loopback: every netns has its own, none moves. */
+static bool find_match(const struct find_job *job, const struct rn_link *l)
+{
+	const struct rn_attach_netdev *nd = job->nd;
+
+	if (job->in_pod && (l->flags & IFF_LOOPBACK))
+		return false;
+	return !mac_known(nd->mac) || strcasecmp(l->mac, nd->mac) == 0;
+}
+
+/*
+ * By its name (pod or host) with a matching MAC, else by MAC, else by
+ * ifindex with the MAC. Not found is job->found false; a failed lookup
+ * (EPERM, ENOBUFS...) is an error, never "absent".
+ */
 static int find_here(void *arg, struct rn_error *err)
 {
 	struct find_job *job = arg;
@@ -908,22 +954,45 @@ static int find_here(void *arg, struct rn_error *err)
 	const char *names[] = { job->in_pod ? nd->pod_name : nd->name,
 				job->in_pod ? nd->name : nd->pod_name };
 	struct rn_link l;
+	int r;
 
 	job->found = false;
-	for (size_t i = 0; i < RN_ARRAY_SIZE(names); i++)
-		if (rn_link_by_name(names[i], &l, NULL) == 0 &&
-		    (!nd->mac[0] || strcasecmp(l.mac, nd->mac) == 0)) {
+	for (size_t i = 0; i < RN_ARRAY_SIZE(names); i++) {
+		r = rn_link_by_name(names[i], &l, err);
+		if (r == -ENODEV) {
+			rn_error_clear(err);
+			continue;
+		}
+		if (r < 0)
+			return r;
+		if (find_match(job, &l)) {
 			job->link = l;
 			job->found = true;
 			return 0;
 		}
-	if (nd->mac[0] && rn_link_by_mac(nd->mac, &l, NULL) == 0) {
+	}
+	if (!mac_known(nd->mac))
+		return 0; /* neither a MAC nor an ifindex can say it is ours */
+	r = rn_link_by_mac(nd->mac, &l, err);
+	if (r == 0 && find_match(job, &l)) {
 		job->link = l;
 		job->found = true;
 		return 0;
 	}
-	if (nd->ifindex > 0 && rn_link_by_index(nd->ifindex, &l, NULL) == 0 &&
-	    (!nd->mac[0] || strcasecmp(l.mac, nd->mac) == 0)) {
+	if (r == -ENODEV || r == -ENOTUNIQ)
+		rn_error_clear(err); /* several: a name or the ifindex must tell */
+	else if (r < 0)
+		return r;
+	if (nd->ifindex <= 0)
+		return 0;
+	r = rn_link_by_index(nd->ifindex, &l, err);
+	if (r == -ENODEV) {
+		rn_error_clear(err);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	if (find_match(job, &l)) {
 		job->link = l;
 		job->found = true;
 	}
@@ -1041,7 +1110,8 @@ static int out_from_pod(const struct rn_attach_plan *plan, int pod_fd, int home_
 
 		r = rn_netns_run(pod_fd, find_here, &job, err);
 		if (r < 0)
-			return r;
+			return rn_error_wrap(err, "cannot look for netdev %s in the pod",
+					     nd->pod_name);
 		if (!job.found)
 			continue;
 		os->netdev_seen_in_pod[i] = true;
@@ -1083,7 +1153,10 @@ static int out_at_home(const struct rn_attach_plan *plan, bool pod_alive, struct
 
 		if (os->netdev_done[i])
 			continue;
-		(void)find_here(&job, NULL);
+		r = find_here(&job, err);
+		if (r < 0)
+			return rn_error_wrap(err, "cannot look for netdev %s on the host",
+					     nd->name);
 		if (job.found) {
 			r = netdev_restore(nd, &job.link, err);
 			if (r < 0)
@@ -1117,10 +1190,11 @@ static int hunt_here(void *arg, struct rn_error *err)
 	struct mac_hunt *h = arg;
 	struct find_job job = { .nd = h->nd, .in_pod = true };
 	struct send_home_job send;
+	int r;
 
-	(void)find_here(&job, NULL);
-	if (!job.found)
-		return 0;
+	r = find_here(&job, err);
+	if (r < 0 || !job.found)
+		return r;
 	send = (struct send_home_job){ .link = &job.link,
 				       .name = h->nd->name,
 				       .home_fd = h->home_fd };

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -160,6 +161,27 @@ static int check_dir(const char *dir, struct rn_error *err)
 	return 0;
 }
 
+/* DIR/locks as a directory fd; a symlink there (or a symlinked DIR) is refused. */
+static int open_locks_dir(const char *dir, struct rn_error *err)
+{
+	_cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd;
+
+	if (dfd < 0)
+		return rn_error_errno(err, errno,
+				      "cannot open state directory %s (a symlink there is refused)",
+				      dir);
+	fd = rn_open_beneath(dfd, "locks", O_PATH | O_DIRECTORY, 0);
+	if (fd == -ELOOP || fd == -ENOTDIR)
+		return rn_error_set(err, ELOOP,
+				    "%s/locks is not a directory (a symlink there is refused: "
+				    "remove it, rdma-netns makes the directory)",
+				    dir);
+	if (fd < 0)
+		return rn_error_errno(err, -fd, "cannot open %s/locks", dir);
+	return fd;
+}
+
 static int mkdir_p(const char *dir, struct rn_error *err)
 {
 	char path[PATH_MAX];
@@ -196,6 +218,10 @@ int rn_cni_state_dir_init(const char *dir, struct rn_error *err)
 		return rn_error_set(err, ENAMETOOLONG, "state directory %s: path too long", dir);
 	if (mkdir(locks, 0700) < 0 && errno != EEXIST)
 		return rn_error_errno(err, errno, "cannot create %s", locks);
+	r = open_locks_dir(dir, err);
+	if (r < 0)
+		return r;
+	close(r);
 	return 0;
 }
 
@@ -305,7 +331,7 @@ int rn_cni_state_read(const char *dir, const char *name, struct rn_cni_state *ou
 		return r;
 	{
 		/* a FIFO or a device in the state dir must not hang DEL */
-		int fd = rn_open_regular(AT_FDCWD, path, O_RDONLY, 0, "state file", err);
+		int fd = rn_open_regular(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW, 0, "state file", err);
 
 		if (fd == -ENOENT)
 			return rn_error_set(err, ENOENT, "no state file %s", path);
@@ -426,6 +452,29 @@ int rn_cni_state_write(const char *dir, const char *name, const struct rn_cni_st
 	return 0;
 }
 
+/* ".NAME.PID.tmp" of a writer killed before its rename: its PID is gone. */
+static void remove_dead_tmps(const char *dir, const char *name)
+{
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	size_t n = strlen(name);
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		const char *p = de->d_name;
+		char *end;
+		long pid;
+
+		if (p[0] != '.' || strncmp(p + 1, name, n) != 0 || p[n + 1] != '.')
+			continue;
+		errno = 0;
+		pid = strtol(p + n + 2, &end, 10);
+		if (errno || pid <= 0 || strcmp(end, ".tmp") != 0)
+			continue;
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			(void)unlinkat(dirfd(d), p, 0);
+	}
+}
+
 int rn_cni_state_remove(const char *dir, const char *name, struct rn_error *err)
 {
 	char path[PATH_MAX];
@@ -436,6 +485,7 @@ int rn_cni_state_remove(const char *dir, const char *name, struct rn_error *err)
 		return r;
 	if (unlink(path) < 0 && errno != ENOENT)
 		return rn_error_errno(err, errno, "cannot remove state file %s", path);
+	remove_dead_tmps(dir, name);
 	(void)fsync_dir(dir);
 	return 0;
 }
@@ -500,48 +550,111 @@ oom:
 
 /* ---- locks ---- */
 
+/* "KEY" as a lock file name: characters outside [A-Za-z0-9_.:-] become '_'. */
+static int lock_name(const char *key, char *buf, size_t len, struct rn_error *err)
+{
+	size_t i;
+
+	for (i = 0; key[i] && i < len - 6; i++) {
+		char c = key[i];
+
+		buf[i] = isalnum((unsigned char)c) || c == '_' || c == '.' || c == ':' || c == '-'
+				 ? c
+				 : '_';
+	}
+	buf[i] = '\0';
+	if (i == 0 || buf[0] == '.')
+		return rn_error_set(err, EINVAL, "invalid lock name '%s'", key);
+	strcat(buf, ".lock");
+	return 0;
+}
+
+/* Whether fd is still the file named `name` in locks (a releaser may have removed it). */
+static bool still_named(int locks, const char *name, int fd)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && fstatat(locks, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 int rn_cni_lock(const char *dir, const char *key, const char *what, int timeout_ms, int *ret_fd,
 		struct rn_error *err)
 {
-	char path[PATH_MAX], safe[128];
-	_cleanup_close_ int fd = -1;
+	char name[128];
+	_cleanup_close_ int locks = -1;
 	struct timespec start, now;
-	size_t i;
+	int r;
 
 	*ret_fd = -1;
-	for (i = 0; key[i] && i < sizeof(safe) - 1; i++) {
-		char c = key[i];
-
-		safe[i] = isalnum((unsigned char)c) || c == '_' || c == '.' || c == ':' || c == '-'
-				  ? c
-				  : '_';
-	}
-	safe[i] = '\0';
-	if (i == 0 || safe[0] == '.')
-		return rn_error_set(err, EINVAL, "invalid lock name '%s'", key);
-	if (rn_path(path, sizeof(path), "%s/locks/%s.lock", dir, safe) < 0)
-		return rn_error_set(err, ENAMETOOLONG, "lock path too long under %s", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return rn_error_errno(err, errno, "cannot open lock %s", path);
+	r = lock_name(key, name, sizeof(name), err);
+	if (r < 0)
+		return r;
+	locks = open_locks_dir(dir, err);
+	if (locks < 0)
+		return locks;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
+		_cleanup_close_ int fd =
+			rn_open_beneath(locks, name, O_RDWR | O_CREAT | O_NONBLOCK, 0600);
 		long elapsed;
 
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-			break;
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			return rn_error_errno(err, errno, "cannot lock %s", path);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		elapsed = (now.tv_sec - start.tv_sec) * 1000 +
-			  (now.tv_nsec - start.tv_nsec) / 1000000;
-		if (elapsed >= timeout_ms)
-			return rn_error_set(err, EAGAIN,
-					    "%s is busy: another ADD or DEL has held it for %d ms; "
-					    "try again later",
-					    what, timeout_ms);
-		usleep(5000);
+		if (fd < 0)
+			return rn_error_errno(
+				err, -fd, "cannot open lock %s/locks/%s%s", dir, name,
+				fd == -ELOOP ? " (a symlink there is refused: remove it)" : "");
+		for (;;) {
+			if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+				break;
+			if (errno != EWOULDBLOCK && errno != EINTR)
+				return rn_error_errno(err, errno, "cannot lock %s/locks/%s", dir,
+						      name);
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			elapsed = (now.tv_sec - start.tv_sec) * 1000 +
+				  (now.tv_nsec - start.tv_nsec) / 1000000;
+			if (elapsed >= timeout_ms)
+				return rn_error_set(
+					err, EAGAIN,
+					"%s is busy: another ADD or DEL has held it for "
+					"%d ms; try again later",
+					what, timeout_ms);
+			usleep(5000);
+		}
+		/* the holder we waited for removed the file (rn_cni_unlock_remove): again */
+		if (still_named(locks, name, fd)) {
+			*ret_fd = TAKE_FD(fd);
+			return 0;
+		}
 	}
-	*ret_fd = TAKE_FD(fd);
-	return 0;
+}
+
+void rn_cni_unlock_remove(const char *dir, const char *key, int fd)
+{
+	char name[128];
+	_cleanup_close_ int locks = -1;
+
+	if (fd < 0)
+		return;
+	if (lock_name(key, name, sizeof(name), NULL) == 0 &&
+	    (locks = open_locks_dir(dir, NULL)) >= 0 && still_named(locks, name, fd))
+		(void)unlinkat(locks, name, 0);
+	close(fd);
+}
+
+int rn_cni_attachment_lock(const char *dir, const char *state_name, int timeout_ms, int *ret_fd,
+			   struct rn_error *err)
+{
+	char key[300], what[300];
+
+	snprintf(key, sizeof(key), "att:%s", state_name);
+	snprintf(what, sizeof(what), "attachment %.250s", state_name);
+	return rn_cni_lock(dir, key, what, timeout_ms, ret_fd, err);
+}
+
+void rn_cni_attachment_unlock(const char *dir, const char *state_name, int fd)
+{
+	char key[300];
+
+	snprintf(key, sizeof(key), "att:%s", state_name);
+	rn_cni_unlock_remove(dir, key, fd);
 }

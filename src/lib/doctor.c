@@ -440,14 +440,25 @@ static int parse_nccl_conf(struct rn_doctor_process *p, char *text, const char *
 	return 0;
 }
 
+/* A file that is absent is no error; one that cannot be read is (the nccl-conf check says so). */
 static void read_conf(struct rn_doctor_process *p, int rootfd, const char *path, size_t slot)
 {
 	_cleanup_free_ char *text = NULL;
+	struct rn_error err = { 0 };
+	int r;
 
-	if (rn_rootfs_read(rootfd, path, CONF_MAX, &text, NULL) < 0)
+	r = rn_rootfs_read(rootfd, path, CONF_MAX, &text, &err);
+	if (r == -ENOENT)
 		return;
-	set_str(p->conf_files[slot], sizeof(p->conf_files[slot]), path);
-	(void)parse_nccl_conf(p, text, path);
+	if (r == 0) {
+		set_str(p->conf_files[slot], sizeof(p->conf_files[slot]), path);
+		r = parse_nccl_conf(p, text, path);
+		if (r < 0)
+			rn_error_set(&err, -r, "%s", strerror(-r));
+	}
+	if (r < 0)
+		sfmt(p->conf_errors[slot], sizeof(p->conf_errors[slot]), "cannot read %s: %s", path,
+		     err.msg);
 }
 
 /* The home directory of uid as the target's /etc/passwd says, into buf. */
@@ -1537,10 +1548,30 @@ static void check_nccl_ifname(struct ctx *x)
 	     want ? "; rdmans env: NCCL_SOCKET_IFNAME=" : "", want ? want : "");
 }
 
+/* Only when one could not be read: NCCL skips such a file without a word. */
+static void check_nccl_conf(struct ctx *x)
+{
+	const struct rn_doctor_process *p = &x->f->proc;
+	struct rn_doctor_result *res;
+	char subj[128];
+
+	x->id = "nccl-conf";
+	x->title = "the nccl.conf files NCCL reads";
+	pid_subject(p, subj, sizeof(subj));
+	for (size_t i = 0; i < RN_ARRAY_SIZE(p->conf_errors); i++) {
+		if (!p->conf_errors[i][0])
+			continue;
+		res = emit(x, subj, RN_DOCTOR_WARN,
+			   "%s; NCCL skips it, the settings below leave it out", p->conf_errors[i]);
+		fix(res, "make it a readable regular file (or remove it)");
+	}
+}
+
 static void check_nccl(struct ctx *x)
 {
 	if (no_process(x))
 		return;
+	check_nccl_conf(x);
 	check_nccl_net(x);
 	check_nccl_hca(x);
 	check_nccl_gid(x);

@@ -351,6 +351,20 @@ static void lease_add(struct rn_ipam_lease *lease, const struct rn_ipam_config *
 	l->gateway = c->ranges[k].gateway;
 }
 
+/* A failed undo goes into the message of the failure that called for it. */
+static void undo_failed(struct rn_error *err, const char *id, const struct rn_error *undo)
+{
+	char first[RN_ERROR_MSG_MAX / 2];
+
+	if (!err)
+		return;
+	snprintf(first, sizeof(first), "%.500s", err->msg);
+	snprintf(err->msg, sizeof(err->msg),
+		 "%.480s; undoing this ADD's claims failed too (%.360s): run DEL for attachment "
+		 "%.60s to release them",
+		 first, undo->msg, id);
+}
+
 static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 		    const struct rn_ipam_owner *o, const char *id, struct rn_ipam_lease *lease,
 		    struct rn_error *err)
@@ -432,12 +446,17 @@ static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 				u128_text(rn_ipam_range_count(&c->ranges[k]), count,
 					  sizeof(count)));
 		}
+		/*
+		 * -ESTALE: the attachment changed under us; the caller runs this
+		 * again from what it holds now (our claims included), no undo.
+		 */
 		if (r == -ESTALE)
 			return r;
 		/* undo this ADD's claims; the attachment goes back to what it held */
 		if (n_claimed > 0 || attempted) {
 			struct rn_error undo_err = { 0 };
 			_cleanup_free_ char *att_text = NULL;
+			int u = 0;
 
 			for (size_t i = 0; i < n_claimed; i++)
 				refs[i] = (struct rn_ipam_ref){ att.held[n_matched + i].pool,
@@ -445,10 +464,13 @@ static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 								claimed_version[i] };
 			att.n = n_matched;
 			if (n_matched && rn_ipam_attachment_format(&att, &att_text) < 0)
-				return r;
-			(void)s->ops->commit(s, c->scope, refs, n_claimed, id, att_version,
-					     n_matched ? RN_IPAM_ATT_PUT : RN_IPAM_ATT_DELETE,
-					     att_text, &undo_err);
+				u = rn_error_set(&undo_err, ENOMEM, "out of memory");
+			if (u == 0)
+				u = s->ops->commit(s, c->scope, refs, n_claimed, id, att_version,
+						   n_matched ? RN_IPAM_ATT_PUT : RN_IPAM_ATT_DELETE,
+						   att_text, &undo_err);
+			if (u < 0)
+				undo_failed(err, id, &undo_err);
 		}
 		return r;
 	}

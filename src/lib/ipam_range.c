@@ -147,6 +147,45 @@ static int parse_bound(const struct rn_ipam_range *r, const char *what, const ch
 	return 0;
 }
 
+#define RANGE_MIN_PREFIX 8
+
+/*
+ * A pod network is a unicast prefix of /8 or longer: "fd00::/0" (every
+ * address there is), multicast and loopback are configuration mistakes.
+ */
+static int check_plausible(const char *text, int family, rn_u128 v, unsigned prefix,
+			   struct rn_error *err)
+{
+	unsigned bits = rn_ip_bits(family);
+	rn_u128 top8 = v >> (bits - 8);
+	const char *what = NULL;
+
+	if (prefix < RANGE_MIN_PREFIX)
+		return rn_error_set(err, EINVAL,
+				    "range '%s' spans %s of the %s address space (/%u); give the "
+				    "pod network's own prefix, /%d or longer (e.g. %s)",
+				    text, prefix == 0 ? "all" : "a large part",
+				    rn_ip_bits(family) == 32 ? "IPv4" : "IPv6", prefix,
+				    RANGE_MIN_PREFIX,
+				    family == AF_INET ? "10.56.0.0/16" : "fd00:56::/64");
+	if (family == AF_INET && top8 >= 224)
+		what = top8 >= 240 ? "reserved (240.0.0.0/4)" : "multicast (224.0.0.0/4)";
+	else if (family == AF_INET && top8 == 127)
+		what = "loopback (127.0.0.0/8)";
+	else if (family == AF_INET && top8 == 0)
+		what = "'this network' (0.0.0.0/8)";
+	else if (family == AF_INET6 && top8 == 0xff)
+		what = "multicast (ff00::/8)";
+	else if (family == AF_INET6 && prefix == 128 && v == 1)
+		what = "loopback (::1)";
+	if (what)
+		return rn_error_set(err, EINVAL,
+				    "range '%s' is %s: no pod interface can have such an address; "
+				    "give the pod network's unicast prefix",
+				    text, what);
+	return 0;
+}
+
 int rn_ipam_range_init(struct rn_ipam_range *r, const struct rn_ipam_range_spec *spec,
 		       struct rn_error *err)
 {
@@ -169,6 +208,9 @@ int rn_ipam_range_init(struct rn_ipam_range *r, const struct rn_ipam_range_spec 
 				    "range '%s' is not a CIDR (\"10.56.0.0/16\" or "
 				    "\"10.56.0.10-10.56.0.200/16\")",
 				    spec->range);
+	ret = check_plausible(spec->range, ip.family, ip.v, prefix, err);
+	if (ret < 0)
+		return ret;
 	hm = host_mask(ip.family, prefix);
 	r->family = ip.family;
 	r->prefix = prefix;

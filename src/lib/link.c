@@ -6,6 +6,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 #include <netlink/netlink.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
@@ -13,8 +15,11 @@
 #include <netlink/route/nexthop.h>
 #include <net/if.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include "rdmans/cleanup.h"
 #include "rdmans/link.h"
@@ -25,6 +30,8 @@
 #ifndef IFF_LOWER_UP
 #define IFF_LOWER_UP 0x10000 /* linux/if.h; clashes with net/if.h when both are included */
 #endif
+/* linux/if_link.h of kernel 6.15 (u8); older headers lack it */
+#define RN_IFLA_NETNS_IMMUTABLE 67
 
 static void sock_freep(struct nl_sock **s)
 {
@@ -271,6 +278,136 @@ static int link_change(int ifindex, const char *name, struct rtnl_link *changes,
 	return 0;
 }
 
+/* ---- netns-local netdevs ---- */
+
+struct immutable_probe {
+	bool seen;
+	bool immutable;
+};
+
+static int immutable_cb(struct nl_msg *msg, void *arg)
+{
+	struct immutable_probe *p = arg;
+	struct nlattr *tb[RN_IFLA_NETNS_IMMUTABLE + 1];
+
+	if (nlmsg_parse(nlmsg_hdr(msg), sizeof(struct ifinfomsg), tb, RN_IFLA_NETNS_IMMUTABLE,
+			NULL) < 0)
+		return NL_SKIP;
+	if (tb[RN_IFLA_NETNS_IMMUTABLE] && nla_len(tb[RN_IFLA_NETNS_IMMUTABLE]) >= 1) {
+		p->seen = true;
+		p->immutable = nla_get_u8(tb[RN_IFLA_NETNS_IMMUTABLE]) != 0;
+	}
+	return NL_OK;
+}
+
+/* IFLA_NETNS_IMMUTABLE of RTM_GETLINK (libnl's link object does not keep it). */
+static int netlink_immutable(const struct rn_link *l, struct immutable_probe *p,
+			     struct rn_error *err)
+{
+	_cleanup_sock_ struct nl_sock *sk = NULL;
+	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = l->ifindex };
+	int r;
+
+	r = route_sock(&sk, err);
+	if (r < 0)
+		return r;
+	nl_socket_disable_auto_ack(sk);
+	r = nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, immutable_cb, p);
+	if (r == 0)
+		r = nl_send_simple(sk, RTM_GETLINK, 0, &ifi, sizeof(ifi));
+	if (r >= 0)
+		r = nl_recvmsgs_default(sk);
+	if (r < 0)
+		return nl_fail(err, r, "cannot look up netdev %s", l->name);
+	return 0;
+}
+
+static int ethtool_call(int fd, const char *name, void *data)
+{
+	struct ifreq ifr = { 0 };
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	ifr.ifr_data = data;
+	return ioctl(fd, SIOCETHTOOL, &ifr) < 0 ? -errno : 0;
+}
+
+/* The ethtool feature "netns-local" (kernels before 6.12); *ret_known false when absent. */
+static int ethtool_netns_local(const struct rn_link *l, bool *ret_known, bool *ret,
+			       struct rn_error *err)
+{
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	_cleanup_free_ struct ethtool_sset_info *info = NULL;
+	_cleanup_free_ struct ethtool_gstrings *names = NULL;
+	_cleanup_free_ struct ethtool_gfeatures *feats = NULL;
+	uint32_t n, idx, blocks;
+	int r;
+
+	*ret_known = *ret = false;
+	if (fd < 0)
+		return rn_error_errno(err, errno, "cannot open a socket for ethtool");
+	info = calloc(1, sizeof(*info) + sizeof(uint32_t));
+	if (!info)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	info->cmd = ETHTOOL_GSSET_INFO;
+	info->sset_mask = 1ULL << ETH_SS_FEATURES;
+	r = ethtool_call(fd, l->name, info);
+	if (r == -EOPNOTSUPP)
+		return 0;
+	if (r < 0)
+		return rn_error_errno(err, -r, "cannot read the features of netdev %s", l->name);
+	if (!(info->sset_mask & (1ULL << ETH_SS_FEATURES)) || info->data[0] == 0 ||
+	    info->data[0] > 4096)
+		return 0;
+	n = info->data[0];
+	names = calloc(1, sizeof(*names) + (size_t)n * ETH_GSTRING_LEN);
+	blocks = (n + 31) / 32;
+	feats = calloc(1, sizeof(*feats) + blocks * sizeof(feats->features[0]));
+	if (!names || !feats)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	names->cmd = ETHTOOL_GSTRINGS;
+	names->string_set = ETH_SS_FEATURES;
+	names->len = n;
+	r = ethtool_call(fd, l->name, names);
+	if (r < 0)
+		return rn_error_errno(err, -r, "cannot read the feature names of netdev %s",
+				      l->name);
+	for (idx = 0; idx < n && idx < names->len; idx++)
+		if (strncmp((const char *)names->data + (size_t)idx * ETH_GSTRING_LEN,
+			    "netns-local", ETH_GSTRING_LEN) == 0)
+			break;
+	if (idx == n || idx >= names->len)
+		return 0;
+	feats->cmd = ETHTOOL_GFEATURES;
+	feats->size = blocks;
+	r = ethtool_call(fd, l->name, feats);
+	if (r < 0)
+		return rn_error_errno(err, -r, "cannot read the features of netdev %s", l->name);
+	*ret_known = true;
+	*ret = feats->features[idx / 32].active & (1U << (idx % 32));
+	return 0;
+}
+
+int rn_link_netns_immutable(const struct rn_link *l, bool *ret, struct rn_error *err)
+{
+	struct immutable_probe p = { 0 };
+	bool known = false;
+	int r;
+
+	*ret = false;
+	if (l->flags & IFF_LOOPBACK) {
+		*ret = true;
+		return 0;
+	}
+	r = netlink_immutable(l, &p, err);
+	if (r < 0)
+		return r;
+	if (p.seen) {
+		*ret = p.immutable;
+		return 0;
+	}
+	return ethtool_netns_local(l, &known, ret, err);
+}
+
 struct name_probe {
 	const char *name;
 	bool found;
@@ -347,6 +484,16 @@ int rn_link_move(int ifindex, const char *name, int nsfd, const char *new_name,
 				      "netdev %s was left in the target namespace under its "
 				      "old name; move it back with 'ip link set'",
 				      name);
+	} else if (r == -EINVAL) {
+		/* dev_change_net_namespace() says EINVAL for a netns-local netdev */
+		char why[RN_ERROR_MSG_MAX / 2];
+
+		snprintf(why, sizeof(why), "%.500s", err ? err->msg : "");
+		return rn_error_set(err, EOPNOTSUPP,
+				    "the kernel refuses to move netdev %s to another network "
+				    "namespace (%s): a loopback, bridge or other netns-local "
+				    "netdev cannot move; select the physical netdev",
+				    name, why);
 	}
 	return r;
 }

@@ -3,11 +3,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
@@ -259,4 +262,68 @@ bool rn_json_complete(const char *buf, size_t len)
 		}
 	}
 	return false;
+}
+
+/* rn_open_beneath() without openat2: one component at a time, never through a symlink. */
+static int walk_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	_cleanup_free_ char *copy = strdup(path);
+	_cleanup_close_ int cur = -1;
+	char *comp, *next;
+	int at = dirfd;
+
+	if (!copy)
+		return -ENOMEM;
+	for (comp = copy; comp; comp = next) {
+		struct stat st;
+		int fd;
+
+		next = strchr(comp, '/');
+		if (next)
+			*next++ = '\0';
+		if (!*comp || strcmp(comp, ".") == 0) {
+			if (next)
+				continue;
+			comp = (char *)".";
+		}
+		if (strcmp(comp, "..") == 0)
+			return -EXDEV;
+		if (!next) {
+			fd = openat(at, comp, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+			if (fd < 0)
+				return errno == ELOOP || errno == EMLINK ? -ELOOP : -errno;
+			return fd;
+		}
+		if (fstatat(at, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+			return -ELOOP;
+		fd = openat(at, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		if (cur >= 0)
+			close(cur);
+		cur = fd;
+		at = cur;
+	}
+	return -EINVAL;
+}
+
+int rn_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+	};
+	int fd;
+
+	if (!path || !*path)
+		return -EINVAL;
+	fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	if (fd >= 0)
+		return fd;
+	if (errno != ENOSYS)
+		return -errno;
+	if (path[0] == '/')
+		return -EXDEV;
+	return walk_beneath(dirfd, path, flags, mode);
 }

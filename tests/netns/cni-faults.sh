@@ -1,9 +1,15 @@
 #!/bin/bash
 # rdma-netns killed half way (SIGKILL, no cleanup) at every step of ADD, and
 # at 200 random steps of ADD or DEL: the DEL the runtime runs next must leave
-# no netdev, address, route, lease or state file behind. Needs the test build
-# (meson -Dfault_injection=true: RDMA_NETNS_FAULT_STEP=N). Root, veths on
-# the host kernel. Every name here starts with "rncf".
+# no netdev, address, route, lease or state file behind. Then every way ADD
+# is refused, by rdma-netns or by the kernel (a netns-local netdev, an
+# altname clash, IPv6 disabled in the pod, an unreachable gateway, an
+# exhausted range, a taken pod interface name): the ADD fails with its code
+# and undoes itself, the DEL after it succeeds, and ADD killed at each of
+# its steps (its undo's included) followed by DEL leaves nothing either.
+# Needs the test build (meson -Dfault_injection=true: RDMA_NETNS_FAULT_STEP=N,
+# RDMA_NETNS_FAULT_SKIP). Root, veths on the host kernel. Every name here
+# starts with "rncf".
 #   TEST_CNI_FAULT_RUNS   random runs (default 200)
 #   TEST_CNI_FAULT_SEED   RANDOM seed (default: time; printed)
 set -u
@@ -28,6 +34,7 @@ export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
 cleanup() {
 	ip netns del rncf-pod 2>/dev/null
 	ip link del rncf0 2>/dev/null
+	ip link del rncfbr0 2>/dev/null
 }
 cleanup
 trap 'cleanup; rm -rf "$tmp"' EXIT
@@ -49,8 +56,8 @@ snap() {
 	ip -n rncf-pod -o link | sed -E 's/^[0-9]+: //'
 	ip -n rncf-pod -o addr | grep -v 'inet6 fe80'
 	ip -n rncf-pod route
-	(cd "$tmp" && find state devinfo hl -type f ! -path 'state/locks/*' \
-		! -name 'last_reserved_ip*' ! -name lock 2>/dev/null | sort)
+	(cd "$tmp" && find state devinfo hl ri -type f ! -path 'state/locks/*' \
+		! -path 'ri/.locks/*' ! -name 'last_reserved_ip*' ! -name lock 2>/dev/null | sort)
 }
 steps_of() { sed -n 's/.*fault injection: [A-Z]* made \([0-9]*\) steps.*/\1/p' <<<"$1" | tail -1; }
 state_files() { find "$tmp/state" -maxdepth 1 -type f 2>/dev/null | wc -l; }
@@ -121,4 +128,115 @@ for ((i = 1; i <= runs; i++)); do
 done
 vm_check "$runs random kills during ADD or DEL, each followed by DEL: nothing left ($bad failed)" test "$bad" = 0
 vm_check "the netdev is home with its name and alias" vm_expect_contains "$(ip -o link show rncf0)" "alias fault test"
+
+# The same with rdma-netns-ipam: its leases (address and attachment records) go too.
+conf=$(jq -nc --arg ri "$tmp/ri" '{cniVersion: "1.0.0", name: "rncfnet", type: "rdma-netns",
+	device: "rncf0", requireRdma: false,
+	ipam: {type: "rdma-netns-ipam", range: "10.192.0.0/29", dataDir: $ri,
+	       routes: [{dst: "10.190.0.0/16"}]}}')
+ln -s "$RDMANS_BUILD_DIR/src/ipam/rdma-netns-ipam" "$tmp/bin/rdma-netns-ipam"
+cni_run ADD "$conf" RDMA_NETNS_FAULT_STEP=100000
+ri_steps=$(steps_of "$ERR")
+cni_run DEL "$conf"
+vm_check "rdma-netns-ipam: a full ADD and DEL succeed" test "$RC" = 0 -a -n "$ri_steps"
+baseline=$(snap)
+bad=0
+for ((n = 1; n <= ${ri_steps:-0}; n++)); do
+	kill_at ADD "$n" || { bad=$((bad + 1)); vm_diag "$WHY"; cni_run DEL "$conf"; }
+done
+vm_check "rdma-netns-ipam: ADD killed after each of its $ri_steps steps, then DEL: no lease, nothing left" test "$bad" = 0
+
+# ---- every way ADD is refused, by rdma-netns or by the kernel ----
+
+# refused WHEN NAME CODE CONF [VAR=VALUE...]: ADD fails with CODE, having
+# undone itself; DEL after it succeeds. WHEN "before": refused before any
+# change (no step); "after": after some, and ADD killed after each of its
+# steps (the undo's included), then DEL, leaves nothing. The node's state
+# before is the baseline.
+refused() {
+	local when=$1 name=$2 code=$3 c=$4 base steps got n bad=0 now
+	shift 4
+	base=$(snap)
+	cni_run ADD "$c" RDMA_NETNS_FAULT_STEP=100000 "$@"
+	steps=$(steps_of "$ERR")
+	REFUSED_MSG=$ERR
+	got=$(jq -r '.code // empty' <<<"$OUT" 2>/dev/null)
+	if [ "$RC" = 1 ] && [ "$got" = "$code" ]; then vm_ok "$name: ADD fails with code $code"; else
+		vm_not_ok "$name: ADD fails with code $code"
+		cni_diag_run
+	fi
+	vm_check "$name: the failed ADD undid everything it did" vm_expect_eq "$base" "$(snap)"
+	cni_run DEL "$c" "$@"
+	now=$(snap)
+	if [ "$RC" = 0 ] && [ "$now" = "$base" ]; then vm_ok "$name: DEL after it succeeds and leaves nothing"; else
+		vm_not_ok "$name: DEL after it succeeds and leaves nothing"
+		cni_diag_run
+		diff <(echo "$base") <(echo "$now") | sed 's/^/# /'
+	fi
+	if [ "$when" = before ]; then
+		vm_check "$name: refused before any change" test "${steps:-x}" = 0
+		return
+	fi
+	for ((n = 1; n <= ${steps:-0}; n++)); do
+		cni_run ADD "$c" RDMA_NETNS_FAULT_STEP="$n" "$@"
+		[ "$RC" = 137 ] || { bad=$((bad + 1)); vm_diag "step $n: ADD exited $RC, not killed"; }
+		cni_run DEL "$c" "$@"
+		now=$(snap)
+		if [ "$RC" != 0 ] || [ "$now" != "$base" ]; then
+			bad=$((bad + 1))
+			vm_diag "killed after step $n, then DEL (exit $RC): $OUT"
+			diff <(echo "$base") <(echo "$now") | sed 's/^/# /'
+			cni_run DEL "$c" "$@"
+		fi
+	done
+	vm_check "$name: ADD killed after each of its ${steps:-0} steps, then DEL: nothing left" test "${steps:-0}" -gt 0 -a "$bad" = 0
+}
+
+with() { jq -c "$1" <<<"$conf"; }
+
+# netns-local netdevs: refused before anything changes (no step at all) ...
+refused before "device lo" 109 "$(with '.device = "lo"')"
+vm_check "device lo: a clear message" vm_expect_contains "$REFUSED_MSG" "netdev lo cannot leave the host's network namespace"
+ip link add rncfbr0 type bridge
+refused before "a bridge (netns-local)" 109 "$(with '.device = "rncfbr0"')"
+# ... and, as on kernels that tell neither IFLA_NETNS_IMMUTABLE nor the ethtool
+# feature, refused by the kernel at the move: undone all the same
+refused after "device lo, refused by the kernel" 109 "$(with '.device = "lo"')" RDMA_NETNS_FAULT_SKIP=movable
+vm_check "device lo, refused by the kernel: says so" vm_expect_contains "$REFUSED_MSG" "the kernel refuses to move netdev lo"
+refused after "a bridge, refused by the kernel" 109 "$(with '.device = "rncfbr0"')" RDMA_NETNS_FAULT_SKIP=movable
+ip link del rncfbr0
+
+# the kernel refuses the move: an altname of the netdev names a netdev in the pod
+ip link property add dev rncf0 altname rncfalt
+ip -n rncf-pod link add rncfalt type veth peer name rncfaltp
+refused after "an altname clash in the pod (kernel)" 105 "$conf"
+ip -n rncf-pod link del rncfalt
+ip link property del dev rncf0 altname rncfalt
+
+# the pod already has the interface name
+ip -n rncf-pod link add net1 type veth peer name rncfp1
+refused after "the pod interface name is taken" 105 "$conf"
+ip -n rncf-pod link del net1
+
+# the kernel refuses the address: IPv6 is disabled in the pod
+ip netns exec rncf-pod sysctl -qw net.ipv6.conf.default.disable_ipv6=1 net.ipv6.conf.all.disable_ipv6=1
+refused after "IPv6 disabled in the pod (kernel refuses the address)" 109 "$(with '.ipam.range = "fd00:192::/120"')"
+ip netns exec rncf-pod sysctl -qw net.ipv6.conf.default.disable_ipv6=0 net.ipv6.conf.all.disable_ipv6=0
+
+# the kernel refuses the route: its gateway is not on the pod's link
+refused after "an unreachable gateway (kernel refuses the route)" 109 \
+	"$(with '.ipam.routes = [{dst: "10.190.0.0/16", gw: "10.77.0.1"}]')"
+
+# the IPAM plugin refuses: the range is exhausted by two other containers
+small=$(with '.ipam.range = "10.193.0.0/30"')
+ipam_only=$(jq -c '{cniVersion, name, ipam}' <<<"$small")
+for other in rncf-x1 rncf-x2; do
+	cni_run ADD "$ipam_only" CNI_CONTAINERID="$other" CNI_ARGS="K8S_POD_NAMESPACE=default;K8S_POD_NAME=$other"
+done
+vm_check "two other containers take the two addresses of a /30" test "$RC" = 0
+refused after "an exhausted range (IPAM refuses)" 100 "$small"
+for other in rncf-x1 rncf-x2; do
+	cni_run DEL "$ipam_only" CNI_CONTAINERID="$other" CNI_ARGS="K8S_POD_NAMESPACE=default;K8S_POD_NAME=$other"
+done
+vm_check "the netdev is home after every refused ADD" vm_expect_contains "$(ip -o link show rncf0)" "alias fault test"
 vm_done

@@ -711,6 +711,36 @@ static void conf_symlinks_stay_inside_the_container(void)
 	CHECK_STATUS(result(&x, "nccl-gid-index", NULL), RN_DOCTOR_PASS);
 }
 
+static void an_unreadable_nccl_conf_is_a_warning(void)
+{
+	_cleanup_fixture_ struct fixture x;
+	char dir[4096];
+
+	setup(&x);
+	CHECK_INT(gather(&x), 0);
+	add_process(&x, "unlimited", "0", ENV("A=b\0"));
+	/* NCCL skips an /etc/nccl.conf it cannot read: the doctor must not skip it silently */
+	snprintf(dir, sizeof(dir), "%s/4242/root/etc/nccl.conf", x.proc);
+	CHECK(mkdir(dir, 0755) == 0);
+	CHECK_INT(process(&x), 0);
+	CHECK_INT(evaluate(&x), 0);
+	CHECK_STATUS(result(&x, "nccl-conf", NULL), RN_DOCTOR_WARN);
+	CHECK_CONTAINS(result(&x, "nccl-conf", NULL)->message, "cannot read /etc/nccl.conf");
+	CHECK_STR(x.f.proc.conf_files[1], "");
+}
+
+static void a_missing_nccl_conf_is_no_warning(void)
+{
+	_cleanup_fixture_ struct fixture x;
+
+	setup(&x);
+	CHECK_INT(gather(&x), 0);
+	add_process(&x, "unlimited", "0", ENV("A=b\0"));
+	CHECK_INT(process(&x), 0);
+	CHECK_INT(evaluate(&x), 0);
+	CHECK_STR(result(&x, "nccl-conf", NULL)->id, "none");
+}
+
 RN_TEST_MAIN(T(healthy_pod_passes_every_netns_check), T(shared_mode_fails_with_the_fix),
 	     T(exclusive_now_but_not_at_boot_warns), T(shared_mode_with_exclusive_boot_says_reboot),
 	     T(no_rdma_netlink_fails_and_skips_the_mode), T(empty_pod_netns_fails_and_says_move),
@@ -726,4 +756,5 @@ RN_TEST_MAIN(T(healthy_pod_passes_every_netns_check), T(shared_mode_fails_with_t
 	     T(hca_that_matches_nothing_here_fails), T(socket_ifname_must_match_a_netdev),
 	     T(ib_disabled_fails), T(etc_nccl_conf_is_read_and_the_environment_wins),
 	     T(user_nccl_conf_comes_before_etc), T(nccl_conf_file_variable_replaces_the_user_file),
-	     T(conf_symlinks_stay_inside_the_container))
+	     T(conf_symlinks_stay_inside_the_container), T(an_unreadable_nccl_conf_is_a_warning),
+	     T(a_missing_nccl_conf_is_no_warning))

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ipam_store.h" /* src/lib: a store whose commit fails, for the undo test */
 #include "rdmans/ipam.h"
 #include "test.h"
 
@@ -852,6 +853,51 @@ static void damaged_address_records_are_listed_and_removed_only_while_damaged(vo
 	teardown();
 }
 
+static int commit_fails(struct rn_ipam_store *s, const char *scope, const struct rn_ipam_ref *refs,
+			size_t n, const char *id, uint64_t att_version, enum rn_ipam_att_op att_op,
+			const char *att_text, struct rn_error *err)
+{
+	return rn_error_set(err, EIO, "injected: the store refused the write");
+}
+
+static void a_failed_undo_of_an_add_reaches_the_message(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	const struct rn_ipam_store_ops *real;
+	struct rn_ipam_store_ops failing;
+	struct rn_ipam_lease l;
+	struct rn_ipam_owner a = pod("ca", "a"), b = pod("cb", "b"), z = pod("cz", "z");
+	struct rn_error err = { 0 };
+	size_t released = 0;
+
+	setup();
+	config(&c, "rdma-a",
+	       "\"ipRanges\":[{\"range\":\"10.56.0.0/24\"},{\"range\":\"fd00:56::/126\","
+	       "\"exclude\":[\"fd00:56::3\"]}]");
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_add(s, &c, &a, &l, &err), 0);
+	CHECK_INT(rn_ipam_add(s, &c, &b, &l, &err), 0);
+	/* z claims an IPv4 address, finds no IPv6 one, and its undo cannot write */
+	real = s->ops;
+	failing = *real;
+	failing.commit = commit_fails;
+	s->ops = &failing;
+	CHECK_INT(rn_ipam_add(s, &c, &z, &l, &err), -ENOSPC);
+	CHECK_CONTAINS(err.msg, "fd00:56::/126");
+	CHECK_CONTAINS(err.msg, "undoing this ADD's claims failed too (injected");
+	CHECK_CONTAINS(err.msg, "run DEL");
+	CHECK_INT(count_files("_default/addr"), 5);
+	/* and DEL, as the message says, releases what the undo could not */
+	s->ops = real;
+	CHECK_INT(rn_ipam_del(s, &c, &z, &released, &err), 0);
+	CHECK_INT((int)released, 1);
+	CHECK_INT(count_files("_default/addr"), 4);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
 RN_TEST_MAIN(T(add_gives_an_address_and_an_operator_readable_record),
 	     T(a_repeated_add_returns_the_same_address),
 	     T(a_new_sandbox_of_the_pod_takes_its_address_over),
@@ -867,4 +913,5 @@ RN_TEST_MAIN(T(add_gives_an_address_and_an_operator_readable_record),
 	     T(a_damaged_attachment_is_rebuilt_by_add_and_released_by_del),
 	     T(gc_rebuilds_a_damaged_attachment_and_keeps_its_addresses),
 	     T(del_removes_its_own_damaged_address_record),
-	     T(damaged_address_records_are_listed_and_removed_only_while_damaged))
+	     T(damaged_address_records_are_listed_and_removed_only_while_damaged),
+	     T(a_failed_undo_of_an_add_reaches_the_message))

@@ -303,18 +303,49 @@ static void ipv6_slash_120_has_255_usable_addresses(void)
 	rn_ipam_range_free(&r);
 }
 
-static void the_whole_ipv6_space_does_not_overflow(void)
+static void the_largest_ipv6_range_does_not_overflow(void)
 {
 	struct rn_ipam_range r;
 	struct rn_error err = { 0 };
 	rn_u128 hint;
 
-	CHECK_INT(init(&r, "::/0", &err), 0);
-	CHECK(r.start == 0 && r.end == ~(rn_u128)0);
-	CHECK(rn_ipam_range_count(&r) > ((rn_u128)1 << 127));
+	CHECK_INT(init(&r, "fd00::/8", &err), 0);
+	CHECK(r.start == (rn_u128)0xfd << 120 && r.end == ((rn_u128)0xfe << 120) - 1);
+	CHECK(rn_ipam_range_count(&r) == ((rn_u128)1 << 120) - 1);
 	hint = rn_ipam_range_hint(&r, "x");
-	CHECK(hint != 0);
+	CHECK(hint > r.start && hint <= r.end);
 	rn_ipam_range_free(&r);
+}
+
+static void absurd_ranges_are_refused_with_the_reason(void)
+{
+	static const struct {
+		const char *range, *needle;
+	} bad[] = {
+		{ "fd00::/0", "spans all of the IPv6 address space (/0)" },
+		{ "::/0", "spans all of the IPv6 address space" },
+		{ "0.0.0.0/0", "spans all of the IPv4 address space" },
+		{ "10.0.0.0/7", "spans a large part of the IPv4 address space (/7)" },
+		{ "fc00::/7", "/8 or longer" },
+		{ "224.0.0.0/24", "multicast (224.0.0.0/4)" },
+		{ "240.1.0.0/16", "reserved (240.0.0.0/4)" },
+		{ "127.0.0.0/8", "loopback" },
+		{ "0.1.0.0/16", "'this network'" },
+		{ "ff02::/64", "multicast (ff00::/8)" },
+		{ "10.56.0.1-10.56.0.9/0", "spans all of the IPv4 address space" },
+	};
+	struct rn_ipam_range r;
+	struct rn_error err = { 0 };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK_INT(init(&r, bad[i].range, &err), -EINVAL);
+		CHECK_CONTAINS(err.msg, bad[i].needle);
+		CHECK_CONTAINS(err.msg, bad[i].range);
+	}
+	/* the edges that are fine */
+	CHECK_INT(init(&r, "10.0.0.0/8", &err), 0);
+	CHECK_INT(init(&r, "223.255.255.0/24", &err), 0);
+	CHECK_INT(init(&r, "fd00:56::/64", &err), 0);
 }
 
 static void hints_depend_on_the_key(void)
@@ -572,8 +603,10 @@ RN_TEST_MAIN(T(ip_parse_and_format_round_trip), T(ip_parse_refuses_garbage),
 	     T(bad_ranges_say_what_is_wrong), T(gateway_is_never_usable),
 	     T(excludes_are_merged_and_honoured), T(bad_excludes_are_refused),
 	     T(point_to_point_prefixes_use_every_address), T(ipv6_slash_64_is_an_ordinary_range),
-	     T(ipv6_slash_120_has_255_usable_addresses), T(the_whole_ipv6_space_does_not_overflow),
-	     T(hints_depend_on_the_key), T(walk_starts_at_the_hint_not_the_first_address),
+	     T(ipv6_slash_120_has_255_usable_addresses),
+	     T(the_largest_ipv6_range_does_not_overflow),
+	     T(absurd_ranges_are_refused_with_the_reason), T(hints_depend_on_the_key),
+	     T(walk_starts_at_the_hint_not_the_first_address),
 	     T(walk_goes_on_when_a_claim_loses_a_race),
 	     T(walk_wraps_and_visits_every_usable_address_once),
 	     T(losers_of_a_race_spread_over_the_window), T(walk_reports_a_full_range),
