@@ -16,6 +16,8 @@ packages=(
 	python3-jsonschema
 	# promtool check metrics on the exporter's output (prometheus: ~96 MB installed)
 	prometheus
+	# runtime suite: the container runtimes that drive rdmans in the VM (tests/runtime)
+	podman containerd
 	# vm suite: qemu, an initramfs, Debian's kernel (fetched by tests/vm/prepare.sh)
 	qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils rdmacm-utils perftest
 	# format check

@@ -163,9 +163,10 @@ struct rn_nccl_request {
 	size_t n_layers;
 	/*
 	 * Only values that do not depend on a pod's address or netdevs (CDI
-	 * specs, written before any pod exists): profile values other than
-	 * NCCL_IB_HCA and NCCL_IB_GID_INDEX, NCCL_IB_ADDR_* for addr_range,
-	 * and the layers. The node, when given, only picks the "auto" profile.
+	 * specs, written before any pod exists, whose env beats the pod's
+	 * /etc/nccl.conf): profile values, NCCL_IB_ADDR_* for addr_range and
+	 * the layers, less every rn_nccl_pod_dependent() name. The node, when
+	 * given, only picks the "auto" profile.
 	 */
 	bool node_static;
 	const char *addr_range; /* node_static: the pool's CIDR, or NULL */
@@ -230,6 +231,13 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 		    struct rn_nccl_result *out, struct rn_error *err);
 
 /* The setting called name, or NULL. */
+/*
+ * NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_SOCKET_IFNAME: true only of the pod
+ * that holds the devices (rdmans-hook resolves them per pod); a node-wide
+ * value would be wrong for every other pod.
+ */
+bool rn_nccl_pod_dependent(const char *name);
+
 const struct rn_nccl_setting *rn_nccl_result_get(const struct rn_nccl_result *res,
 						 const char *name);
 

@@ -652,10 +652,17 @@ static void static_mode_leaves_pod_values_to_the_hook(void)
 	CHECK(!value(&res, "NCCL_IB_HCA"));
 	CHECK(!value(&res, "NCCL_IB_GID_INDEX"));
 	CHECK_STR(value(&res, "NCCL_IB_TC"), "136");
-	CHECK_STR(value(&res, "NCCL_SOCKET_IFNAME"), "eth");
+	/* the interface is the pod's too: env would beat the hook's nccl.conf */
+	CHECK(!value(&res, "NCCL_SOCKET_IFNAME"));
 	CHECK_STR(value(&res, "NCCL_IB_ADDR_FAMILY"), "AF_INET");
 	CHECK_STR(value(&res, "NCCL_IB_ADDR_RANGE"), "10.100.100.0/24");
 	CHECK_STR(value(&res, "NCCL_IB_ROCE_VERSION_NUM"), "2");
+	rn_nccl_result_free(&res);
+	/* a layer's HCA (a config file) is the hook's as well */
+	CHECK_INT(rn_nccl_layer_set(&l, "NCCL_IB_HCA", "=mlx5_1", &err), 0);
+	REQUIRE(rn_nccl_resolve(NULL, &req, &res, &err) == 0);
+	CHECK(!value(&res, "NCCL_IB_HCA"));
+	CHECK(rn_nccl_pod_dependent("NCCL_IB_GID_INDEX") && !rn_nccl_pod_dependent("NCCL_IB_TC"));
 	rn_nccl_result_free(&res);
 	req.addr_range = "10.100.100.0";
 	CHECK_INT(rn_nccl_resolve(NULL, &req, &res, &err), -EINVAL);
