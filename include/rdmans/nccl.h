@@ -245,9 +245,10 @@ struct rn_nccl_request {
 	size_t n_layers;
 	/*
 	 * Only values that do not depend on a pod's address or netdevs (CDI
-	 * specs, written before any pod exists): profile values other than
-	 * NCCL_IB_HCA and NCCL_IB_GID_INDEX, NCCL_IB_ADDR_* for addr_range,
-	 * and the layers. The node, when given, only picks the "auto" profile.
+	 * specs, written before any pod exists, whose env beats the pod's
+	 * /etc/nccl.conf): profile values, NCCL_IB_ADDR_* for addr_range and
+	 * the layers, less every rn_nccl_pod_dependent() name. The node, when
+	 * given, only picks the "auto" profile.
 	 */
 	bool node_static;
 	const char *addr_range; /* node_static: the pool's CIDR (IPv4 or IPv6), or NULL */
@@ -321,6 +322,13 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 		    struct rn_nccl_result *out, struct rn_error *err);
 
 /* The setting called name, or NULL. */
+/*
+ * NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_SOCKET_IFNAME: true only of the pod
+ * that holds the devices (rdmans-hook resolves them per pod); a node-wide
+ * value would be wrong for every other pod.
+ */
+bool rn_nccl_pod_dependent(const char *name);
+
 const struct rn_nccl_setting *rn_nccl_result_get(const struct rn_nccl_result *res,
 						 const char *name);
 
@@ -344,13 +352,18 @@ int rn_nccl_render(const struct rn_nccl_result *res, enum rn_nccl_format fmt, bo
 /*
  * nccl.conf text merged with `existing` (an image's own /etc/nccl.conf, or
  * one written by an earlier run; NULL or "" when none):
- *  - rdmans' block (between "# rdmans: begin" and "# rdmans: end") is
- *    rewritten; lines outside it are kept, in order;
+ *  - rdmans' block (from a line that is exactly "# rdmans: begin" to the next
+ *    line that is exactly "# rdmans: end", no begin line between) is
+ *    rewritten at the top; every other line is kept, in order;
  *  - an existing value wins over a profile value, loses to everything else;
  *    a line that loses is kept as a comment ("#rdmans-overridden:LINE") and
- *    comes back when a later run no longer sets that variable;
- *  - every variable appears once, so NCCL's first-occurrence rule and ours agree.
- * header: one comment line for the top of the block (no '#', no newline).
+ *    comes back when a later run no longer sets that variable; a stray
+ *    marker line is kept behind the same prefix, so it can never pair with
+ *    a later marker;
+ *  - every variable we set is read by NCCL with our value.
+ * Merging its own output again gives the same text (tests/fuzz/merge-props.c
+ * checks both properties on any input).
+ * header: one comment line for the top of the block (newlines become spaces).
  */
 int rn_nccl_conf_merge(const struct rn_nccl_result *res, const char *existing, const char *header,
 		       char **ret, struct rn_error *err);

@@ -1475,6 +1475,17 @@ static int describe_unusable(const struct rn_nccl_node *node, const struct rn_nc
 	return rn_error_set(err, ENODEV, "%s", msg);
 }
 
+bool rn_nccl_pod_dependent(const char *name)
+{
+	static const char *const per_pod[] = { "NCCL_IB_HCA", "NCCL_IB_GID_INDEX",
+					       "NCCL_SOCKET_IFNAME" };
+
+	for (size_t i = 0; i < RN_ARRAY_SIZE(per_pod); i++)
+		if (strcmp(per_pod[i], name) == 0)
+			return true;
+	return false;
+}
+
 static int apply_profile(const struct rn_nccl_profile *prof, const struct rn_nccl_request *req,
 			 struct rn_nccl_result *res)
 {
@@ -1485,8 +1496,7 @@ static int apply_profile(const struct rn_nccl_profile *prof, const struct rn_ncc
 	for (size_t i = 0; i < prof->n_values; i++) {
 		const struct rn_nccl_preset *p = &prof->values[i];
 
-		if (req->node_static && (strcmp(p->name, "NCCL_IB_HCA") == 0 ||
-					 strcmp(p->name, "NCCL_IB_GID_INDEX") == 0))
+		if (req->node_static && rn_nccl_pod_dependent(p->name))
 			continue; /* they depend on the pod: rdmans-hook writes them */
 		r = put(res, p->name, p->value, RN_NCCL_SRC_PROFILE, origin, NULL);
 		if (r < 0)
@@ -1653,6 +1663,12 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 	for (size_t i = 0; i < n; i++) {
 		r = apply_layer(order[i], &res);
 		if (r < 0)
+			goto oom;
+	}
+	for (size_t i = res.n; req->node_static && i-- > 0;) {
+		if (rn_nccl_pod_dependent(res.v[i].name) &&
+		    drop(&res, res.v[i].name, "node-static",
+			 "depends on the pod: rdmans-hook writes it per pod") < 0)
 			goto oom;
 	}
 	if (!req->node_static) {

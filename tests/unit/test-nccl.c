@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fakesys.h"
+#include "merge-props.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/nccl.h"
 #include "rdmans/nccl_json.h"
@@ -1419,10 +1420,17 @@ static void static_mode_leaves_pod_values_to_the_hook(void)
 	CHECK(!value(&res, "NCCL_IB_HCA"));
 	CHECK(!value(&res, "NCCL_IB_GID_INDEX"));
 	CHECK_STR(value(&res, "NCCL_IB_TC"), "136");
-	CHECK_STR(value(&res, "NCCL_SOCKET_IFNAME"), "eth");
+	/* the interface is the pod's too: env would beat the hook's nccl.conf */
+	CHECK(!value(&res, "NCCL_SOCKET_IFNAME"));
 	CHECK_STR(value(&res, "NCCL_IB_ADDR_FAMILY"), "AF_INET");
 	CHECK_STR(value(&res, "NCCL_IB_ADDR_RANGE"), "10.100.100.0/24");
 	CHECK_STR(value(&res, "NCCL_IB_ROCE_VERSION_NUM"), "2");
+	rn_nccl_result_free(&res);
+	/* a layer's HCA (a config file) is the hook's as well */
+	CHECK_INT(rn_nccl_layer_set(&l, "NCCL_IB_HCA", "=mlx5_1", &err), 0);
+	REQUIRE(rn_nccl_resolve(NULL, &req, &res, &err) == 0);
+	CHECK(!value(&res, "NCCL_IB_HCA"));
+	CHECK(rn_nccl_pod_dependent("NCCL_IB_GID_INDEX") && !rn_nccl_pod_dependent("NCCL_IB_TC"));
 	rn_nccl_result_free(&res);
 	req.addr_range = "10.100.100.0";
 	CHECK_INT(rn_nccl_resolve(NULL, &req, &res, &err), -EINVAL);
@@ -1527,7 +1535,7 @@ static void merge_keeps_image_values_over_profile_ones_only(void)
 	add_irdma_doc003(root);
 	resolve_doc003(&res, "baidu-cce");
 	REQUIRE(rn_nccl_conf_merge(&res, image, "written by a test", &conf, &err) == 0);
-	CHECK_CONTAINS(conf, "# rdmans: begin: written by a test\n");
+	CHECK_CONTAINS(conf, "# rdmans: begin\n# written by a test\n");
 	/* the image's timeout beats the profile's 22 */
 	CHECK_CONTAINS(conf, "# NCCL_IB_TIMEOUT: the image's own value is kept (profile baidu-cce "
 			     "would set 22)\n");
@@ -1601,6 +1609,127 @@ static void merging_again_changes_nothing_and_restores_what_is_no_longer_set(voi
 	CHECK(!strstr(later, "#rdmans-overridden"));
 	CHECK_CONTAINS(later, "# rdmans: end\nNCCL_IB_HCA=mlx5\nNCCL_DEBUG=WARN\n");
 	CHECK_INT(count(later, "NCCL_IB_HCA="), 1);
+}
+
+/* The issue's inputs (issue 12, item 4): a line that only starts like a marker, an unterminated block. */
+static void merge_keeps_lines_that_only_look_like_ours(void)
+{
+	static const struct {
+		const char *image, *kept;
+	} cases[] = {
+		{ "NCCL_DEBUG=INFO\n# rdmans: begin of my notes\nNCCL_P2P_LEVEL=NVL\n",
+		  "# rdmans: end\nNCCL_DEBUG=INFO\n# rdmans: begin of my "
+		  "notes\nNCCL_P2P_LEVEL=NVL\n" },
+		{ "NCCL_DEBUG=INFO\n# rdmans: begin\nNCCL_P2P_LEVEL=NVL\n",
+		  "# rdmans: end\nNCCL_DEBUG=INFO\n#rdmans-overridden:# rdmans: begin\n"
+		  "NCCL_P2P_LEVEL=NVL\n" },
+		{ "#rdmans-overridden:# rdmans: begin\nNCCL_P2P_LEVEL=NVL\n",
+		  "# rdmans: end\n#rdmans-overridden:# rdmans: begin\nNCCL_P2P_LEVEL=NVL\n" },
+		/* removing the inner block must not make a block of the outer lines */
+		{ "# rdmans: begin\nNCCL_A=1\n# rdmans: begin\nNCCL_B=2\n# rdmans: end\n"
+		  "# rdmans: end\nNCCL_C=3",
+		  "# rdmans: end\n#rdmans-overridden:# rdmans: begin\nNCCL_A=1\n"
+		  "#rdmans-overridden:# rdmans: end\nNCCL_C=3\n" },
+		{ "#rdmans-overridden:hello\n", "# rdmans: end\n#rdmans-overridden:hello\n" },
+	};
+	_cleanup_fake_ char *root = fake_start();
+	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
+
+	add_irdma_doc003(root);
+	resolve_doc003(&res, NULL);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		_cleanup_free_ char *once = NULL, *twice = NULL;
+		struct rn_error err = { 0 };
+		char why[512] = "";
+
+		REQUIRE(rn_nccl_conf_merge(&res, cases[i].image, "t", &once, &err) == 0);
+		CHECK_CONTAINS(once, cases[i].kept);
+		REQUIRE(rn_nccl_conf_merge(&res, once, "t", &twice, &err) == 0);
+		CHECK_STR(twice, once);
+		CHECK_INT(merge_props_check(&res, cases[i].image, "t", why, sizeof(why)), 0);
+		if (why[0])
+			printf("# case %zu: %s\n", i, why);
+	}
+}
+
+/* Comments carry what the caller gives (a container id): a newline in it forges no line. */
+static void merge_header_and_origins_stay_one_line(void)
+{
+	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
+	_cleanup_free_ char *conf = NULL;
+	const uint8_t seed[] = { 0x55, 0x00 }, *p = seed;
+	size_t n = sizeof(seed);
+	struct rn_error err = { 0 };
+
+	REQUIRE(merge_props_result(&p, &n, &res) == 0);
+	REQUIRE(res.n > 0);
+	snprintf(res.v[0].origin, sizeof(res.v[0].origin), "x\n# rdmans: end\nNCCL_EVIL=1");
+	REQUIRE(rn_nccl_conf_merge(&res, "", "id\n# rdmans: end\nNCCL_EVIL=1", &conf, &err) == 0);
+	CHECK(!strstr(conf, "\nNCCL_EVIL"));
+	CHECK_INT(count(conf, "\n# rdmans: end\n"), 1);
+}
+
+/*
+ * No lost line and idempotence, on every text made of up to 8 lines drawn
+ * from the lines that matter (markers, near-markers, overridden lines,
+ * variables we set, remove or leave alone, no final newline), for results
+ * that set, yield or remove those variables.
+ */
+static void merge_never_loses_a_line_and_is_idempotent(void)
+{
+	static const char *const alphabet[] = {
+		"# rdmans: begin",
+		"# rdmans: end",
+		"# rdmans: begin: old header",
+		"# rdmans: end ",
+		"#rdmans-overridden:# rdmans: begin",
+		"#rdmans-overridden:# rdmans: end",
+		"#rdmans-overridden:NCCL_IB_HCA=mlx5",
+		"#rdmans-overridden:#rdmans-overridden:A=1",
+		"#rdmans-overridden:",
+		"#rdmans-overridden:=x",
+		"NCCL_IB_HCA=mlx5",
+		"NCCL_DEBUG=INFO",
+		"NCCL_IB_TIMEOUT=18",
+		"A=",
+		"=A",
+		"",
+		"# a comment",
+		"NCCL_SOCKET_IFNAME=eth0\r",
+		"no equals sign",
+	};
+	const size_t n_alpha = sizeof(alphabet) / sizeof(alphabet[0]);
+	unsigned long long state = 0x9e3779b97f4a7c15ull;
+	size_t tried = 0, failed = 0;
+
+	for (unsigned r = 0; r < 64; r++) {
+		_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
+		const uint8_t seed[] = { (uint8_t)(r * 37), (uint8_t)(r * 11 + 3) }, *p = seed;
+		size_t n = sizeof(seed);
+
+		REQUIRE(merge_props_result(&p, &n, &res) == 0);
+		for (unsigned c = 0; c < 400; c++) {
+			char text[1024] = "", why[512] = "";
+			size_t len = 0;
+			unsigned lines;
+
+			state = state * 6364136223846793005ull + 1442695040888963407ull;
+			lines = (unsigned)(state >> 60) % 9;
+			for (unsigned l = 0; l < lines; l++) {
+				state = state * 6364136223846793005ull + 1442695040888963407ull;
+				len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s",
+							alphabet[(state >> 33) % n_alpha],
+							(l + 1 < lines || (state & 1)) ? "\n" : "");
+			}
+			tried++;
+			if (merge_props_check(&res, text, "a test", why, sizeof(why)) < 0) {
+				if (failed++ < 3)
+					printf("# input \"%s\": %s\n", text, why);
+			}
+		}
+	}
+	printf("# %zu inputs, %zu broke a property\n", tried, failed);
+	CHECK_INT(failed, 0);
 }
 
 /* ---- the nccl block (JSON) ---- */
@@ -1708,5 +1837,8 @@ RN_TEST_MAIN(T(sysfs_gives_ports_netdevs_and_state), T(addresses_go_to_every_por
 	     T(sh_format_leaves_the_environment_alone),
 	     T(merge_keeps_image_values_over_profile_ones_only),
 	     T(merging_again_changes_nothing_and_restores_what_is_no_longer_set),
-	     T(nccl_block_sets_profile_and_env), T(nccl_block_errors_name_the_source_and_the_key),
+	     T(merge_keeps_lines_that_only_look_like_ours),
+	     T(merge_header_and_origins_stay_one_line),
+	     T(merge_never_loses_a_line_and_is_idempotent), T(nccl_block_sets_profile_and_env),
+	     T(nccl_block_errors_name_the_source_and_the_key),
 	     T(cni_conflist_block_comes_from_its_plugin))
