@@ -16,6 +16,8 @@ packages=(
 	python3-jsonschema
 	# promtool check metrics on the exporter's output (prometheus: ~96 MB installed)
 	prometheus
+	# runtime suite: the container runtimes that drive rdmans in the VM (tests/runtime)
+	podman containerd
 	# vm suite: qemu, an initramfs, Debian's kernel (fetched by tests/vm/prepare.sh)
 	qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils rdmacm-utils perftest
 	# format check
@@ -24,6 +26,8 @@ packages=(
 	patchelf
 	# image suite: deploy/Containerfile from a local Debian 12 base (tests/image/image.sh)
 	podman mmdebstrap
+	# fuzz targets (tests/fuzz, tools/fuzz.sh): clang and its libFuzzer runtime
+	clang libclang-rt-14-dev
 )
 # manifests: Kubernetes' schemas come from npm (kubernetes-models); any node >= 14 does
 command -v npm >/dev/null || packages+=(nodejs npm)

@@ -90,7 +90,7 @@ vm_run_code 2 "exporter with an unknown option" "$R" exporter --bogus
 "$R" exporter --listen 127.0.0.1:0 2>"$tmp/exp.log" &
 exporter=$!
 vm_poll 60 grep -q "port" "$tmp/exp.log"
-port=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$tmp/exp.log")
+port=$(sed -n 's/.*(port \([0-9]*\)[;)].*/\1/p' "$tmp/exp.log")
 vm_check "exporter on an ephemeral port ($port)" test -n "$port"
 url=http://127.0.0.1:$port
 vm_check "GET /metrics is 200 with the 0.0.4 content type" sh -c "curl -sfi '$url/metrics' | grep -qi '^content-type: text/plain; version=0.0.4'"
@@ -101,6 +101,27 @@ vm_check "100 scrapes over one connection (keep-alive)" sh -c "curl -sfv -o /dev
 fds0=$(ls /proc/$exporter/fd | wc -l)
 curl -sf -o /dev/null "$url/metrics?[1-500]"
 vm_check "no fd growth over 500 scrapes" vm_expect_eq "$fds0" "$(ls /proc/$exporter/fd | wc -l)"
+
+# 1000 slow clients (issue 12, item 6): each holds a request whose headers never
+# end, a line a second, so no idle timeout ends it. A scrape from the same
+# address must still be answered; the guards are generous bounds on a hang,
+# not timings.
+ulimit -n 4096
+python3 "$here/slowloris.py" 127.0.0.1 "$port" 1000 "$tmp/slow.ready" >"$tmp/slow.out" 2>&1 &
+slow=$!
+pids+=("$slow")
+vm_poll 120 grep -q "connected 1000" "$tmp/slow.ready"
+vm_check "1000 slow clients connected" grep -q "connected 1000" "$tmp/slow.ready"
+holds_1000() { [ "$(ls "/proc/$exporter/fd" | wc -l)" -ge 1000 ]; }
+vm_poll 60 holds_1000
+vm_check "the exporter holds them all (1000+ fds: none refused)" holds_1000
+vm_check "a scrape is still answered, with the metrics" sh -c "curl -sf --max-time 120 '$url/metrics' | grep -qx 'rdma_up 0'"
+vm_check "... and so is GET / (another connection)" sh -c "curl -sf --max-time 120 '$url/' | grep -q 'rdmans exporter'"
+kill -TERM "$slow"
+wait "$slow"
+vm_check "the slow clients were still connected through the scrapes" vm_expect_eq "open 1000 closed 0" "$(cat "$tmp/slow.out")"
+vm_poll 60 sh -c "[ \$(ls /proc/$exporter/fd | wc -l) -le $((fds0 + 5)) ]"
+vm_check "their connections are closed and freed once they go" sh -c "[ \$(ls /proc/$exporter/fd | wc -l) -le $((fds0 + 5)) ]"
 vm_run_code 1 "a second exporter on the same port fails" "$R" exporter --listen "127.0.0.1:$port"
 vm_check "it says it cannot listen" vm_expect_contains "$ERR" "cannot listen on 127.0.0.1:$port"
 kill -TERM "$exporter"

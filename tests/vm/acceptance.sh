@@ -79,7 +79,7 @@ if [ "$RDMANS_ACCEPT_PHASE" = 1 ]; then
 	vm_check "pod-a's GID table holds ${ip_a%/*} as RoCE v2 (index $gid_a)" test -n "$gid_a"
 
 	vm_run_code 0 "rdmans env --netns pod-a" "$R" env --netns pod-a --format env
-	vm_check "env: NCCL_IB_HCA=$d1" vm_expect_contains "$OUT" "NCCL_IB_HCA=$d1"
+	vm_check "env: NCCL_IB_HCA==$d1 (exact name)" vm_expect_contains "$OUT" "NCCL_IB_HCA==$d1"
 	vm_check "env: NCCL_IB_GID_INDEX=$gid_a" vm_expect_contains "$OUT" "NCCL_IB_GID_INDEX=$gid_a"
 	vm_check "env: NCCL_SOCKET_IFNAME=net1" vm_expect_contains "$OUT" "NCCL_SOCKET_IFNAME=net1"
 
