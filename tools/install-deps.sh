@@ -26,6 +26,8 @@ packages=(
 	patchelf
 	# image suite: deploy/Containerfile from a local Debian 12 base (tests/image/image.sh)
 	podman mmdebstrap
+	# fuzz targets (tests/fuzz, tools/fuzz.sh): clang and its libFuzzer runtime
+	clang libclang-rt-14-dev
 )
 # manifests: Kubernetes' schemas come from npm (kubernetes-models); any node >= 14 does
 command -v npm >/dev/null || packages+=(nodejs npm)

@@ -350,12 +350,41 @@ static bool settled(const struct hook *h, const struct rn_nccl_node *node,
  * Probes and resolves. Right after a move the kernel re-registers the device
  * and refills its GID table: give it up to `patience_ms` to settle.
  */
+/* The image's LD_LIBRARY_PATH (config.json process.env), or NULL. */
+static const char *image_ld_library_path(const struct hook *h)
+{
+	json_t *env = json_object_get(json_object_get(h->config_json, "process"), "env");
+	size_t i;
+	json_t *v;
+
+	json_array_foreach (env, i, v)
+		if (json_is_string(v) && strncmp(json_string_value(v), "LD_LIBRARY_PATH=", 16) == 0)
+			return json_string_value(v) + 16;
+	return NULL;
+}
+
+/* The NCCL the image holds (what to write depends on its version), or a note why unknown. */
+static void image_nccl(const struct hook *h, struct rn_nccl_version *v, char *note, size_t len)
+{
+	struct rn_error err = { 0 };
+	_cleanup_close_ int rootfd = rn_rootfs_open(h->rootfs, &err);
+
+	if (rootfd < 0 || rn_nccl_version_find(rootfd, image_ld_library_path(h), v, NULL, &err) < 0)
+		snprintf(note, len, "%.400s", err.msg);
+}
+
 static int resolve(struct hook *h, int nsfd, const struct rn_nccl_layer *layers, size_t n,
 		   int patience_ms, struct rn_nccl_result *out, struct rn_error *err)
 {
 	struct rn_nccl_request req = { .layers = layers, .n_layers = n };
+	char note[RN_NCCL_DETAIL_MAX] = "";
+	struct rn_nccl_version version = { 0 };
 	struct timespec start, now;
 	int r;
+
+	image_nccl(h, &version, note, sizeof(note));
+	req.nccl_version = &version;
+	req.nccl_version_note = note[0] ? note : NULL;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {

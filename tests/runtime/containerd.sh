@@ -33,7 +33,7 @@ rt_t "ctr images import" vm_check "ctr images import of the busybox image" ctr i
 ref=$(ctr images ls -q | head -n 1)
 vm_diag "image: $ref"
 
-modprobe dummy_hcd && modprobe g_ether && vm_poll 10 ip link show usb0 >/dev/null || vm_fail "no USB gadget netdev (dummy_hcd + g_ether)"
+modprobe dummy_hcd && modprobe g_ether && vm_poll 60 ip link show usb0 >/dev/null || vm_fail "no USB gadget netdev (dummy_hcd + g_ether)"
 ip link set usb0 up
 dev=$(vm_simhca_new "irdma%d" usb0) || vm_fail "simhca on usb0"
 aux=$(awk -v d="$dev" '$2 == d { print $4 }' /sys/bus/simhca/list)

@@ -67,6 +67,10 @@ vm_check "  the hook resolves with the same profile" vm_expect_eq "rdmans-hook -
 vm_check "  env: profile, pool, override; no GID index, no HCA, no interface (the hook's, per pod)" vm_expect_eq \
 	"NCCL_IB_DISABLE=0 NCCL_IB_ADDR_FAMILY=AF_INET NCCL_IB_ADDR_RANGE=10.100.100.0/24 NCCL_IB_ROCE_VERSION_NUM=2 NCCL_IB_QPS_PER_CONNECTION=8 NCCL_IB_TC=136 NCCL_IB_TIMEOUT=23" \
 	"$(q '.containerEdits.env | join(" ")')"
+gen_ok "an IPv6 address pool" --addr-range fd00:100::/64
+vm_check "  env: AF_INET6 and the IPv6 range" vm_expect_eq \
+	"NCCL_IB_DISABLE=0 NCCL_IB_ADDR_FAMILY=AF_INET6 NCCL_IB_ADDR_RANGE=fd00:100::/64 NCCL_IB_ROCE_VERSION_NUM=2" \
+	"$(q '.containerEdits.env | join(" ")')"
 mkdir -p "$tmp/etc" && echo '{"profile": "roce", "env": {"NCCL_IB_HCA": "=mlx5_1", "NCCL_IB_TC": 106}}' >"$tmp/etc/nccl.json"
 gen_ok "a config file naming an HCA" --config "$tmp/etc/nccl.json"
 vm_check "  its HCA stays out of the env; the hook reads the file per pod" vm_expect_eq \
@@ -110,7 +114,7 @@ expect_fail() { # NAME CODE NEEDLE ARGS...
 expect_fail "relative --hook" 2 "--hook needs an absolute path" --hook rdmans-hook
 expect_fail "--set of a pod-dependent value" 2 "--set NCCL_IB_GID_INDEX: its value depends on the pod" --set NCCL_IB_GID_INDEX=3
 expect_fail "--set NCCL_SOCKET_IFNAME" 2 "put it in --config FILE" --set NCCL_SOCKET_IFNAME=net1
-expect_fail "bad --addr-range" 7 "address range '10.0.0.0/33' is not an IPv4 CIDR" --addr-range 10.0.0.0/33
+expect_fail "bad --addr-range" 7 "address range '10.0.0.0/33' is not a CIDR" --addr-range 10.0.0.0/33
 expect_fail "unknown profile" 2 "unknown NCCL profile 'azure'" --profile azure
 expect_fail "--set without a value" 2 "--set takes NAME=VALUE" --set NCCL_IB_TC
 expect_fail "unknown option" 2 "unexpected argument '--frob'" --frob
