@@ -54,8 +54,8 @@ attached() { # attached WHEN: the checks of a running c1
 	vm_check "$when: one state file, one lease" vm_expect_eq "1 1" \
 		"$(state_files) $("$R" -j ipam ls | jq length)"
 	conf=$(podman exec c1 cat /etc/nccl.conf 2>&1)
-	vm_check "$when: the hook's nccl.conf: $d0, GID $gid, eth0, one rdmans block" vm_expect_eq \
-		"NCCL_IB_HCA=$d0 NCCL_IB_GID_INDEX=$gid NCCL_SOCKET_IFNAME=eth0 1" \
+	vm_check "$when: the hook's nccl.conf: $d0 (exact), GID $gid, eth0, one rdmans block" vm_expect_eq \
+		"NCCL_IB_HCA==$d0 NCCL_IB_GID_INDEX=$gid NCCL_SOCKET_IFNAME=eth0 1" \
 		"$(grep -E '^NCCL_(IB_HCA|IB_GID_INDEX|SOCKET_IFNAME)=' <<<"$conf" | tr '\n' ' ')$(grep -c '^# rdmans: begin' <<<"$conf")"
 }
 

@@ -59,7 +59,7 @@ vm_check "  $d1 is in pod1" vm_expect_eq pod1 "$(where "$d1")"
 gid=$(rt_gid_in c1 "$d1" 10.56.0.2)
 vm_check "  inside, a RoCE v2 GID of $d1 holds 10.56.0.2 (index $gid)" test -n "$gid"
 conf=$(conf_in c1)
-vm_check "  podman exec: nccl.conf names $d1" vm_expect_eq "$d1" "$(val "$conf" NCCL_IB_HCA)"
+vm_check "  podman exec: nccl.conf names $d1 (exact: =$d1)" vm_expect_eq "=$d1" "$(val "$conf" NCCL_IB_HCA)"
 vm_check "  podman exec: nccl.conf's GID index is that GID's ($gid)" vm_expect_eq "$gid" "$(val "$conf" NCCL_IB_GID_INDEX)"
 vm_check "  podman exec: nccl.conf's interface is net1" vm_expect_eq net1 "$(val "$conf" NCCL_SOCKET_IFNAME)"
 vm_check "  PID 1 read the same file at start" vm_expect_contains "$(podman logs c1 2>&1)" "NCCL_IB_GID_INDEX=$gid"
@@ -96,7 +96,7 @@ vm_check "  ... no pod-dependent one (HCA, GID index, interface)" \
 	bash -c '! grep -E "^NCCL_(IB_HCA|IB_GID_INDEX|SOCKET_IFNAME)=" <<<"$1"' _ "$env3"
 gid=$(rt_gid_in c3 "$d3" 10.58.0.2)
 conf=$(conf_in c3)
-vm_check "  nccl.conf names $d3 and GID $gid (holds 10.58.0.2 inside)" vm_expect_eq "$d3 $gid" \
+vm_check "  nccl.conf names $d3 and GID $gid (holds 10.58.0.2 inside)" vm_expect_eq "=$d3 $gid" \
 	"$(val "$conf" NCCL_IB_HCA) $(val "$conf" NCCL_IB_GID_INDEX)"
 podman rm -f -t 0 c3 >/dev/null
 
@@ -112,7 +112,7 @@ rt_t "podman run rdma=all" vm_run_code 0 "rdmans.io/rdma=all in pod4 starts, tho
 	podman run -d --name c4 --network ns:/var/run/netns/pod4 --device rdmans.io/rdma=all "$IMG" sleep 1000000
 vm_check "  the container sees $d4 only" vm_expect_eq "$d4" "$(podman exec c4 ls /sys/class/infiniband 2>&1)"
 vm_check "  $d5 (netdev on the host) and $d2 (pod2) stayed where they were" vm_expect_eq "host pod2" "$(where "$d5") $(where "$d2")"
-vm_check "  nccl.conf: NCCL_IB_HCA is $d4" vm_expect_eq "$d4" "$(val "$(conf_in c4)" NCCL_IB_HCA)"
+vm_check "  nccl.conf: NCCL_IB_HCA is $d4 only" vm_expect_eq "=$d4" "$(val "$(conf_in c4)" NCCL_IB_HCA)"
 vm_check "  PID 1's environment names no HCA (it would beat nccl.conf)" \
 	bash -c '! podman exec c4 cat /proc/1/environ | tr "\0" "\n" | grep "^NCCL_IB_HCA="'
 vm_check "  its own device node opens" podman exec c4 sh -c "exec 3<$node4"
