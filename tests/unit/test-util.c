@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Name checks and strict PID parsing: what reaches paths and netlink. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "rdmans/util.h"
 #include "test.h"
@@ -105,8 +110,45 @@ static void parse_pid_refuses_anything_else(void)
 	CHECK_INT(pid, 77);
 }
 
+static void open_beneath_refuses_symlinks_on_the_way_and_escapes(void)
+{
+	char dir[] = "/tmp/rn-beneath-XXXXXX", path[128], cmd[160];
+	int dfd, fd;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/real", dir);
+	CHECK(mkdir(path, 0700) == 0);
+	snprintf(path, sizeof(path), "%s/real/f", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/link", dir);
+	CHECK(symlink("real", path) == 0);
+	snprintf(path, sizeof(path), "%s/flink", dir);
+	CHECK(symlink("real/f", path) == 0);
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	CHECK(dfd >= 0);
+
+	fd = rn_open_beneath(dfd, "real/f", O_RDONLY, 0);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK_INT(rn_open_beneath(dfd, "link/f", O_RDONLY, 0), -ELOOP);
+	CHECK_INT(rn_open_beneath(dfd, "link/new", O_WRONLY | O_CREAT, 0600), -ELOOP);
+	CHECK_INT(rn_open_beneath(dfd, "flink", O_RDONLY, 0), -ELOOP);
+	CHECK_INT(rn_open_beneath(dfd, "../etc/passwd", O_RDONLY, 0), -EXDEV);
+	CHECK_INT(rn_open_beneath(dfd, "/etc/passwd", O_RDONLY, 0), -EXDEV);
+	CHECK_INT(rn_open_beneath(dfd, "real/none", O_RDONLY, 0), -ENOENT);
+	/* nothing was created through the link */
+	snprintf(path, sizeof(path), "%s/real/new", dir);
+	CHECK(access(path, F_OK) < 0);
+	close(dfd);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK_INT(system(cmd), 0);
+}
+
 RN_TEST_MAIN(T(name_check_accepts_real_device_names), T(name_check_refuses_empty_names),
 	     T(name_check_refuses_path_tricks), T(name_check_refuses_spaces_and_control_characters),
 	     T(name_check_refuses_names_over_the_limit),
 	     T(name_check_works_without_an_error_object), T(parse_pid_reads_plain_decimal),
-	     T(parse_pid_refuses_anything_else))
+	     T(parse_pid_refuses_anything_else),
+	     T(open_beneath_refuses_symlinks_on_the_way_and_escapes))
