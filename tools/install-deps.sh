@@ -10,12 +10,14 @@ packages=(
 	libmicrohttpd-dev # rdmans exporter's HTTP server
 	libcurl4-openssl-dev # rdma-netns-ipam's etcd store (libcurl4 is dlopen()ed at run time)
 	# tests: namespaces, containers, peers
-	iproute2 util-linux jq bc python3-yaml runc containernetworking-plugins etcd-server etcd-client
+	iproute2 util-linux jq bc python3-yaml runc strace containernetworking-plugins etcd-server etcd-client
 	openssl # rdma-netns-ipam's TLS tests make their certificates
 	# CDI spec validation (tests/cdi/validate.py)
 	python3-jsonschema
 	# promtool check metrics on the exporter's output (prometheus: ~96 MB installed)
 	prometheus
+	# runtime suite: the container runtimes that drive rdmans in the VM (tests/runtime)
+	podman containerd
 	# vm suite: qemu, an initramfs, Debian's kernel (fetched by tests/vm/prepare.sh)
 	qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils rdmacm-utils perftest
 	# format check
@@ -24,6 +26,8 @@ packages=(
 	patchelf
 	# image suite: deploy/Containerfile from a local Debian 12 base (tests/image/image.sh)
 	podman mmdebstrap
+	# fuzz targets (tests/fuzz, tools/fuzz.sh): clang and its libFuzzer runtime
+	clang libclang-rt-14-dev
 )
 # manifests: Kubernetes' schemas come from npm (kubernetes-models); any node >= 14 does
 command -v npm >/dev/null || packages+=(nodejs npm)

@@ -23,6 +23,13 @@ ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
 	meson test -C "$build" --print-errorlogs --num-processes 2 "$@" || rc=$?
 
+# The fuzz targets (tests/fuzz), a few seconds each from their seeds, in a
+# clang build of their own (build-fuzz): they must build and find nothing.
+# Only for the whole run (no meson test arguments); tools/fuzz.sh runs longer.
+if [ $# = 0 ]; then
+	tools/fuzz.sh --all "${RDMANS_FUZZ_SECONDS:-8}" || rc=1
+fi
+
 # One closing line for people and CI: N passed, N failed, N skipped (meson tests).
 python3 - "$build/meson-logs/testlog.json" <<'PY' || rc=1
 import json, sys

@@ -94,4 +94,15 @@ int rn_move(const struct rn_move_request *req, struct rn_move_result *res, struc
  */
 int rn_move_rdma_dev(const char *name, int from_nsfd, int to_nsfd, struct rn_error *err);
 
+/*
+ * The RDMA devices a pod's network attachment gave it (what rdmans.io/rdma=all
+ * means for a pod): those in the netns of pod_nsfd, then those still in the
+ * caller's netns that belong to the PCI function of a netdev in the pod (a
+ * netdev that host-device or the SR-IOV plugin moved without its RDMA
+ * device). Never a device of another pod, nor one whose netdev stayed
+ * outside. names[0..*ret_in_pod) are already in the pod.
+ */
+int rn_discover_pod(int pod_nsfd, char (*names)[RN_RDMA_NAME_MAX], size_t max, size_t *ret_n,
+		    size_t *ret_in_pod, struct rn_error *err);
+
 #endif

@@ -115,6 +115,21 @@ struct rn_doctor_process {
 	char conf_errors[2][PATH_MAX + 256]; /* why one that exists could not be read ("") */
 };
 
+/* An RDMA device of the target with its PCI function (GPU-NIC affinity). */
+struct rn_doctor_hca {
+	char dev[RN_RDMA_NAME_MAX];
+	struct rn_sysfs_pci_fn pci;
+};
+
+/* GPUDirect RDMA readiness: what the kernel and the NVIDIA driver offer. */
+struct rn_doctor_gdr {
+	bool nvidia; /* the nvidia module is loaded */
+	char nvidia_version[32]; /* /sys/module/nvidia/version */
+	bool open_module; /* "Open Kernel Module" in /proc/driver/nvidia/version */
+	bool peermem; /* nvidia_peermem (or the older nv_peer_mem) loaded */
+	char kernel[64]; /* the kernel release */
+};
+
 struct rn_doctor_facts {
 	/* system */
 	int rdma_nl; /* 0, or -errno of opening RDMA netlink */
@@ -134,6 +149,15 @@ struct rn_doctor_facts {
 	struct rn_nccl_node node; /* for the resolver */
 	bool node_ok;
 	char node_msg[512];
+	/* GPUs (NVIDIA, display/3D class) on the PCI bus, the target's RDMA devices' functions,
+	 * and the network functions of the machine (candidates not in the target) */
+	size_t ngpus;
+	struct rn_sysfs_pci_fn *gpus;
+	size_t nhcas;
+	struct rn_doctor_hca *hcas;
+	size_t nnics;
+	struct rn_sysfs_pci_fn *nics;
+	struct rn_doctor_gdr gdr;
 	/* the target process */
 	bool have_process;
 	struct rn_doctor_process proc;
@@ -156,6 +180,11 @@ static inline void rn_doctor_facts_freep(struct rn_doctor_facts *f)
  * the resolver's node. Addresses are not in sysfs: rn_doctor_facts_add_addr().
  */
 int rn_doctor_facts_from_sysfs(struct rn_doctor_facts *f, struct rn_error *err);
+/*
+ * GPUDirect RDMA facts: modules under rn_sysfs_root()/module, the driver's
+ * PROC/driver/nvidia/version and PROC/sys/kernel/osrelease (proc_root: "/proc").
+ */
+void rn_doctor_facts_gdr(struct rn_doctor_facts *f, const char *proc_root);
 /* Records address cidr ("a.b.c.d/nn" or "x::y/nn") of netdev (ports and the resolver's node). */
 int rn_doctor_facts_add_addr(struct rn_doctor_facts *f, const char *netdev, const char *cidr,
 			     struct rn_error *err);

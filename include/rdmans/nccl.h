@@ -73,6 +73,8 @@ struct rn_nccl_port {
 	bool netdev_here; /* that netdev is in this netns */
 	size_t n_ipv4;
 	char ipv4[RN_NCCL_MAX_ADDRS][RN_CIDR_MAX]; /* its IPv4 addresses, "a.b.c.d/nn" */
+	size_t n_ipv6;
+	char ipv6[RN_NCCL_MAX_ADDRS][RN_CIDR_MAX]; /* its global IPv6 addresses, "x::y/nn" */
 };
 
 struct rn_nccl_node {
@@ -96,7 +98,11 @@ static inline void rn_nccl_node_freep(struct rn_nccl_node *node)
  * tests use rn_nccl_node_add_addr().
  */
 int rn_nccl_node_from_sysfs(struct rn_nccl_node *out, struct rn_error *err);
-/* Records IPv4 address `cidr` ("a.b.c.d/nn") on every port bound to netdev. */
+/*
+ * Records address `cidr` ("a.b.c.d/nn", "x::y/nn"; no prefix: a host
+ * address) on every port bound to netdev. IPv6 link-local addresses
+ * (fe80::/10) are skipped: no routed fabric reaches them.
+ */
 int rn_nccl_node_add_addr(struct rn_nccl_node *node, const char *netdev, const char *cidr,
 			  struct rn_error *err);
 /*
@@ -130,6 +136,8 @@ struct rn_nccl_layer {
 	enum rn_nccl_source source;
 	char origin[RN_NCCL_ORIGIN_MAX]; /* "/etc/rdmans/nccl.json", "rdmans.io/nccl", "--set" */
 	char profile[RN_NCCL_PROFILE_MAX]; /* "" when the layer names none */
+	char family[8]; /* "ipv4", "ipv6", "auto", or "" when the layer names none */
+	char nccl_version[16]; /* "2.21.5": the NCCL the job runs, "" when not named */
 	size_t n;
 	struct rn_nccl_kv *kv;
 };
@@ -152,9 +160,83 @@ int rn_nccl_layer_set(struct rn_nccl_layer *l, const char *name, const char *val
 /* "NAME=VALUE" (the --set form); "NAME=" sets an empty value, "NAME" alone unsets. */
 int rn_nccl_layer_set_arg(struct rn_nccl_layer *l, const char *arg, struct rn_error *err);
 int rn_nccl_layer_set_profile(struct rn_nccl_layer *l, const char *profile, struct rn_error *err);
+/* The address family of the RDMA traffic: "ipv4", "ipv6" or "auto" (the default: IPv4 if any). */
+int rn_nccl_layer_set_family(struct rn_nccl_layer *l, const char *family, struct rn_error *err);
+/* The version of the NCCL the job runs ("2.21.5"), when the image does not show it. */
+int rn_nccl_layer_set_version(struct rn_nccl_layer *l, const char *version, struct rn_error *err);
 bool rn_nccl_name_valid(const char *name);
 /* "annotation rdmans.io/nccl", "config /etc/rdmans/nccl.json": source and origin, for messages. */
 void rn_nccl_layer_label(const struct rn_nccl_layer *l, char *buf, size_t len);
+
+/* ---- NCCL's own name lists (NCCL_IB_HCA, NCCL_SOCKET_IFNAME) ---- */
+
+/*
+ * As NCCL parses them (misc/utils.cc parseStringList, os/linux.cc): a
+ * leading '^' excludes, THEN a leading '=' asks for exact names (so an exact
+ * exclusion is "^="); entries "name[:port[:rail[:plane]]]" separated by ','.
+ * Without '=' every entry matches as a prefix: mlx5_1 also takes mlx5_10.
+ */
+#define RN_NCCL_LIST_MAX 32
+
+struct rn_nccl_list_entry {
+	char name[RN_RDMA_NAME_MAX];
+	long port; /* -1: any */
+};
+
+struct rn_nccl_list {
+	bool exclude, exact;
+	size_t n;
+	struct rn_nccl_list_entry v[RN_NCCL_LIST_MAX];
+};
+
+void rn_nccl_list_parse(const char *value, struct rn_nccl_list *out);
+/* Whether NCCL takes `name` (port -1 for a netdev): matchIfList() ^ exclude. */
+bool rn_nccl_list_takes(const struct rn_nccl_list *l, const char *name, long port);
+/* Whether entry i matches `name` on its own (exact or prefix, port aside). */
+bool rn_nccl_list_entry_matches(const struct rn_nccl_list *l, size_t i, const char *name,
+				long port);
+
+/* ---- the NCCL version the job runs ---- */
+
+/*
+ * What rdmans writes depends on it (NCCL's net_ib GID selection):
+ *  <= 2.20      NCCL_IB_GID_INDEX defaults to 0: the index must be written;
+ *  2.21-2.26.1  -1 (automatic): the lowest RoCE v2 GID of NCCL_IB_ADDR_FAMILY
+ *               inside NCCL_IB_ADDR_RANGE, but an unreadable GID type (an empty
+ *               slot of a sparse table, as containers have) aborts the search;
+ *  >= 2.26.2    automatic, empty slots skipped (NVIDIA/nccl#1538, #1573).
+ */
+enum rn_nccl_ver_class {
+	RN_NCCL_VER_UNKNOWN = 0,
+	RN_NCCL_VER_FIXED, /* <= 2.20 */
+	RN_NCCL_VER_AUTO, /* 2.21 .. 2.26.1 */
+	RN_NCCL_VER_AUTO_SPARSE, /* >= 2.26.2 */
+};
+
+struct rn_nccl_version {
+	unsigned major, minor, patch; /* all 0: unknown */
+	char where
+		[RN_NCCL_ORIGIN_MAX]; /* "/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5", "--nccl-version" */
+};
+
+/* "2.21.5" (also "2.21.5-1", "2.21.5+cuda12.4") -> 0, or -EINVAL. */
+int rn_nccl_version_parse(const char *text, struct rn_nccl_version *out, struct rn_error *err);
+enum rn_nccl_ver_class rn_nccl_version_class(const struct rn_nccl_version *v);
+/* "NCCL <= 2.20 (GID index 0 unless NCCL_IB_GID_INDEX)", ..., for --explain. */
+const char *rn_nccl_ver_class_desc(enum rn_nccl_ver_class c);
+
+/*
+ * Finds the NCCL library of a root filesystem (rootfd from rn_rootfs_open(),
+ * or an O_PATH fd of "/" or /proc/PID/root): libnccl.so.2.X.Y in the usual
+ * library directories, pip's nvidia/nccl/lib and conda's, and the
+ * directories of `ld_library_path` (the container's LD_LIBRARY_PATH, may be
+ * NULL); a libnccl.so.2 without the version in its name is read for NCCL's
+ * "NCCL version X.Y.Z" string. Several: the oldest wins (the settings must
+ * suit it), *ret_n says how many. -ENOENT (err says where it looked) when
+ * there is none.
+ */
+int rn_nccl_version_find(int rootfd, const char *ld_library_path, struct rn_nccl_version *out,
+			 size_t *ret_n, struct rn_error *err);
 
 /* ---- resolve ---- */
 
@@ -163,12 +245,16 @@ struct rn_nccl_request {
 	size_t n_layers;
 	/*
 	 * Only values that do not depend on a pod's address or netdevs (CDI
-	 * specs, written before any pod exists): profile values other than
-	 * NCCL_IB_HCA and NCCL_IB_GID_INDEX, NCCL_IB_ADDR_* for addr_range,
-	 * and the layers. The node, when given, only picks the "auto" profile.
+	 * specs, written before any pod exists, whose env beats the pod's
+	 * /etc/nccl.conf): profile values, NCCL_IB_ADDR_* for addr_range and
+	 * the layers, less every rn_nccl_pod_dependent() name. The node, when
+	 * given, only picks the "auto" profile.
 	 */
 	bool node_static;
-	const char *addr_range; /* node_static: the pool's CIDR, or NULL */
+	const char *addr_range; /* node_static: the pool's CIDR (IPv4 or IPv6), or NULL */
+	/* the image's NCCL, as rn_nccl_version_find() saw it; NULL or all 0 when unknown */
+	const struct rn_nccl_version *nccl_version;
+	const char *nccl_version_note; /* why it is unknown ("no libnccl in ..."), or NULL */
 };
 
 struct rn_nccl_setting {
@@ -183,8 +269,8 @@ struct rn_nccl_setting {
 
 enum rn_nccl_gid_status {
 	RN_NCCL_GID_NA = 0, /* not RoCE: NCCL needs no GID index */
-	RN_NCCL_GID_FOUND, /* the RoCE v2 GID of the netdev's IPv4 address */
-	RN_NCCL_GID_NO_ADDR, /* the netdev has no IPv4 address */
+	RN_NCCL_GID_FOUND, /* the RoCE v2 GID of the netdev's address (of the chosen family) */
+	RN_NCCL_GID_NO_ADDR, /* the netdev has no address of the chosen family */
 	RN_NCCL_GID_NO_MATCH, /* it has one, but no RoCE v2 GID holds it (yet) */
 };
 
@@ -195,7 +281,8 @@ struct rn_nccl_port_use {
 	char why_not[RN_NCCL_DETAIL_MAX]; /* when not used */
 	enum rn_nccl_gid_status gid_status;
 	int gid_index; /* RN_NCCL_GID_FOUND: the index */
-	char gid_ipv4[RN_CIDR_MAX]; /* RN_NCCL_GID_FOUND: the address it holds, "a.b.c.d/nn" */
+	char gid_addr
+		[RN_CIDR_MAX]; /* RN_NCCL_GID_FOUND: the address it holds, "a.b.c.d/nn", "x::y/nn" */
 	char netdev[IF_NAMESIZE];
 };
 
@@ -203,6 +290,11 @@ struct rn_nccl_result {
 	char profile[RN_NCCL_PROFILE_MAX];
 	char profile_origin
 		[RN_NCCL_ORIGIN_MAX]; /* "auto: every port is Ethernet", "annotation ..." */
+	int family; /* AF_INET or AF_INET6: the family of the RoCE addresses used */
+	char family_why[RN_NCCL_DETAIL_MAX];
+	struct rn_nccl_version version; /* the NCCL the settings are for (all 0: unknown) */
+	enum rn_nccl_ver_class ver_class;
+	char version_why[RN_NCCL_DETAIL_MAX]; /* where it was seen, or why it is unknown */
 	size_t n;
 	struct rn_nccl_setting
 		*v; /* in a fixed order: IB_DISABLE, IB_HCA, GID, ADDR_*, SOCKET, rest */
@@ -230,6 +322,13 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 		    struct rn_nccl_result *out, struct rn_error *err);
 
 /* The setting called name, or NULL. */
+/*
+ * NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_SOCKET_IFNAME: true only of the pod
+ * that holds the devices (rdmans-hook resolves them per pod); a node-wide
+ * value would be wrong for every other pod.
+ */
+bool rn_nccl_pod_dependent(const char *name);
+
 const struct rn_nccl_setting *rn_nccl_result_get(const struct rn_nccl_result *res,
 						 const char *name);
 
@@ -253,13 +352,18 @@ int rn_nccl_render(const struct rn_nccl_result *res, enum rn_nccl_format fmt, bo
 /*
  * nccl.conf text merged with `existing` (an image's own /etc/nccl.conf, or
  * one written by an earlier run; NULL or "" when none):
- *  - rdmans' block (between "# rdmans: begin" and "# rdmans: end") is
- *    rewritten; lines outside it are kept, in order;
+ *  - rdmans' block (from a line that is exactly "# rdmans: begin" to the next
+ *    line that is exactly "# rdmans: end", no begin line between) is
+ *    rewritten at the top; every other line is kept, in order;
  *  - an existing value wins over a profile value, loses to everything else;
  *    a line that loses is kept as a comment ("#rdmans-overridden:LINE") and
- *    comes back when a later run no longer sets that variable;
- *  - every variable appears once, so NCCL's first-occurrence rule and ours agree.
- * header: one comment line for the top of the block (no '#', no newline).
+ *    comes back when a later run no longer sets that variable; a stray
+ *    marker line is kept behind the same prefix, so it can never pair with
+ *    a later marker;
+ *  - every variable we set is read by NCCL with our value.
+ * Merging its own output again gives the same text (tests/fuzz/merge-props.c
+ * checks both properties on any input).
+ * header: one comment line for the top of the block (newlines become spaces).
  */
 int rn_nccl_conf_merge(const struct rn_nccl_result *res, const char *existing, const char *header,
 		       char **ret, struct rn_error *err);

@@ -5,10 +5,13 @@
  * a CNI network config (its own "nccl" key, or one of its plugins'), and
  * the rdmans.io/nccl container annotation:
  *
- *   { "profile": "scnet",
+ *   { "profile": "scnet", "family": "ipv6", "nccl_version": "2.21.5",
  *     "env": { "NCCL_IB_TIMEOUT": 23, "NCCL_IB_TC": null } }
  *
- * "profile" names one of rn_nccl_profile_at() or "auto"; "env" sets
+ * "profile" names one of rn_nccl_profile_at() or "auto"; "family" the
+ * address family of the RDMA traffic ("ipv4", "ipv6", "auto": IPv4 when the
+ * netdevs have IPv4 addresses, the default on dual-stack pods);
+ * "nccl_version" the NCCL the job runs when the image does not show it; "env" sets
  * variables (strings or integers) or, with null, removes them. Anything else
  * is an error naming the file and the key, so typos do not go unnoticed.
  * jansson stays inside nccl_json.c (librdmans-json, linked by the front ends).

@@ -22,6 +22,12 @@
 int rn_rootfs_open(const char *path, struct rn_error *err);
 
 /*
+ * Opens `path` inside the root (flags as open(2), without O_CREAT): an fd,
+ * or -errno. For readers that walk directories (rn_nccl_version_find()).
+ */
+int rn_rootfs_openat(int rootfd, const char *path, int flags);
+
+/*
  * Reads `path` (absolute, inside the root) into *ret, NUL-terminated.
  * -ENOENT (and err set) when it does not exist; -EFBIG when over max bytes.
  */

@@ -74,6 +74,10 @@ bool rn_json_complete(const char *buf, size_t len);
 /* Writes all of buf, retrying on EINTR and short writes; 0 or -errno. */
 int rn_write_all(int fd, const char *buf, size_t len);
 
+/* Appends to the string in buf (a message), cutting it short silently when full. */
+void rn_strappend(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* snprintf that reports truncation as -ENAMETOOLONG. */
 int rn_path(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

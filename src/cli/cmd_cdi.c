@@ -3,9 +3,13 @@
  * rdmans cdi generate: a CDI spec (kind rdmans.io/rdma) with one device per
  * RDMA device and "all". Each carries the device's /dev/infiniband/uverbsN
  * and a createRuntime hook running rdmans-hook, which moves the device into
- * the pod's netns and writes the address-dependent values (GID index) into
- * /etc/nccl.conf; the spec's env carries the values known before any pod
- * exists. containerd (no hooks.d) gets the move and PID 1's env this way.
+ * the pod's netns and writes the pod-dependent values (HCA, GID index,
+ * interface) into /etc/nccl.conf. "all" is the pod's own devices: the hook
+ * takes those its network attachment gave it (rdmans-hook --all), never
+ * another pod's or one whose netdev stayed on the host. The spec's env
+ * carries only what is true for every pod on the node: NCCL lets the
+ * environment beat /etc/nccl.conf. containerd (no hooks.d) gets the move
+ * and PID 1's env this way.
  */
 #include <errno.h>
 #include <limits.h>
@@ -25,8 +29,6 @@
 #define RDMANS_HOOK_PATH "/usr/libexec/rdmans/rdmans-hook"
 #endif
 
-/* The spec version declared: hooks, deviceNodes and env are all v0.3.0 features. */
-#define CDI_VERSION "0.6.0"
 #define CDI_KIND "rdmans.io/rdma"
 
 static int cdi_usage(void)
@@ -48,8 +50,8 @@ struct hook_args {
 	const char *profile, *config, *cni_config;
 };
 
-static json_t *hook_json(const struct hook_args *h, const struct rn_devnode *nodes, size_t n,
-			 const char *only)
+/* The hook for one device, or (dev NULL) for "all": the pod's own devices. */
+static json_t *hook_json(const struct hook_args *h, const char *dev)
 {
 	json_t *args = json_array();
 
@@ -66,34 +68,96 @@ static json_t *hook_json(const struct hook_args *h, const struct rn_devnode *nod
 		json_array_append_new(args, json_string("--cni-config"));
 		json_array_append_new(args, json_string(h->cni_config));
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (only && strcmp(nodes[i].dev, only) != 0)
-			continue;
-		json_array_append_new(args, json_string("--device"));
-		json_array_append_new(args, json_string(nodes[i].dev));
-	}
+	json_array_append_new(args, json_string(dev ? "--device" : "--all"));
+	if (dev)
+		json_array_append_new(args, json_string(dev));
 	return json_pack("{s:s,s:s,s:o}", "hookName", "createRuntime", "path", h->path, "args",
 			 args);
 }
 
-/* NCCL_IB_HCA for "all": every device, exact names when one is a prefix of another. */
-static json_t *all_hca_env(const struct rn_devnode *nodes, size_t n)
+/* every deviceNodes array of the spec's edits (top level and each device) */
+static bool any_node_has(json_t *spec, const char *key)
 {
-	char value[RN_NCCL_VALUE_MAX] = "";
-	bool exact = false;
-	size_t used = 0;
+	json_t *dev, *node;
+	size_t i, j;
 
-	for (size_t i = 0; i < n; i++) {
-		for (size_t j = 0; j < n; j++)
-			exact = exact || (i != j && strncmp(nodes[j].dev, nodes[i].dev,
-							    strlen(nodes[i].dev)) == 0);
-		used += (size_t)snprintf(value + used,
-					 used < sizeof(value) ? sizeof(value) - used : 0, "%s%s",
-					 i ? "," : "", nodes[i].dev);
+	json_array_foreach (json_object_get(json_object_get(spec, "containerEdits"), "deviceNodes"),
+			    j, node)
+		if (json_object_get(node, key))
+			return true;
+	json_array_foreach (json_object_get(spec, "devices"), i, dev)
+		json_array_foreach (
+			json_object_get(json_object_get(dev, "containerEdits"), "deviceNodes"), j,
+			node)
+			if (json_object_get(node, key))
+				return true;
+	return false;
+}
+
+static bool any_edit_has(json_t *spec, const char *key)
+{
+	json_t *dev;
+	size_t i;
+
+	if (json_object_get(json_object_get(spec, "containerEdits"), key))
+		return true;
+	json_array_foreach (json_object_get(spec, "devices"), i, dev)
+		if (json_object_get(json_object_get(dev, "containerEdits"), key))
+			return true;
+	return false;
+}
+
+static bool any_mount_typed(json_t *spec)
+{
+	json_t *dev, *m;
+	size_t i, j;
+
+	json_array_foreach (json_object_get(json_object_get(spec, "containerEdits"), "mounts"), j,
+			    m)
+		if (json_object_get(m, "type"))
+			return true;
+	json_array_foreach (json_object_get(spec, "devices"), i, dev)
+		json_array_foreach (
+			json_object_get(json_object_get(dev, "containerEdits"), "mounts"), j, m)
+			if (json_object_get(m, "type"))
+				return true;
+	return false;
+}
+
+/*
+ * The lowest cdiVersion whose features the spec uses, as the CDI library
+ * computes it (container-device-interface pkg/cdi/version.go,
+ * MinimumRequiredVersion): a runtime refuses a version newer than its CDI
+ * library knows (podman 4.3 and containerd 1.7 ship 0.5.x: up to 0.5.0),
+ * so the spec says no more than it needs. 0.3.0 is the earliest the library
+ * accepts; hooks, deviceNodes and env are all 0.3.0 features.
+ */
+static const char *cdi_min_version(json_t *spec)
+{
+	const char *kind = json_string_value(json_object_get(spec, "kind"));
+	const char *class = kind ? strchr(kind, '/') : NULL;
+	json_t *dev;
+	size_t i;
+	bool digit_name = false,
+	     annotations = json_object_size(json_object_get(spec, "annotations"));
+
+	json_array_foreach (json_object_get(spec, "devices"), i, dev) {
+		const char *name = json_string_value(json_object_get(dev, "name"));
+
+		digit_name = digit_name || (name && name[0] >= '0' && name[0] <= '9');
+		annotations = annotations || json_object_size(json_object_get(dev, "annotations"));
 	}
-	if (used >= sizeof(value))
-		return NULL;
-	return json_pack("s++", "NCCL_IB_HCA=", exact ? "=" : "", value);
+	if (any_edit_has(spec, "netDevices"))
+		return "1.1.0";
+	if (any_edit_has(spec, "intelRdt") || any_edit_has(spec, "additionalGids"))
+		return "0.7.0";
+	if (annotations || (class && strchr(class + 1, '.')))
+		return "0.6.0";
+	if (digit_name || any_node_has(spec, "hostPath"))
+		return "0.5.0";
+	if (any_mount_typed(spec))
+		return "0.4.0";
+	return "0.3.0";
 }
 
 static int write_output(const char *output, const char *text, struct rn_error *err)
@@ -129,7 +193,7 @@ static int cdi_generate(struct rn_cli *cli)
 	struct rn_devnode cm;
 	struct rn_error err = { 0 };
 	const char *hook = RDMANS_HOOK_PATH, *output = NULL;
-	json_t *env, *edits, *devices, *all_nodes, *all_env;
+	json_t *env, *edits, *devices, *all_nodes;
 	size_t n = 0;
 	bool have_cm;
 	int r;
@@ -169,6 +233,15 @@ static int cdi_generate(struct rn_cli *cli)
 	    (hargs.cni_config && hargs.cni_config[0] != '/'))
 		return rn_cli_usage("--config and --cni-config need absolute paths here: the hook "
 				    "reads them too");
+	for (size_t i = 0; i < opts.option.n; i++)
+		if (!opts.option.kv[i].unset && rn_nccl_pod_dependent(opts.option.kv[i].name))
+			return rn_cli_usage(
+				"--set %s: its value depends on the pod, and a CDI spec's env "
+				"would beat every pod's own /etc/nccl.conf; put it in --config "
+				"FILE (rdmans-hook reads it per pod) or in the pod's "
+				"rdmans.io/nccl "
+				"annotation",
+				opts.option.kv[i].name);
 	r = nccl_opts_load(&opts, &err);
 	if (r < 0)
 		return rn_cli_fail(&err);
@@ -210,29 +283,27 @@ static int cdi_generate(struct rn_cli *cli)
 	all_nodes = json_array();
 	for (size_t i = 0; i < n; i++) {
 		json_array_append_new(all_nodes, node_json(&nodes[i]));
-		json_array_append_new(
-			devices, json_pack("{s:s,s:{s:[o],s:[o]}}", "name", nodes[i].dev,
-					   "containerEdits", "deviceNodes", node_json(&nodes[i]),
-					   "hooks", hook_json(&hargs, nodes, n, nodes[i].dev)));
+		json_array_append_new(devices, json_pack("{s:s,s:{s:[o],s:[o]}}", "name",
+							 nodes[i].dev, "containerEdits",
+							 "deviceNodes", node_json(&nodes[i]),
+							 "hooks", hook_json(&hargs, nodes[i].dev)));
 	}
-	all_env = all_hca_env(nodes, n);
-	if (!all_env) {
-		json_decref(all_nodes);
-		json_decref(devices);
-		json_decref(edits);
-		rn_error_set(&err, E2BIG, "the list of RDMA devices does not fit NCCL_IB_HCA");
-		return rn_cli_fail(&err);
-	}
-	json_array_append_new(devices,
-			      json_pack("{s:s,s:{s:[o],s:o,s:[o]}}", "name", "all",
-					"containerEdits", "env", all_env, "deviceNodes", all_nodes,
-					"hooks", hook_json(&hargs, nodes, n, NULL)));
-	spec = json_pack("{s:s,s:s,s:o,s:o}", "cdiVersion", CDI_VERSION, "kind", CDI_KIND,
-			 "containerEdits", edits, "devices", devices);
+	/*
+	 * "all": the spec is written before any pod exists, so it lists every
+	 * node; in exclusive mode the kernel opens a uverbs node only for a
+	 * process in its device's netns, so a pod can use the nodes of the
+	 * devices its hook gave it and no other.
+	 */
+	json_array_append_new(devices, json_pack("{s:s,s:{s:o,s:[o]}}", "name", "all",
+						 "containerEdits", "deviceNodes", all_nodes,
+						 "hooks", hook_json(&hargs, NULL)));
+	spec = json_pack("{s:s,s:s,s:o,s:o}", "cdiVersion", "", "kind", CDI_KIND, "containerEdits",
+			 edits, "devices", devices);
 	if (!spec) {
 		rn_error_set(&err, ENOMEM, "cannot build the CDI spec");
 		return rn_cli_fail(&err);
 	}
+	json_object_set_new(spec, "cdiVersion", json_string(cdi_min_version(spec)));
 	for (size_t i = 0; i < res.n_warnings; i++)
 		fprintf(stderr, "rdmans: warning: %s\n", res.warnings[i]);
 	text = json_dumps(spec, JSON_PRESERVE_ORDER | JSON_INDENT(2));

@@ -5,6 +5,8 @@
  * value came from.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +44,8 @@ int nccl_opts_take(struct rn_cli *cli, const char *arg, struct nccl_opts *o)
 	int r;
 
 	if (strcmp(arg, "--profile") && strcmp(arg, "--set") && strcmp(arg, "--unset") &&
-	    strcmp(arg, "--config") && strcmp(arg, "--cni-config"))
+	    strcmp(arg, "--config") && strcmp(arg, "--cni-config") && strcmp(arg, "--family") &&
+	    strcmp(arg, "--nccl-version"))
 		return 0;
 	v = rn_cli_next(cli);
 	if (!v)
@@ -57,6 +60,10 @@ int nccl_opts_take(struct rn_cli *cli, const char *arg, struct nccl_opts *o)
 	}
 	if (strcmp(arg, "--profile") == 0)
 		r = rn_nccl_layer_set_profile(&o->option, v, &err);
+	else if (strcmp(arg, "--family") == 0)
+		r = rn_nccl_layer_set_family(&o->option, v, &err);
+	else if (strcmp(arg, "--nccl-version") == 0)
+		r = rn_nccl_layer_set_version(&o->option, v, &err);
 	else if (strcmp(arg, "--unset") == 0)
 		r = strchr(v, '=') ? rn_error_set(&err, EINVAL, "--unset takes a NAME, not %s", v)
 				   : rn_nccl_layer_set_arg(&o->option, v, &err);
@@ -104,13 +111,52 @@ static int env_usage(void)
 	return rn_cli_usage(
 		"usage: rdmans env [--netns TARGET | --container ID] [--format "
 		"env|sh|nccl-conf|json] [--explain] [--profile NAME] [--set NAME=VALUE]... "
-		"[--unset NAME]... [--config FILE] [--cni-config FILE] [--merge NCCL_CONF]; "
+		"[--unset NAME]... [--family ipv4|ipv6|auto] [--nccl-version X.Y.Z] [--config "
+		"FILE] "
+		"[--cni-config FILE] [--merge NCCL_CONF]; "
 		"rdmans env profiles");
 }
 
 static json_t *jstr_or_null(const char *s)
 {
 	return s && *s ? json_string(s) : json_null();
+}
+
+static json_t *version_json(const struct rn_nccl_result *res)
+{
+	char v[32];
+
+	if (!res->version.major)
+		return json_null();
+	snprintf(v, sizeof(v), "%u.%u.%u", res->version.major, res->version.minor,
+		 res->version.patch);
+	return json_string(v);
+}
+
+/*
+ * The NCCL of the image the settings are for: the container's root
+ * (/proc/PID/root) with --container, ours when run inside the pod itself;
+ * with --netns there is no image to look at.
+ */
+static void find_version(pid_t pid, bool netns_only, struct rn_nccl_version *v, char *note,
+			 size_t len)
+{
+	struct rn_error err = { 0 };
+	char root[64] = "/";
+	_cleanup_close_ int fd = -1;
+
+	if (netns_only) {
+		snprintf(note, len,
+			 "not looked for: --netns names no image ('rdmans env --container ID' "
+			 "looks in the container's, or give --nccl-version)");
+		return;
+	}
+	if (pid > 0)
+		snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 ||
+	    rn_nccl_version_find(fd, pid > 0 ? NULL : getenv("LD_LIBRARY_PATH"), v, NULL, &err) < 0)
+		snprintf(note, len, "%.400s", fd < 0 ? strerror(errno) : err.msg);
 }
 
 static json_t *result_json(const struct rn_nccl_result *res, const char *where)
@@ -128,7 +174,7 @@ static json_t *result_json(const struct rn_nccl_result *res, const char *where)
 					 jstr_or_null(u->used ? NULL : u->why_not), "netdev",
 					 jstr_or_null(u->netdev), "gid_index",
 					 gid ? json_integer(u->gid_index) : json_null(),
-					 "gid_address", jstr_or_null(gid ? u->gid_ipv4 : NULL)));
+					 "gid_address", jstr_or_null(gid ? u->gid_addr : NULL)));
 	}
 	for (size_t i = 0; i < res->n; i++) {
 		const struct rn_nccl_setting *s = &res->v[i];
@@ -146,8 +192,12 @@ static json_t *result_json(const struct rn_nccl_result *res, const char *where)
 						       res->unset[i].replaced));
 	for (size_t i = 0; i < res->n_warnings; i++)
 		json_array_append_new(warnings, json_string(res->warnings[i]));
-	return json_pack("{s:s,s:{s:s,s:s},s:o,s:o,s:o,s:o,s:o}", "netns", where, "profile", "name",
-			 res->profile, "origin", res->profile_origin, "ports", ports, "settings",
+	return json_pack("{s:s,s:{s:s,s:s},s:{s:s,s:s},s:{s:o,s:s,s:s},s:o,s:o,s:o,s:o,s:o}",
+			 "netns", where, "profile", "name", res->profile, "origin",
+			 res->profile_origin, "family", "name",
+			 res->family == AF_INET6 ? "ipv6" : "ipv4", "why", res->family_why,
+			 "nccl_version", "version", version_json(res), "why", res->version_why,
+			 "rule", rn_nccl_ver_class_desc(res->ver_class), "ports", ports, "settings",
 			 settings, "unset", unset, "warnings", warnings, "env", env);
 }
 
@@ -195,7 +245,9 @@ int rn_cmd_env(struct rn_cli *cli)
 	const char *target = NULL, *container = NULL, *format = NULL, *merge = NULL;
 	enum rn_nccl_format fmt = RN_NCCL_FMT_ENV;
 	bool explain = false, json = cli->json;
-	char where[4200] = "the caller's netns";
+	char where[4200] = "the caller's netns", version_note[RN_NCCL_DETAIL_MAX] = "";
+	struct rn_nccl_version version = { 0 };
+	pid_t pid = 0;
 	int r;
 
 	nccl_opts_init(&opts);
@@ -260,8 +312,6 @@ int rn_cmd_env(struct rn_cli *cli)
 		return rn_cli_fail(&err);
 
 	if (container) {
-		pid_t pid;
-
 		r = rn_container_pid(container, &pid, &err);
 		if (r < 0)
 			return rn_cli_fail(&err);
@@ -274,10 +324,13 @@ int rn_cmd_env(struct rn_cli *cli)
 	if ((target || container) && nsfd < 0)
 		return rn_cli_fail(&err);
 
+	find_version(pid, target != NULL, &version, version_note, sizeof(version_note));
 	r = rn_nccl_probe(nsfd, &node, &err);
 	if (r == 0) {
 		req.layers = opts.layers;
 		req.n_layers = opts.n_layers;
+		req.nccl_version = &version;
+		req.nccl_version_note = version_note[0] ? version_note : NULL;
 		r = rn_nccl_resolve(&node, &req, &res, &err);
 	}
 	if (r < 0) {

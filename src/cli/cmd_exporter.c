@@ -3,8 +3,9 @@
  * rdmans exporter [--listen ADDR:PORT] [--cni-state-dir DIR] [--once]
  *
  * Serves the RDMA counters of every namespace (rn_scrape_all) on /metrics in
- * the Prometheus text format, through libmicrohttpd (one polling thread, so
- * scrapes never overlap). Each request scrapes afresh; nothing is cached.
+ * the Prometheus text format, through libmicrohttpd (one polling thread on
+ * epoll, so scrapes never overlap and thousands of slow clients cannot take
+ * every slot). Each request scrapes afresh; nothing is cached.
  */
 #include <errno.h>
 #include <microhttpd.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "rdmans.h"
@@ -177,20 +179,60 @@ static int parse_listen(const char *text, struct listen_addr *out)
 	return 0;
 }
 
-static struct MHD_Daemon *start(const struct listen_addr *la, struct exporter *ex)
+/*
+ * How many clients it serves at once. Slow clients (a header line every few
+ * seconds never trips the idle timeout) must not be able to take every slot:
+ * thousands of slots (each a small memory pool and one fd, the fd limit
+ * raised to fit), one address gets a quarter of them, and the polling thread
+ * uses epoll, so thousands of sockets cost nothing while idle.
+ */
+#define MAX_CONNECTIONS 8192u
+#define CONNECTION_MEMORY (16u * 1024)
+#define IDLE_TIMEOUT_S 30u
+
+struct limits {
+	unsigned total, per_ip;
+};
+
+static struct limits connection_limits(void)
 {
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	struct rlimit rl;
+	rlim_t want = MAX_CONNECTIONS + 64, have = 1024;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		have = rl.rlim_cur;
+		if (rl.rlim_cur < want && rl.rlim_max > rl.rlim_cur) {
+			rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+			if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+				have = rl.rlim_cur;
+		}
+	}
+	struct limits l = { .total = have > 64 + 16 ? (unsigned)(have - 64) : 16 };
+
+	if (l.total > MAX_CONNECTIONS)
+		l.total = MAX_CONNECTIONS;
+	l.per_ip = l.total / 4 > 16 ? l.total / 4 : l.total;
+	return l;
+}
+
+static struct MHD_Daemon *start(const struct listen_addr *la, struct exporter *ex,
+				const struct limits *l)
+{
+	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
 	struct sockaddr_in6 any6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT };
 	struct sockaddr_in any4 = { .sin_family = AF_INET, .sin_addr.s_addr = INADDR_ANY };
 	const struct sockaddr *sa = (const struct sockaddr *)&la->ss;
 	struct MHD_Daemon *d;
 
+#define LIMIT_OPTIONS                                                                              \
+	MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, l->total,      \
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->per_ip, MHD_OPTION_CONNECTION_MEMORY_LIMIT, \
+		(size_t)CONNECTION_MEMORY, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u
 	if (la->any) {
 		any6.sin6_port = htons((uint16_t)la->port);
 		d = MHD_start_daemon(flags | MHD_USE_DUAL_STACK, (uint16_t)la->port, NULL, NULL,
-				     handle, ex, MHD_OPTION_SOCK_ADDR, &any6,
-				     MHD_OPTION_CONNECTION_TIMEOUT, 30U,
-				     MHD_OPTION_CONNECTION_LIMIT, 64U, MHD_OPTION_END);
+				     handle, ex, MHD_OPTION_SOCK_ADDR, &any6, LIMIT_OPTIONS,
+				     MHD_OPTION_END);
 		if (d)
 			return d;
 		/* no IPv6 on this host: every IPv4 address */
@@ -200,8 +242,8 @@ static struct MHD_Daemon *start(const struct listen_addr *la, struct exporter *e
 		flags |= MHD_USE_IPv6;
 	}
 	return MHD_start_daemon(flags, (uint16_t)la->port, NULL, NULL, handle, ex,
-				MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_TIMEOUT, 30U,
-				MHD_OPTION_CONNECTION_LIMIT, 64U, MHD_OPTION_END);
+				MHD_OPTION_SOCK_ADDR, sa, LIMIT_OPTIONS, MHD_OPTION_END);
+#undef LIMIT_OPTIONS
 }
 
 static int run_once(const struct exporter *ex)
@@ -225,6 +267,7 @@ int rn_cmd_exporter(struct rn_cli *cli)
 	struct exporter ex = { 0 };
 	const char *listen = DEFAULT_LISTEN;
 	struct listen_addr la;
+	struct limits limits;
 	struct MHD_Daemon *d;
 	const union MHD_DaemonInfo *info;
 	sigset_t set;
@@ -270,7 +313,8 @@ int rn_cmd_exporter(struct rn_cli *cli)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	d = start(&la, &ex);
+	limits = connection_limits();
+	d = start(&la, &ex, &limits);
 	if (!d) {
 		fprintf(stderr,
 			"rdmans: cannot listen on %s (address in use, or not an address of this "
@@ -279,8 +323,10 @@ int rn_cmd_exporter(struct rn_cli *cli)
 		return RN_EXIT_FAILURE;
 	}
 	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-	fprintf(stderr, "rdmans exporter: serving /metrics on %s (port %u)\n", listen,
-		info ? (unsigned)info->port : la.port);
+	fprintf(stderr,
+		"rdmans exporter: serving /metrics on %s (port %u; up to %u connections, %u per "
+		"address)\n",
+		listen, info ? (unsigned)info->port : la.port, limits.total, limits.per_ip);
 	fflush(stderr);
 	sigwait(&set, &sig);
 	MHD_stop_daemon(d);

@@ -28,7 +28,11 @@ struct add_job {
 	bool ipam_added; /* the IPAM plugin's ADD succeeded: its DEL undoes it */
 };
 
-/* "pod default/gpu-pod0 (container 3f2a..., net1 on network rdma-net)" */
+/*
+ * "pod default/gpu-pod0 (container 3f2a..., net1 on network rdma-net)"; only
+ * what the runtime told: podman passes K8S_POD_NAME without a namespace
+ * ("pod c1 (container ...)").
+ */
 static void describe_owner(const struct rn_cni_state *st, char *buf, size_t len)
 {
 	const char *ns = rn_cni_state_get(st, "pod_namespace");
@@ -38,8 +42,9 @@ static void describe_owner(const struct rn_cni_state *st, char *buf, size_t len)
 	const char *net = rn_cni_state_get(st, "network");
 
 	if (pod)
-		snprintf(buf, len, "pod %s/%s (container %.12s, %s on network %s)", ns ? ns : "?",
-			 pod, cid ? cid : "?", ifname ? ifname : "?", net ? net : "?");
+		snprintf(buf, len, "pod %s%s%s (container %.12s, %s on network %s)", ns ? ns : "",
+			 ns ? "/" : "", pod, cid ? cid : "?", ifname ? ifname : "?",
+			 net ? net : "?");
 	else
 		snprintf(buf, len, "container %.12s (%s on network %s)", cid ? cid : "?",
 			 ifname ? ifname : "?", net ? net : "?");

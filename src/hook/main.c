@@ -4,9 +4,11 @@
  *
  * The runtime gives the container's state on stdin ({ociVersion, id, status,
  * pid, bundle, annotations}); the bundle's config.json names the rootfs.
- * When the annotations (or --device, from a CDI spec) ask for it, the hook
+ * When the annotations (or --device/--all, from a CDI spec) ask for it, the hook
  *  1. moves the RDMA devices asked for into the container's netns, unless
  *     they are there already (several containers of a pod, restarts);
+ *     "all" is the pod's own devices: those in its netns, and those whose
+ *     netdev's PCI function has a netdev there (rn_discover_pod());
  *  2. resolves the NCCL settings from what the netns now holds;
  *  3. writes /etc/nccl.conf (merged with the image's own) and
  *     /etc/profile.d/rdmans-nccl.sh through the rootfs, every path resolved
@@ -55,6 +57,7 @@ struct hook {
 	const char *config, *cni_config, *profile;
 	char *devices[MAX_DEVICES];
 	size_t n_devices;
+	bool all; /* --all, or "all" in rdmans.io/devices: the pod's own devices */
 	/* from the state and config.json */
 	char id[256];
 	pid_t pid;
@@ -100,8 +103,13 @@ static int add_devices(struct hook *h, const char *list, const char *from, struc
 		return rn_error_set(err, ENOMEM, "out of memory");
 	for (char *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
 		bool dup = false;
-		int r = rn_name_check("RDMA device", t, RN_RDMA_NAME_MAX - 1, err);
+		int r;
 
+		if (strcmp(t, "all") == 0) {
+			h->all = true;
+			continue;
+		}
+		r = rn_name_check("RDMA device", t, RN_RDMA_NAME_MAX - 1, err);
 		if (r < 0)
 			return rn_error_wrap(err, "%s", from);
 		for (size_t i = 0; i < h->n_devices; i++)
@@ -245,6 +253,32 @@ static bool in_devs(const struct rn_rdma_devs *devs, const char *name)
 	return false;
 }
 
+/* "all": the devices the pod's network attachment gave it join h->devices. */
+static int add_pod_devices(struct hook *h, int nsfd, struct rn_error *err)
+{
+	char names[MAX_DEVICES][RN_RDMA_NAME_MAX];
+	size_t n = 0, in_pod = 0;
+	int r;
+
+	r = rn_discover_pod(nsfd, names, MAX_DEVICES, &n, &in_pod, err);
+	if (r < 0)
+		return rn_error_wrap(err, "rdmans.io/rdma=all");
+	if (n == 0 && h->n_devices == 0)
+		return rn_error_set(
+			err, ENODEV,
+			"rdmans.io/rdma=all asks for the pod's RDMA devices, but its network "
+			"namespace holds none and none of its netdevs has one on the host: its "
+			"network attachment gave it no RDMA (attach a network of type rdma-netns, "
+			"or host-device/SR-IOV on an RDMA NIC; or name the device: "
+			"rdmans.io/rdma=DEV)");
+	for (size_t i = 0; i < n; i++) {
+		r = add_devices(h, names[i], "rdmans.io/rdma=all", err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int move_devices(struct hook *h, int nsfd, bool *moved, struct rn_error *err)
 {
 	_cleanup_rdma_devs_ struct rn_rdma_devs here = { 0 };
@@ -253,6 +287,11 @@ static int move_devices(struct hook *h, int nsfd, bool *moved, struct rn_error *
 
 	*moved = false;
 	snprintf(desc, sizeof(desc), "the netns of PID %d", (int)h->pid);
+	if (h->all) {
+		r = add_pod_devices(h, nsfd, err);
+		if (r < 0)
+			return r;
+	}
 	r = rn_rdma_dump_in(nsfd, &here, err);
 	if (r < 0)
 		return r;
@@ -311,12 +350,41 @@ static bool settled(const struct hook *h, const struct rn_nccl_node *node,
  * Probes and resolves. Right after a move the kernel re-registers the device
  * and refills its GID table: give it up to `patience_ms` to settle.
  */
+/* The image's LD_LIBRARY_PATH (config.json process.env), or NULL. */
+static const char *image_ld_library_path(const struct hook *h)
+{
+	json_t *env = json_object_get(json_object_get(h->config_json, "process"), "env");
+	size_t i;
+	json_t *v;
+
+	json_array_foreach (env, i, v)
+		if (json_is_string(v) && strncmp(json_string_value(v), "LD_LIBRARY_PATH=", 16) == 0)
+			return json_string_value(v) + 16;
+	return NULL;
+}
+
+/* The NCCL the image holds (what to write depends on its version), or a note why unknown. */
+static void image_nccl(const struct hook *h, struct rn_nccl_version *v, char *note, size_t len)
+{
+	struct rn_error err = { 0 };
+	_cleanup_close_ int rootfd = rn_rootfs_open(h->rootfs, &err);
+
+	if (rootfd < 0 || rn_nccl_version_find(rootfd, image_ld_library_path(h), v, NULL, &err) < 0)
+		snprintf(note, len, "%.400s", err.msg);
+}
+
 static int resolve(struct hook *h, int nsfd, const struct rn_nccl_layer *layers, size_t n,
 		   int patience_ms, struct rn_nccl_result *out, struct rn_error *err)
 {
 	struct rn_nccl_request req = { .layers = layers, .n_layers = n };
+	char note[RN_NCCL_DETAIL_MAX] = "";
+	struct rn_nccl_version version = { 0 };
 	struct timespec start, now;
 	int r;
+
+	image_nccl(h, &version, note, sizeof(note));
+	req.nccl_version = &version;
+	req.nccl_version_note = note[0] ? note : NULL;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
@@ -385,13 +453,9 @@ static int load_layers(struct hook *h, struct rn_nccl_layer *layers, size_t *n,
 	return 0;
 }
 
-static int write_files(struct hook *h, const struct rn_nccl_result *res, struct rn_error *err)
+/* Before anything changes: a container whose files cannot be written is refused untouched. */
+static int check_writable(const struct hook *h, struct rn_error *err)
 {
-	_cleanup_free_ char *existing = NULL, *conf = NULL, *sh = NULL;
-	_cleanup_close_ int rootfd = -1;
-	char header[512];
-	int r;
-
 	if (h->readonly)
 		return rn_error_set(
 			err, EROFS,
@@ -400,6 +464,16 @@ static int write_files(struct hook *h, const struct rn_nccl_result *res, struct 
 			" there; NCCL in it would run without the resolved settings. Set the "
 			"annotation " ANN_CONF ": \"off\" to start it anyway (then give NCCL its "
 			"settings through the environment: 'rdmans env --netns PID' prints them)");
+	return 0;
+}
+
+static int write_files(struct hook *h, const struct rn_nccl_result *res, struct rn_error *err)
+{
+	_cleanup_free_ char *existing = NULL, *conf = NULL, *sh = NULL;
+	_cleanup_close_ int rootfd = -1;
+	char header[512];
+	int r;
+
 	rootfd = rn_rootfs_open(h->rootfs, err);
 	if (rootfd < 0)
 		return rootfd;
@@ -425,10 +499,10 @@ static int write_files(struct hook *h, const struct rn_nccl_result *res, struct 
 
 static void usage(FILE *out)
 {
-	fputs("Usage: rdmans-hook [--device DEV]... [--profile NAME] [--config FILE] "
+	fputs("Usage: rdmans-hook [--device DEV]... [--all] [--profile NAME] [--config FILE] "
 	      "[--cni-config FILE]\n"
 	      "An OCI hook (createRuntime or prestart): reads the container's state on stdin.\n"
-	      "Annotations: " ANN_DEVICES ": DEV[,DEV...]  " ANN_NCCL ": {\"profile\":..., "
+	      "Annotations: " ANN_DEVICES ": DEV[,DEV...]|all  " ANN_NCCL ": {\"profile\":..., "
 	      "\"env\":{...}}\n"
 	      "             " ANN_PROFILE ": NAME  " ANN_CONF ": off\n"
 	      "See rdmans-hook(8).\n",
@@ -439,6 +513,7 @@ static int run(struct hook *h, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "device", required_argument, NULL, 'd' },
+		{ "all", no_argument, NULL, 'a' },
 		{ "profile", required_argument, NULL, 'p' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "cni-config", required_argument, NULL, 'n' },
@@ -456,11 +531,14 @@ static int run(struct hook *h, int argc, char **argv)
 	bool moved = false, files;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "d:p:c:n:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:ap:c:n:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			if (add_devices(h, optarg, "--device", &err) < 0)
 				return fail_err(h, &err);
+			break;
+		case 'a':
+			h->all = true;
 			break;
 		case 'p':
 			if (rn_nccl_profile_check(optarg, &err) < 0)
@@ -507,7 +585,7 @@ static int run(struct hook *h, int argc, char **argv)
 	files = !h->sandbox && !(h->ann_conf && strcmp(h->ann_conf, "off") == 0);
 
 	/* Nothing asked for: not our container. */
-	if (h->n_devices == 0 && !h->ann_nccl && !h->ann_profile)
+	if (h->n_devices == 0 && !h->all && !h->ann_nccl && !h->ann_profile)
 		return 0;
 
 	nsfd = rn_netns_open_pid(h->pid, &err);
@@ -526,7 +604,9 @@ static int run(struct hook *h, int argc, char **argv)
 			       "rdmans.io annotations or give it a network namespace");
 
 	r = load_layers(h, layers, &n_layers, &err);
-	if (r == 0 && h->n_devices)
+	if (r == 0 && files)
+		r = check_writable(h, &err);
+	if (r == 0 && (h->n_devices || h->all))
 		r = move_devices(h, nsfd, &moved, &err);
 	if (r == 0 && files)
 		r = resolve(h, nsfd, layers, n_layers, moved ? 3000 : 0, &res, &err);

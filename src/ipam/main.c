@@ -361,8 +361,14 @@ static void log_lease(struct plugin *p, const char *verb, const struct rn_ipam_l
 			rn_ip_format(l->addr[i].ip.family, l->addr[i].ip.v, ip, sizeof(ip)),
 			l->addr[i].prefix);
 	}
-	logf_(p, RN_IPAM_LOG_INFO, "%s %s (pod %s/%s, node %s, store %s)", verb, line,
-	      p->pod_namespace[0] ? p->pod_namespace : "-", p->pod_name[0] ? p->pod_name : "-",
+	/* what the runtime said: podman passes K8S_POD_NAME alone */
+	logf_(p, RN_IPAM_LOG_INFO, "%s %s (%s %s%s%s, node %s, store %s)", verb, line,
+	      p->pod_name[0] ? "pod" : "container",
+	      p->pod_name[0] && p->pod_namespace[0] ? p->pod_namespace : "",
+	      p->pod_name[0] && p->pod_namespace[0] ? "/" : "",
+	      p->pod_name[0]	? p->pod_name
+	      : p->container_id ? p->container_id
+				: "?",
 	      p->cfg.node, p->cfg.store == RN_IPAM_STORE_ETCD ? "etcd" : "local");
 }
 

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "rdmans/cleanup.h"
 #include "rdmans/discover.h"
+#include "rdmans/sysfs.h"
 #include "rdmans/util.h"
 
 struct dump_job {
@@ -143,4 +148,91 @@ int rn_discover_find(const char *name, struct rn_located_dev *out, bool *ret_exc
 			    "RDMA device %s not found in any network namespace ('rdmans dev "
 			    "--all-netns' lists the devices there are)",
 			    name);
+}
+
+/* ---- a pod's own devices ---- */
+
+struct pod_buses {
+	size_t n;
+	char bdf[RN_SYSFS_MAX_NETDEVS * 4][RN_BUS_ID_MAX];
+};
+
+/* In the pod's netns, with its own sysfs: the PCI functions of its netdevs. */
+static int pod_buses_here(void *arg, struct rn_error *err)
+{
+	struct pod_buses *b = arg;
+	char path[PATH_MAX];
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *e;
+
+	rn_path(path, sizeof(path), "%s/class/net", rn_sysfs_root());
+	d = opendir(path);
+	if (!d)
+		return rn_error_errno(err, errno, "cannot list %s in the pod's network namespace",
+				      path);
+	while ((e = readdir(d)) && b->n < RN_ARRAY_SIZE(b->bdf)) {
+		bool dup = false;
+
+		if (e->d_name[0] == '.' ||
+		    rn_sysfs_netdev_pci(e->d_name, b->bdf[b->n], sizeof(b->bdf[b->n]), NULL) < 0)
+			continue;
+		for (size_t i = 0; i < b->n; i++)
+			dup = dup || strcmp(b->bdf[i], b->bdf[b->n]) == 0;
+		if (!dup)
+			b->n++;
+	}
+	return 0;
+}
+
+static bool have_name(char (*names)[RN_RDMA_NAME_MAX], size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
+int rn_discover_pod(int pod_nsfd, char (*names)[RN_RDMA_NAME_MAX], size_t max, size_t *ret_n,
+		    size_t *ret_in_pod, struct rn_error *err)
+{
+	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
+	_cleanup_free_ struct pod_buses *buses = calloc(1, sizeof(*buses));
+	size_t n = 0;
+	int r;
+
+	*ret_n = *ret_in_pod = 0;
+	if (!buses)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	r = rn_rdma_dump_in(pod_nsfd, &devs, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < devs.n; i++) {
+		if (n == max)
+			return rn_error_set(err, E2BIG, "the pod holds more than %zu RDMA devices",
+					    max);
+		snprintf(names[n++], RN_RDMA_NAME_MAX, "%s", devs.devs[i].name);
+	}
+	*ret_in_pod = n;
+	r = rn_netns_run_sysfs(pod_nsfd, pod_buses_here, buses, err);
+	if (r < 0)
+		return r;
+	for (size_t b = 0; b < buses->n; b++) {
+		char found[8][RN_RDMA_NAME_MAX];
+		size_t nf = 0;
+
+		r = rn_sysfs_rdma_by_bus_id(buses->bdf[b], found, RN_ARRAY_SIZE(found), &nf, err);
+		if (r < 0)
+			return r;
+		for (size_t i = 0; i < nf && i < RN_ARRAY_SIZE(found); i++) {
+			if (have_name(names, n, found[i]))
+				continue;
+			if (n == max)
+				return rn_error_set(
+					err, E2BIG,
+					"the pod's netdevs have more than %zu RDMA devices", max);
+			snprintf(names[n++], RN_RDMA_NAME_MAX, "%s", found[i]);
+		}
+	}
+	*ret_n = n;
+	return 0;
 }

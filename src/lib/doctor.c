@@ -91,6 +91,9 @@ void rn_doctor_facts_free(struct rn_doctor_facts *f)
 	rn_nccl_node_free(&f->node);
 	free(f->proc.nodes);
 	free(f->proc.nccl);
+	free(f->gpus);
+	free(f->hcas);
+	free(f->nics);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -229,6 +232,66 @@ static int add_port(struct rn_doctor_facts *f, const char *dev, uint32_t port, s
 	return 0;
 }
 
+static bool is_gpu(const struct rn_sysfs_pci_fn *fn)
+{
+	/* NVIDIA, display controller class: VGA (0x0300) or 3D controller (0x0302) */
+	return fn->vendor == 0x10de && (fn->pci_class >> 16) == 0x03;
+}
+
+/* GPUs, the PCI functions of the target's RDMA devices, and the machine's network functions. */
+static int read_pci(struct rn_doctor_facts *f, const struct rn_sysfs_rdma_dev *devs, size_t n,
+		    struct rn_error *err)
+{
+	_cleanup_free_ struct rn_sysfs_pci_fn *all = NULL;
+	size_t nall = 0;
+	int r;
+
+	r = rn_sysfs_pci_list(&all, &nall, err);
+	if (r < 0)
+		return r;
+	f->gpus = calloc(nall ? nall : 1, sizeof(*f->gpus));
+	f->nics = calloc(nall ? nall : 1, sizeof(*f->nics));
+	f->hcas = calloc(n ? n : 1, sizeof(*f->hcas));
+	if (!f->gpus || !f->nics || !f->hcas)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < nall; i++) {
+		if (is_gpu(&all[i]))
+			f->gpus[f->ngpus++] = all[i];
+		else if ((all[i].pci_class >> 16) == 0x02)
+			f->nics[f->nnics++] = all[i];
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct rn_doctor_hca *h = &f->hcas[f->nhcas];
+
+		if (!devs[i].pci_bdf[0] || rn_sysfs_pci_get(devs[i].pci_bdf, &h->pci, NULL) < 0)
+			continue; /* a soft device (rxe) has no PCI function */
+		set_str(h->dev, sizeof(h->dev), devs[i].name);
+		f->nhcas++;
+	}
+	return 0;
+}
+
+void rn_doctor_facts_gdr(struct rn_doctor_facts *f, const char *proc_root)
+{
+	struct rn_doctor_gdr *g = &f->gdr;
+	char path[PATH_MAX], text[256];
+
+	memset(g, 0, sizeof(*g));
+	if (sysfs_file(path, sizeof(path), "module/nvidia") == 0)
+		g->nvidia = access(path, F_OK) == 0;
+	if (sysfs_file(path, sizeof(path), "module/nvidia/version") == 0)
+		(void)rn_read_line(path, g->nvidia_version, sizeof(g->nvidia_version));
+	if (sysfs_file(path, sizeof(path), "module/nvidia_peermem") == 0 && access(path, F_OK) == 0)
+		g->peermem = true;
+	if (sysfs_file(path, sizeof(path), "module/nv_peer_mem") == 0 && access(path, F_OK) == 0)
+		g->peermem = true;
+	if (rn_path(path, sizeof(path), "%s/driver/nvidia/version", proc_root) == 0 &&
+	    rn_read_line(path, text, sizeof(text)) == 0)
+		g->open_module = strstr(text, "Open Kernel Module") != NULL;
+	if (rn_path(path, sizeof(path), "%s/sys/kernel/osrelease", proc_root) == 0)
+		(void)rn_read_line(path, g->kernel, sizeof(g->kernel));
+}
+
 int rn_doctor_facts_from_sysfs(struct rn_doctor_facts *f, struct rn_error *err)
 {
 	_cleanup_free_ struct rn_sysfs_rdma_dev *devs = NULL;
@@ -247,6 +310,9 @@ int rn_doctor_facts_from_sysfs(struct rn_doctor_facts *f, struct rn_error *err)
 		}
 	}
 	read_uverbs(f);
+	r = read_pci(f, devs, n, err);
+	if (r < 0)
+		return r;
 	r = rn_sysfs_gids(NULL, &f->gids, err);
 	if (r < 0)
 		return r;
@@ -282,7 +348,7 @@ int rn_doctor_facts_add_addr(struct rn_doctor_facts *f, const char *netdev, cons
 			continue;
 		set_str(p->addrs[p->naddrs++], sizeof(p->addrs[0]), cidr);
 	}
-	if (f->node_ok && is_ipv4_cidr(cidr))
+	if (f->node_ok)
 		return rn_nccl_node_add_addr(&f->node, netdev, cidr, err);
 	return 0;
 }
@@ -1204,62 +1270,6 @@ static void check_dev_nodes(struct ctx *x)
 
 /* ---- NCCL ---- */
 
-/* One entry of an NCCL device list: "name" or "name:port" (port -1: any). */
-struct nccl_entry {
-	char prefix[RN_RDMA_NAME_MAX];
-	long port;
-};
-
-struct nccl_list {
-	bool exclude, exact;
-	size_t n;
-	struct nccl_entry v[32];
-};
-
-/* NCCL's parseStringList(): "^" excludes, then "=" matches exactly, entries "a[:port],b". */
-static void nccl_list_parse(const char *value, struct nccl_list *l)
-{
-	char buf[RN_NCCL_VALUE_MAX], *save = NULL;
-
-	memset(l, 0, sizeof(*l));
-	if (*value == '^') {
-		l->exclude = true;
-		value++;
-	}
-	if (*value == '=') {
-		l->exact = true;
-		value++;
-	}
-	set_str(buf, sizeof(buf), value);
-	for (char *tok = strtok_r(buf, ",", &save); tok && l->n < RN_ARRAY_SIZE(l->v);
-	     tok = strtok_r(NULL, ",", &save)) {
-		struct nccl_entry *e = &l->v[l->n++];
-		char *colon = strchr(tok, ':');
-
-		e->port = -1;
-		if (colon) {
-			*colon = '\0';
-			e->port = strtol(colon + 1, NULL, 10);
-		}
-		set_str(e->prefix, sizeof(e->prefix), tok);
-	}
-}
-
-/* NCCL's matchIfList() ^ searchNot: whether NCCL would take name (port -1: a netdev). */
-static bool nccl_list_takes(const struct nccl_list *l, const char *name, long port)
-{
-	bool match = false;
-
-	for (size_t i = 0; i < l->n && !match; i++) {
-		const struct nccl_entry *e = &l->v[i];
-		bool name_ok = l->exact ? strcmp(name, e->prefix) == 0
-					: strncmp(name, e->prefix, strlen(e->prefix)) == 0;
-
-		match = name_ok && (e->port == -1 || port == -1 || e->port == port);
-	}
-	return match != l->exclude;
-}
-
 static const struct rn_nccl_port_use *nccl_use(const struct ctx *x, const struct rn_doctor_port *p)
 {
 	if (!x->nccl)
@@ -1330,7 +1340,7 @@ static void check_nccl_hca(struct ctx *x)
 	char subj[128], desc[RN_NCCL_VALUE_MAX + PATH_MAX + 64], took[512] = "", unused[512] = "";
 	size_t ntook = 0, ntook_used = 0, nunused = 0, off_t = 0, off_u = 0;
 	struct rn_doctor_result *res;
-	struct nccl_list l;
+	struct rn_nccl_list l;
 
 	x->id = "nccl-hca";
 	x->title = "NCCL_IB_HCA vs what rdmans env resolves";
@@ -1342,13 +1352,13 @@ static void check_nccl_hca(struct ctx *x)
 		return;
 	}
 	var_desc(hca, desc, sizeof(desc));
-	nccl_list_parse(hca->value, &l);
+	rn_nccl_list_parse(hca->value, &l);
 	for (size_t i = 0; i < f->nports; i++) {
 		const struct rn_doctor_port *p = &f->ports[i];
 		const struct rn_nccl_port_use *u = nccl_use(x, p);
 		int n;
 
-		if (!nccl_list_takes(&l, p->dev, p->port))
+		if (!rn_nccl_list_takes(&l, p->dev, p->port))
 			continue;
 		ntook++;
 		n = snprintf(took + off_t, sizeof(took) - off_t, "%s%s:%u", off_t ? "," : "",
@@ -1420,7 +1430,7 @@ static void check_nccl_gid(struct ctx *x)
 	char subj[128], desc[RN_NCCL_VALUE_MAX + PATH_MAX + 64], wrong[768] = "", right[256] = "";
 	size_t nwrong = 0, nright = 0, ncheck = 0, off_w = 0, off_r = 0;
 	struct rn_doctor_result *res;
-	struct nccl_list l;
+	struct rn_nccl_list l;
 	long long index;
 
 	x->id = "nccl-gid-index";
@@ -1438,8 +1448,8 @@ static void check_nccl_gid(struct ctx *x)
 		}
 		res = emit(x, subj, RN_DOCTOR_WARN,
 			   "NCCL_IB_GID_INDEX not set: NCCL >= 2.21 picks the RoCE v2 GID of an "
-			   "IPv4 address itself, older NCCL uses GID index 0; rdmans env: "
-			   "NCCL_IB_GID_INDEX=%s",
+			   "address of NCCL_IB_ADDR_FAMILY (IPv4 unless set) itself, older NCCL "
+			   "uses GID index 0; rdmans env: NCCL_IB_GID_INDEX=%s",
 			   want);
 		fix(res,
 		    "set NCCL_IB_GID_INDEX=%s in the container's environment or "
@@ -1455,7 +1465,7 @@ static void check_nccl_gid(struct ctx *x)
 		return;
 	}
 	if (hca)
-		nccl_list_parse(hca->value, &l);
+		rn_nccl_list_parse(hca->value, &l);
 	for (size_t i = 0; i < f->nports; i++) {
 		const struct rn_doctor_port *p = &f->ports[i];
 		const struct rn_nccl_port_use *u = nccl_use(x, p);
@@ -1464,7 +1474,7 @@ static void check_nccl_gid(struct ctx *x)
 
 		if (!is_ethernet(p) || !u || u->gid_status != RN_NCCL_GID_FOUND)
 			continue;
-		if (hca ? !nccl_list_takes(&l, p->dev, p->port) : !u->used)
+		if (hca ? !rn_nccl_list_takes(&l, p->dev, p->port) : !u->used)
 			continue;
 		ncheck++;
 		if (u->gid_index == index) {
@@ -1478,7 +1488,7 @@ static void check_nccl_gid(struct ctx *x)
 		gid_slot_desc(f, p, index, slot, sizeof(slot));
 		n = snprintf(wrong + off_w, sizeof(wrong) - off_w,
 			     "%son %s/%u %s, the RoCE v2 GID of %s is index %d", off_w ? "; " : "",
-			     p->dev, p->port, slot, u->gid_ipv4, u->gid_index);
+			     p->dev, p->port, slot, u->gid_addr, u->gid_index);
 		if (n > 0 && (size_t)n < sizeof(wrong) - off_w)
 			off_w += (size_t)n;
 		nwrong++;
@@ -1491,12 +1501,13 @@ static void check_nccl_gid(struct ctx *x)
 	}
 	if (ncheck == 0) {
 		emit(x, subj, RN_DOCTOR_WARN,
-		     "%s: no port it applies to has a RoCE v2 GID of an IPv4 address to compare "
+		     "%s: no port it applies to has a RoCE v2 GID of its address to compare "
 		     "with (see the gid check)",
 		     desc);
 		return;
 	}
-	emit(x, subj, RN_DOCTOR_PASS, "%s is the RoCE v2 IPv4 GID on %s", desc, right);
+	emit(x, subj, RN_DOCTOR_PASS, "%s is the RoCE v2 GID of the %s address on %s", desc,
+	     x->nccl->family == AF_INET6 ? "IPv6" : "IPv4", right);
 }
 
 static void check_nccl_ifname(struct ctx *x)
@@ -1507,7 +1518,7 @@ static void check_nccl_ifname(struct ctx *x)
 	char subj[128], desc[RN_NCCL_VALUE_MAX + PATH_MAX + 64], took[512] = "";
 	struct rn_doctor_result *res;
 	size_t ntook = 0, off = 0;
-	struct nccl_list l;
+	struct rn_nccl_list l;
 
 	x->id = "nccl-socket-ifname";
 	x->title = "NCCL_SOCKET_IFNAME names a netdev of the target";
@@ -1524,11 +1535,11 @@ static void check_nccl_ifname(struct ctx *x)
 		     f->target, f->node_msg);
 		return;
 	}
-	nccl_list_parse(ifn->value, &l);
+	rn_nccl_list_parse(ifn->value, &l);
 	for (size_t i = 0; i < f->node.n_netdevs; i++) {
 		int n;
 
-		if (!nccl_list_takes(&l, f->node.netdevs[i], -1))
+		if (!rn_nccl_list_takes(&l, f->node.netdevs[i], -1))
 			continue;
 		n = snprintf(took + off, sizeof(took) - off, "%s%s", off ? "," : "",
 			     f->node.netdevs[i]);
@@ -1578,6 +1589,170 @@ static void check_nccl(struct ctx *x)
 	check_nccl_ifname(x);
 }
 
+/* ---- GPUs: the nearest RDMA device, GPUDirect RDMA ---- */
+
+/* Whether NCCL takes RDMA device dev: the process's NCCL_IB_HCA, else what rdmans env uses. */
+static bool hca_in_use(const struct ctx *x, const struct rn_nccl_list *l, const char *dev)
+{
+	if (l)
+		return rn_nccl_list_takes(l, dev, -1);
+	if (x->nccl) {
+		for (size_t i = 0; i < x->nccl->n_ports; i++)
+			if (x->nccl->ports[i].used && strcmp(x->nccl->ports[i].dev, dev) == 0)
+				return true;
+		return false;
+	}
+	return true;
+}
+
+static void check_gpu_nic(struct ctx *x)
+{
+	const struct rn_doctor_facts *f = x->f;
+	const struct rn_doctor_nccl_var *hca =
+		f->have_process ? nccl_var(&f->proc, "NCCL_IB_HCA") : NULL;
+	char which[RN_NCCL_VALUE_MAX + PATH_MAX + 64];
+	struct rn_nccl_list l;
+
+	if (f->ngpus == 0) {
+		emit(x, NULL, RN_DOCTOR_SKIP, "no NVIDIA GPU on the PCI bus");
+		return;
+	}
+	if (hca) {
+		rn_nccl_list_parse(hca->value, &l);
+		var_desc(hca, which, sizeof(which));
+	} else if (x->nccl && rn_nccl_result_get(x->nccl, "NCCL_IB_HCA")) {
+		sfmt(which, sizeof(which), "NCCL_IB_HCA=%s (rdmans env)",
+		     rn_nccl_result_get(x->nccl, "NCCL_IB_HCA")->value);
+	} else {
+		sfmt(which, sizeof(which), "the RDMA devices of %s", f->target);
+	}
+	for (size_t g = 0; g < f->ngpus; g++) {
+		const struct rn_sysfs_pci_fn *gpu = &f->gpus[g];
+		const struct rn_doctor_hca *used = NULL, *any = NULL;
+		const struct rn_sysfs_pci_fn *nic = NULL;
+		enum rn_pci_distance du = RN_PCI_CROSS_CPU, da = RN_PCI_CROSS_CPU,
+				     dn = RN_PCI_CROSS_CPU;
+		struct rn_doctor_result *res;
+		char subj[96];
+
+		sfmt(subj, sizeof(subj), "GPU %s", gpu->bdf);
+		for (size_t i = 0; i < f->nhcas; i++) {
+			const struct rn_doctor_hca *h = &f->hcas[i];
+			enum rn_pci_distance d = rn_sysfs_pci_distance(gpu, &h->pci);
+
+			if (!any || d < da) {
+				any = h;
+				da = d;
+			}
+			if (hca_in_use(x, hca ? &l : NULL, h->dev) && (!used || d < du)) {
+				used = h;
+				du = d;
+			}
+		}
+		for (size_t i = 0; i < f->nnics; i++) {
+			enum rn_pci_distance d = rn_sysfs_pci_distance(gpu, &f->nics[i]);
+			bool mine = false;
+
+			for (size_t h = 0; h < f->nhcas; h++)
+				mine = mine || strcmp(f->hcas[h].pci.bdf, f->nics[i].bdf) == 0;
+			if (!mine && (!nic || d < dn)) {
+				nic = &f->nics[i];
+				dn = d;
+			}
+		}
+		if (used && du <= RN_PCI_SAME_ROOT_PORT) {
+			emit(x, subj, RN_DOCTOR_PASS, "nearest RDMA device in use: %s (%s), %s",
+			     used->dev, used->pci.bdf, rn_pci_distance_name(du));
+			continue;
+		}
+		if (used)
+			res = emit(
+				x, subj, RN_DOCTOR_WARN,
+				"%s leave it without a near RDMA device: the nearest in use, %s "
+				"(%s), is %s; NCCL uses GPUDirect RDMA by default only through a "
+				"PCIe switch or root port (NCCL_NET_GDR_LEVEL), so its traffic "
+				"goes through host memory",
+				which, used->dev, used->pci.bdf, rn_pci_distance_name(du));
+		else if (f->nhcas == 0)
+			res = emit(x, subj, RN_DOCTOR_WARN,
+				   "no RDMA device on a PCI function in %s: NCCL has no RDMA path "
+				   "from this GPU",
+				   f->target);
+		else
+			res = emit(x, subj, RN_DOCTOR_WARN,
+				   "%s name no RDMA device for it: NCCL has no RDMA path from this "
+				   "GPU",
+				   which);
+		if (any && da <= RN_PCI_SAME_ROOT_PORT && any != used)
+			fix(res, "add %s (%s, %s) to NCCL_IB_HCA", any->dev, any->pci.bdf,
+			    rn_pci_distance_name(da));
+		else if (nic && dn <= RN_PCI_SAME_ROOT_PORT)
+			fix(res,
+			    "give the pod the RDMA device of PCI function %s (%s to the GPU): "
+			    "'rdmans dev --all-netns' shows where it is",
+			    nic->bdf, rn_pci_distance_name(dn));
+		else if (nic)
+			fix(res,
+			    "no RDMA device or network function is near it on this machine (the "
+			    "nearest network function, %s, is %s): run the job on GPUs near its "
+			    "RDMA devices",
+			    nic->bdf, rn_pci_distance_name(dn));
+		else
+			fix(res,
+			    "this machine has no network function near it: run the job on GPUs "
+			    "near its RDMA devices");
+	}
+}
+
+static void check_gpudirect(struct ctx *x)
+{
+	const struct rn_doctor_gdr *g = &x->f->gdr;
+	struct rn_doctor_result *res;
+	unsigned kmaj = 0, kmin = 0;
+	bool kernel_ok, driver_ok;
+
+	if (x->f->ngpus == 0) {
+		emit(x, NULL, RN_DOCTOR_SKIP, "no NVIDIA GPU on the PCI bus");
+		return;
+	}
+	if (!g->nvidia) {
+		res = emit(x, NULL, RN_DOCTOR_WARN,
+			   "%zu NVIDIA GPU(s) on the PCI bus, but the nvidia kernel module is not "
+			   "loaded",
+			   x->f->ngpus);
+		fix(res, "load the NVIDIA driver ('modprobe nvidia'), then check again");
+		return;
+	}
+	if (g->peermem) {
+		emit(x, NULL, RN_DOCTOR_PASS,
+		     "nvidia_peermem is loaded: RDMA devices can reach GPU memory (driver %s)",
+		     g->nvidia_version[0] ? g->nvidia_version : "?");
+		return;
+	}
+	(void)sscanf(g->kernel, "%u.%u", &kmaj, &kmin);
+	kernel_ok = kmaj > 5 || (kmaj == 5 && kmin >= 12);
+	driver_ok = atoi(g->nvidia_version) >= 515;
+	if (g->open_module && driver_ok && kernel_ok) {
+		emit(x, NULL, RN_DOCTOR_PASS,
+		     "dma-buf: the NVIDIA open kernel module %s on kernel %s lets RDMA devices "
+		     "register GPU memory without nvidia_peermem (NCCL uses it: "
+		     "NCCL_DMABUF_ENABLE)",
+		     g->nvidia_version, g->kernel);
+		return;
+	}
+	res = emit(x, NULL, RN_DOCTOR_WARN,
+		   "no GPUDirect RDMA: nvidia_peermem is not loaded, and dma-buf needs%s%s%s "
+		   "(have: the %s module, driver %s, kernel %s); NCCL then copies through host "
+		   "memory",
+		   !g->open_module ? " the open kernel module" : "",
+		   !driver_ok ? " driver >= 515" : "", !kernel_ok ? " kernel >= 5.12" : "",
+		   g->open_module ? "open" : "proprietary",
+		   g->nvidia_version[0] ? g->nvidia_version : "?", g->kernel[0] ? g->kernel : "?");
+	fix(res,
+	    "'modprobe nvidia_peermem' (it ships with the NVIDIA driver and needs ib_core), or use "
+	    "the NVIDIA open kernel modules (driver >= 515) on a kernel >= 5.12 for dma-buf");
+}
+
 static const struct check {
 	const char *id;
 	const char *title;
@@ -1594,6 +1769,8 @@ static const struct check {
 	{ "memlock", "RLIMIT_MEMLOCK and CAP_IPC_LOCK of the process", check_memlock },
 	{ "dev-nodes", "/dev/infiniband in the process's mount namespace", check_dev_nodes },
 	{ "nccl", "NCCL settings of the process vs what rdmans env resolves", check_nccl },
+	{ "gpu-nic", "the nearest RDMA device of each GPU (PCI path)", check_gpu_nic },
+	{ "gpudirect", "GPUDirect RDMA: nvidia_peermem or dma-buf", check_gpudirect },
 };
 
 int rn_doctor_evaluate(const struct rn_doctor_facts *f, struct rn_doctor_report *out,
@@ -1757,6 +1934,13 @@ int rn_doctor_run(const struct rn_doctor_target *t, struct rn_doctor_facts *f,
 	if (r < 0) {
 		f->netns_error = r;
 		set_str(f->netns_msg, sizeof(f->netns_msg), e.msg);
+	}
+
+	{
+		char proc[PATH_MAX];
+
+		snprintf(proc, sizeof(proc), "%s/proc", t->config_root ? t->config_root : "");
+		rn_doctor_facts_gdr(f, proc);
 	}
 
 	/* the target process */

@@ -78,6 +78,7 @@ static int load_libcurl(struct rn_error *err)
 struct rn_http {
 	CURL *curl;
 	char errbuf[CURL_ERROR_SIZE];
+	bool client_cert; /* a client certificate is configured */
 };
 
 struct buffer {
@@ -169,6 +170,7 @@ int rn_http_open(const struct rn_http_tls *tls, long timeout_ms, struct rn_http 
 			lc.easy_setopt(h->curl, CURLOPT_CAINFO, tls->ca_file);
 		if (tls->cert_file)
 			lc.easy_setopt(h->curl, CURLOPT_SSLCERT, tls->cert_file);
+		h->client_cert = tls->cert_file != NULL;
 		if (tls->key_file)
 			lc.easy_setopt(h->curl, CURLOPT_SSLKEY, tls->key_file);
 	}
@@ -211,6 +213,49 @@ static int transport_errno(CURLcode rc, const char *msg)
 	}
 }
 
+/*
+ * A server that wants a client certificate and gets none (or refuses ours)
+ * closes the connection. Under TLS 1.2 that fails the handshake; under TLS
+ * 1.3 the client has finished its handshake by then and sees, depending on
+ * timing, the alert on its first read, a reset on its first write, or a
+ * socket already gone ("getpeername() failed ... not connected"), and on
+ * an HTTP/2 connection any of those as an HTTP/2 error. Over
+ * https, each of those is said to be TLS, with what to check.
+ */
+static bool tls_closed(const char *url, CURLcode rc, const char *msg)
+{
+	if (strncmp(url, "https://", 8) != 0)
+		return false;
+	switch (rc) {
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_HTTP2: /* the same, on an HTTP/2 connection (ALPN h2) */
+	case CURLE_HTTP2_STREAM:
+		return true;
+	case CURLE_SSL_CONNECT_ERROR:
+		return strstr(msg, "alert") != NULL;
+	default:
+		return false;
+	}
+}
+
+static int transport_error(const struct rn_http *h, const char *url, CURLcode rc,
+			   struct rn_error *err)
+{
+	const char *msg = h->errbuf[0] ? h->errbuf : lc.easy_strerror(rc);
+
+	if (tls_closed(url, rc, msg))
+		return rn_error_set(
+			err, EPROTO, "%s: the server ended the TLS connection (%s): %s", url, msg,
+			h->client_cert
+				? "it may refuse our client certificate (check cert_file and "
+				  "key_file, and that the server trusts their CA)"
+				: "a server that wants a client certificate does that when "
+				  "none is given (set cert_file and key_file)");
+	return rn_error_set(err, transport_errno(rc, msg), "%s: %s", url, msg);
+}
+
 int rn_http_post(struct rn_http *h, const char *url, const char *body, const char *authorization,
 		 long *ret_status, char **ret_body, struct rn_error *err)
 {
@@ -243,8 +288,7 @@ int rn_http_post(struct rn_http *h, const char *url, const char *body, const cha
 		if (b.too_big)
 			return rn_error_set(err, EMSGSIZE, "%s: answer larger than %u bytes", url,
 					    MAX_BODY);
-		return rn_error_set(err, transport_errno(rc, h->errbuf), "%s: %s", url,
-				    h->errbuf[0] ? h->errbuf : lc.easy_strerror(rc));
+		return transport_error(h, url, rc, err);
 	}
 	lc.easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, ret_status);
 	if (!b.data) {

@@ -316,11 +316,46 @@ static int parse_routes_dns(struct rn_ipam_config *c, json_t *ipam, struct rn_er
 	return 0;
 }
 
+/*
+ * Where the userinfo ("user:password@") of the URL text[0..len) is: *at and
+ * *n (0 when none). The authority runs from after "://" (or the start) to
+ * the first '/', '?' or '#'; its last '@' ends the userinfo.
+ */
+static void endpoint_userinfo(const char *text, size_t len, size_t *at, size_t *n)
+{
+	const char *scheme = memmem(text, len, "://", 3);
+	size_t start = scheme ? (size_t)(scheme - text) + 3 : 0, end = start;
+
+	*at = start;
+	*n = 0;
+	while (end < len && !strchr("/?#", text[end]))
+		end++;
+	for (size_t i = end; i > start; i--)
+		if (text[i - 1] == '@') {
+			*n = i - start;
+			return;
+		}
+}
+
+/* The endpoint for a message: its userinfo, if any, as "***@". */
+static void endpoint_redacted(const char *text, size_t len, char *buf, size_t size)
+{
+	size_t at, n;
+
+	endpoint_userinfo(text, len, &at, &n);
+	if (n == 0)
+		snprintf(buf, size, "%.*s", (int)len, text);
+	else
+		snprintf(buf, size, "%.*s***@%.*s", (int)at, text, (int)(len - at - n),
+			 text + at + n);
+}
+
 static int add_endpoint(struct rn_ipam_config *c, const char *text, size_t len, bool tls,
 			struct rn_error *err)
 {
-	char **grown;
+	char **grown, shown[256];
 	char *ep;
+	size_t at, n;
 
 	if (!text)
 		return 0;
@@ -330,12 +365,22 @@ static int add_endpoint(struct rn_ipam_config *c, const char *text, size_t len, 
 		len--;
 	if (len == 0)
 		return 0;
+	/* a password in a URL ends up in logs and error messages: refused, never shown */
+	endpoint_redacted(text, len, shown, sizeof(shown));
+	endpoint_userinfo(text, len, &at, &n);
+	if (n)
+		return rn_error_set(
+			err, EINVAL,
+			"etcd endpoint '%s' carries a user name or password: put the "
+			"user in ipam.etcd.username and the password in a file named "
+			"by ipam.etcd.password_file, and give the endpoint without them",
+			shown);
 	if (memmem(text, len, "://", 3)) {
 		if (strncmp(text, "http://", 7) != 0 && strncmp(text, "https://", 8) != 0)
 			return rn_error_set(err, EINVAL,
-					    "etcd endpoint '%.*s' must start with http:// or "
+					    "etcd endpoint '%s' must start with http:// or "
 					    "https://",
-					    (int)len, text);
+					    shown);
 		if (asprintf(&ep, "%.*s", (int)len, text) < 0)
 			return rn_error_set(err, ENOMEM, "out of memory");
 	} else if (asprintf(&ep, "%s://%.*s", tls ? "https" : "http", (int)len, text) < 0) {

@@ -361,8 +361,15 @@ rn_u128 rn_ipam_range_count(const struct rn_ipam_range *r)
 		total = U128_MAX; /* ::/0: one short, close enough to "all" */
 	else
 		total = r->end - r->start + 1;
-	for (size_t i = 0; i < r->n_exclude; i++)
-		gone += r->exclude[i].last - r->exclude[i].first + 1;
+	for (size_t i = 0; i < r->n_exclude; i++) {
+		/* saturating: a span of the whole space has 2^128 addresses (found by fuzzing) */
+		rn_u128 span = r->exclude[i].last - r->exclude[i].first;
+
+		if (span == U128_MAX || gone > U128_MAX - span - 1)
+			gone = U128_MAX;
+		else
+			gone += span + 1;
+	}
 	if (r->has_gateway)
 		points[np++] = r->gateway;
 	if ((r->family == AF_INET && r->prefix <= 30) ||

@@ -35,6 +35,12 @@ static bool clean(const char *v)
 	return true;
 }
 
+/* A pool is one directory (local store) or key part (etcd): no '/', no ".", "..". */
+static bool pool_name_ok(const char *pool)
+{
+	return pool[0] && pool[0] != '.' && !strchr(pool, '/') && clean(pool);
+}
+
 static int emit(FILE *f, const struct field *fields, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -185,7 +191,7 @@ static int set_field(const char *key, size_t klen, const char *value, size_t vle
 		line[vlen] = '\0';
 		/* pool, address, range: sizes from struct rn_ipam_held */
 		n = sscanf(line, "%57s %45s %49s", h->pool, h->ip, h->range);
-		if (n != 3)
+		if (n != 3 || !pool_name_ok(h->pool) || !clean(h->ip) || !clean(h->range))
 			return -EBADMSG;
 		c->att->n++;
 		return 0;
@@ -197,6 +203,9 @@ static int set_field(const char *key, size_t klen, const char *value, size_t vle
 			return -EBADMSG;
 		memcpy(c->fields[i].value, value, vlen);
 		c->fields[i].value[vlen] = '\0';
+		/* what could not be written back (a control character) is damage, not data */
+		if (strlen(c->fields[i].value) != vlen || !clean(c->fields[i].value))
+			return -EBADMSG;
 		return 0;
 	}
 	return 0; /* unknown key: skipped */
@@ -211,7 +220,7 @@ int rn_ipam_record_parse(const char *text, struct rn_ipam_record *ret, struct rn
 		struct rn_ip ip;
 
 		if (each_line(text, set_field, &c) < 0 || !ret->ip[0] || !ret->attachment[0] ||
-		    !ret->scope[0] || !ret->pool[0] || rn_ip_parse(ret->ip, &ip) < 0)
+		    !ret->scope[0] || !pool_name_ok(ret->pool) || rn_ip_parse(ret->ip, &ip) < 0)
 			return rn_error_set(err, EBADMSG,
 					    "not an address record (want ip=, attachment=, scope=, "
 					    "pool= lines)");

@@ -44,21 +44,7 @@ static void bprintf(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Appends to a message buffer, truncating silently. */
-static void bappend(char *buf, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void bappend(char *buf, size_t len, const char *fmt, ...)
-{
-	size_t used = strnlen(buf, len);
-	va_list ap;
-
-	if (used + 1 >= len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf + used, len - used, fmt, ap);
-	va_end(ap);
-}
+#define bappend rn_strappend
 
 static int grow(void **v, size_t n, size_t size)
 {
@@ -365,31 +351,76 @@ int rn_nccl_node_from_sysfs(struct rn_nccl_node *out, struct rn_error *err)
 	return 0;
 }
 
-int rn_nccl_node_add_addr(struct rn_nccl_node *node, const char *netdev, const char *cidr,
-			  struct rn_error *err)
+/*
+ * "a.b.c.d/nn" or "x::y/nn" (no "/nn": a host address) -> family, the
+ * address as a GID holds it (IPv4-mapped for IPv4) and the prefix length.
+ */
+static int parse_cidr(const char *cidr, int *family, uint8_t raw[16], int *plen)
 {
-	struct in_addr a;
 	char ip[RN_CIDR_MAX];
 	const char *slash = strchr(cidr, '/');
 	size_t len = slash ? (size_t)(slash - cidr) : strlen(cidr);
+	struct in_addr a4;
+	struct in6_addr a6;
+	int max;
 	char *end;
-	long plen;
+	long l;
 
-	if (!slash || len >= sizeof(ip))
-		return rn_error_set(err, EINVAL, "'%s' is not an IPv4 address/prefix", cidr);
+	if (len == 0 || len >= sizeof(ip))
+		return -EINVAL;
 	memcpy(ip, cidr, len);
 	ip[len] = '\0';
+	if (inet_pton(AF_INET, ip, &a4) == 1) {
+		*family = AF_INET;
+		memset(raw, 0, 16);
+		raw[10] = raw[11] = 0xff;
+		memcpy(raw + 12, &a4, 4);
+		max = 32;
+	} else if (inet_pton(AF_INET6, ip, &a6) == 1) {
+		*family = AF_INET6;
+		memcpy(raw, a6.s6_addr, 16);
+		max = 128;
+	} else {
+		return -EINVAL;
+	}
+	if (!slash) {
+		*plen = max;
+		return 0;
+	}
 	errno = 0;
-	plen = strtol(slash + 1, &end, 10);
-	if (inet_pton(AF_INET, ip, &a) != 1 || errno || *end || end == slash + 1 || plen < 0 ||
-	    plen > 32)
-		return rn_error_set(err, EINVAL, "'%s' is not an IPv4 address/prefix", cidr);
+	l = strtol(slash + 1, &end, 10);
+	if (errno || *end || end == slash + 1 || l < 0 || l > max)
+		return -EINVAL;
+	*plen = (int)l;
+	return 0;
+}
+
+static bool is_link_local6(const uint8_t raw[16])
+{
+	return raw[0] == 0xfe && (raw[1] & 0xc0) == 0x80;
+}
+
+int rn_nccl_node_add_addr(struct rn_nccl_node *node, const char *netdev, const char *cidr,
+			  struct rn_error *err)
+{
+	uint8_t raw[16];
+	int family, plen;
+
+	if (parse_cidr(cidr, &family, raw, &plen) < 0)
+		return rn_error_set(
+			err, EINVAL,
+			"'%s' is not an IPv4 or IPv6 address/prefix (a.b.c.d/nn, x::y/nn)", cidr);
+	if (family == AF_INET6 && is_link_local6(raw))
+		return 0;
 	for (size_t i = 0; i < node->n_ports; i++) {
 		struct rn_nccl_port *p = &node->ports[i];
 
-		if (strcmp(p->netdev, netdev) != 0 || p->n_ipv4 >= RN_NCCL_MAX_ADDRS)
+		if (strcmp(p->netdev, netdev) != 0)
 			continue;
-		scopy(p->ipv4[p->n_ipv4++], RN_CIDR_MAX, cidr);
+		if (family == AF_INET && p->n_ipv4 < RN_NCCL_MAX_ADDRS)
+			scopy(p->ipv4[p->n_ipv4++], RN_CIDR_MAX, cidr);
+		else if (family == AF_INET6 && p->n_ipv6 < RN_NCCL_MAX_ADDRS)
+			scopy(p->ipv6[p->n_ipv6++], RN_CIDR_MAX, cidr);
 	}
 	return 0;
 }
@@ -409,7 +440,7 @@ static int probe_here(void *arg, struct rn_error *err)
 		return r;
 	for (size_t i = 0; i < node->n_ports; i++) {
 		struct rn_nccl_port *p = &node->ports[i];
-		char cidrs[RN_NCCL_MAX_ADDRS][64];
+		char cidrs[2 * RN_NCCL_MAX_ADDRS][64]; /* IPv4, IPv6 global and link-local */
 		struct rn_link link;
 		bool seen = false;
 		size_t n = 0;
@@ -429,10 +460,11 @@ static int probe_here(void *arg, struct rn_error *err)
 		}
 		if (r < 0)
 			return r;
-		r = rn_link_addr_list(link.ifindex, AF_INET, cidrs, RN_NCCL_MAX_ADDRS, &n, err);
+		r = rn_link_addr_list(link.ifindex, AF_UNSPEC, cidrs, RN_ARRAY_SIZE(cidrs), &n,
+				      err);
 		if (r < 0)
 			return r;
-		for (size_t a = 0; a < n && a < RN_NCCL_MAX_ADDRS; a++) {
+		for (size_t a = 0; a < n && a < RN_ARRAY_SIZE(cidrs); a++) {
 			r = rn_nccl_node_add_addr(node, p->netdev, cidrs[a], err);
 			if (r < 0)
 				return r;
@@ -553,6 +585,156 @@ int rn_nccl_layer_set_profile(struct rn_nccl_layer *l, const char *profile, stru
 	return 0;
 }
 
+int rn_nccl_layer_set_family(struct rn_nccl_layer *l, const char *family, struct rn_error *err)
+{
+	char label[RN_NCCL_ORIGIN_MAX + 16];
+
+	rn_nccl_layer_label(l, label, sizeof(label));
+	if (!family || (strcmp(family, "ipv4") && strcmp(family, "ipv6") && strcmp(family, "auto")))
+		return rn_error_set(err, EINVAL,
+				    "%s: address family '%s' is not ipv4, ipv6 or auto (auto: IPv4 "
+				    "when the RDMA netdevs have IPv4 addresses, else IPv6)",
+				    label, family ? family : "");
+	scopy(l->family, sizeof(l->family), family);
+	return 0;
+}
+
+int rn_nccl_layer_set_version(struct rn_nccl_layer *l, const char *version, struct rn_error *err)
+{
+	char label[RN_NCCL_ORIGIN_MAX + 16];
+	struct rn_nccl_version v;
+	int r;
+
+	rn_nccl_layer_label(l, label, sizeof(label));
+	r = rn_nccl_version_parse(version, &v, err);
+	if (r < 0)
+		return rn_error_wrap(err, "%s", label);
+	bprintf(l->nccl_version, sizeof(l->nccl_version), "%u.%u.%u", v.major, v.minor, v.patch);
+	return 0;
+}
+
+/* ---- NCCL versions ---- */
+
+int rn_nccl_version_parse(const char *text, struct rn_nccl_version *out, struct rn_error *err)
+{
+	unsigned v[3] = { 0, 0, 0 };
+	const char *p = text;
+
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < 3; i++) {
+		char *end;
+		unsigned long n;
+
+		if (!p || !isdigit((unsigned char)*p))
+			goto bad;
+		errno = 0;
+		n = strtoul(p, &end, 10);
+		if (errno || n > 9999 || end - p > 4)
+			goto bad;
+		v[i] = (unsigned)n;
+		p = end;
+		if (i < 2) {
+			if (*p != '.')
+				goto bad;
+			p++;
+		}
+	}
+	/* NCCL's own suffixes: "2.21.5-1" (packages), "2.21.5+cuda12.4" (its banner) */
+	if (*p && *p != '-' && *p != '+')
+		goto bad;
+	if (v[0] != 2)
+		goto bad;
+	out->major = v[0];
+	out->minor = v[1];
+	out->patch = v[2];
+	return 0;
+bad:
+	return rn_error_set(err, EINVAL, "'%s' is not an NCCL version (2.MINOR.PATCH, e.g. 2.21.5)",
+			    text ? text : "");
+}
+
+enum rn_nccl_ver_class rn_nccl_version_class(const struct rn_nccl_version *v)
+{
+	if (!v || v->major == 0)
+		return RN_NCCL_VER_UNKNOWN;
+	if (v->minor <= 20)
+		return RN_NCCL_VER_FIXED;
+	if (v->minor < 26 || (v->minor == 26 && v->patch < 2))
+		return RN_NCCL_VER_AUTO;
+	return RN_NCCL_VER_AUTO_SPARSE;
+}
+
+const char *rn_nccl_ver_class_desc(enum rn_nccl_ver_class c)
+{
+	switch (c) {
+	case RN_NCCL_VER_FIXED:
+		return "NCCL <= 2.20 uses GID index 0 unless NCCL_IB_GID_INDEX names one";
+	case RN_NCCL_VER_AUTO:
+		return "NCCL 2.21-2.26.1 picks the RoCE v2 GID of NCCL_IB_ADDR_FAMILY in "
+		       "NCCL_IB_ADDR_RANGE itself, but aborts on an empty slot of a sparse GID "
+		       "table";
+	case RN_NCCL_VER_AUTO_SPARSE:
+		return "NCCL >= 2.26.2 picks the RoCE v2 GID of NCCL_IB_ADDR_FAMILY in "
+		       "NCCL_IB_ADDR_RANGE itself, sparse GID tables included";
+	case RN_NCCL_VER_UNKNOWN:
+		break;
+	}
+	return "settings that are right for every version (NCCL <= 2.20 uses GID index 0 "
+	       "unless NCCL_IB_GID_INDEX names one)";
+}
+
+/* ---- NCCL's name lists ---- */
+
+void rn_nccl_list_parse(const char *value, struct rn_nccl_list *l)
+{
+	char buf[RN_NCCL_VALUE_MAX], *save = NULL;
+
+	memset(l, 0, sizeof(*l));
+	if (*value == '^') {
+		l->exclude = true;
+		value++;
+	}
+	if (*value == '=') {
+		l->exact = true;
+		value++;
+	}
+	scopy(buf, sizeof(buf), value);
+	for (char *tok = strtok_r(buf, ",", &save); tok && l->n < RN_ARRAY_SIZE(l->v);
+	     tok = strtok_r(NULL, ",", &save)) {
+		struct rn_nccl_list_entry *e = &l->v[l->n];
+		char *colon = strchr(tok, ':');
+
+		e->port = -1;
+		if (colon) {
+			*colon = '\0';
+			if (colon[1] && colon[1] != ':')
+				e->port = atol(colon + 1);
+		}
+		if (!tok[0])
+			continue; /* NCCL skips an entry with no name */
+		scopy(e->name, sizeof(e->name), tok);
+		l->n++;
+	}
+}
+
+bool rn_nccl_list_entry_matches(const struct rn_nccl_list *l, size_t i, const char *name, long port)
+{
+	const struct rn_nccl_list_entry *e = &l->v[i];
+	bool name_ok = l->exact ? strcmp(name, e->name) == 0
+				: strncmp(name, e->name, strlen(e->name)) == 0;
+
+	return name_ok && (e->port == -1 || port == -1 || e->port == port);
+}
+
+bool rn_nccl_list_takes(const struct rn_nccl_list *l, const char *name, long port)
+{
+	bool match = l->n == 0; /* NCCL: no entry at all matches everything */
+
+	for (size_t i = 0; i < l->n && !match; i++)
+		match = rn_nccl_list_entry_matches(l, i, name, port);
+	return match != l->exclude;
+}
+
 /* ---- the result ---- */
 
 void rn_nccl_result_free(struct rn_nccl_result *res)
@@ -644,7 +826,7 @@ static int drop(struct rn_nccl_result *res, const char *name, const char *origin
 static const char *const key_order[] = {
 	"NCCL_IB_DISABLE",     "NCCL_IB_HCA",	     "NCCL_IB_GID_INDEX",
 	"NCCL_IB_ADDR_FAMILY", "NCCL_IB_ADDR_RANGE", "NCCL_IB_ROCE_VERSION_NUM",
-	"NCCL_SOCKET_IFNAME",
+	"NCCL_SOCKET_IFNAME",  "NCCL_SOCKET_FAMILY",
 };
 
 static size_t key_rank(const char *name)
@@ -677,61 +859,66 @@ static bool is_ib(const struct rn_nccl_port *p)
 	return strcmp(p->link_layer, "InfiniBand") == 0;
 }
 
-/* "a.b.c.d/nn" -> host-order address and prefix. */
-static bool parse_cidr4(const char *cidr, uint32_t *addr, int *plen)
+static const char *family_name(int family)
 {
-	char ip[RN_CIDR_MAX];
-	const char *slash = strchr(cidr, '/');
-	struct in_addr a;
-	size_t len;
-
-	if (!slash)
-		return false;
-	len = (size_t)(slash - cidr);
-	if (len >= sizeof(ip))
-		return false;
-	memcpy(ip, cidr, len);
-	ip[len] = '\0';
-	if (inet_pton(AF_INET, ip, &a) != 1)
-		return false;
-	*addr = ntohl(a.s_addr);
-	*plen = atoi(slash + 1);
-	return *plen >= 0 && *plen <= 32;
+	return family == AF_INET6 ? "IPv6" : "IPv4";
 }
 
-/* The RoCE v2 GID entry of dev/port holding one of the port's IPv4 addresses. */
-static void find_gid(const struct rn_nccl_node *node, const struct rn_nccl_port *p,
-		     struct rn_nccl_port_use *u)
+static size_t port_naddrs(const struct rn_nccl_port *p, int family)
 {
-	if (p->n_ipv4 == 0) {
+	return family == AF_INET6 ? p->n_ipv6 : p->n_ipv4;
+}
+
+static const char *port_addr(const struct rn_nccl_port *p, int family, size_t i)
+{
+	return family == AF_INET6 ? p->ipv6[i] : p->ipv4[i];
+}
+
+/* Whether raw is one of the port's addresses of `family`. */
+static bool port_holds(const struct rn_nccl_port *p, int family, const uint8_t raw[16],
+		       const char **ret_cidr)
+{
+	for (size_t a = 0; a < port_naddrs(p, family); a++) {
+		uint8_t mine[16];
+		int fam, plen;
+
+		if (parse_cidr(port_addr(p, family, a), &fam, mine, &plen) == 0 &&
+		    memcmp(mine, raw, 16) == 0) {
+			if (ret_cidr)
+				*ret_cidr = port_addr(p, family, a);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The lowest-index RoCE v2 GID of dev/port holding one of the port's addresses of `family`. */
+static void find_gid(const struct rn_nccl_node *node, const struct rn_nccl_port *p,
+		     struct rn_nccl_port_use *u, int family)
+{
+	if (port_naddrs(p, family) == 0) {
 		u->gid_status = RN_NCCL_GID_NO_ADDR;
 		return;
 	}
 	u->gid_status = RN_NCCL_GID_NO_MATCH;
-	for (size_t a = 0; a < p->n_ipv4; a++) {
-		char ip[RN_CIDR_MAX];
-		const char *slash = strchr(p->ipv4[a], '/');
-		size_t len = slash ? (size_t)(slash - p->ipv4[a]) : strlen(p->ipv4[a]);
+	for (size_t i = 0; i < node->gids.n; i++) {
+		const struct rn_gid_entry *e = &node->gids.entries[i];
+		const char *cidr = NULL;
 
-		memcpy(ip, p->ipv4[a], len);
-		ip[len] = '\0';
-		for (size_t i = 0; i < node->gids.n; i++) {
-			const struct rn_gid_entry *e = &node->gids.entries[i];
-
-			if (e->port != p->port || e->type != RN_GID_ROCE_V2 ||
-			    strcmp(e->dev, p->dev) != 0 || strcmp(e->ipv4, ip) != 0)
-				continue;
-			if (e->netdev[0] && p->netdev[0] && strcmp(e->netdev, p->netdev) != 0)
-				continue;
-			u->gid_status = RN_NCCL_GID_FOUND;
-			u->gid_index = (int)e->index;
-			scopy(u->gid_ipv4, sizeof(u->gid_ipv4), p->ipv4[a]);
-			return; /* entries are sorted by index: the lowest wins */
-		}
+		if (e->port != p->port || e->type != RN_GID_ROCE_V2 || strcmp(e->dev, p->dev) != 0)
+			continue;
+		if (e->netdev[0] && p->netdev[0] && strcmp(e->netdev, p->netdev) != 0)
+			continue;
+		if (!port_holds(p, family, e->raw, &cidr))
+			continue;
+		u->gid_status = RN_NCCL_GID_FOUND;
+		u->gid_index = (int)e->index;
+		scopy(u->gid_addr, sizeof(u->gid_addr), cidr);
+		return; /* entries are sorted by index: the lowest wins */
 	}
 }
 
-/* Decides, for every port, whether NCCL can use it, and finds its GID. */
+/* Decides, for every port, whether NCCL can use it. */
 static int analyse_ports(const struct rn_nccl_node *node, struct rn_nccl_result *res)
 {
 	res->ports = calloc(node->n_ports ? node->n_ports : 1, sizeof(*res->ports));
@@ -765,7 +952,6 @@ static int analyse_ports(const struct rn_nccl_node *node, struct rn_nccl_result 
 					p->netdev, p->dev);
 				continue;
 			}
-			find_gid(node, p, u);
 		} else if (!is_ib(p) && p->link_layer[0]) {
 			bprintf(u->why_not, sizeof(u->why_not), "link layer '%s' is unknown",
 				p->link_layer);
@@ -774,6 +960,48 @@ static int analyse_ports(const struct rn_nccl_node *node, struct rn_nccl_result 
 		u->used = true;
 	}
 	return 0;
+}
+
+/*
+ * The family of the RoCE addresses: asked for by a layer, else IPv4 when any
+ * used RoCE netdev has an IPv4 address (NCCL's own default), else IPv6.
+ */
+static void choose_family(const struct rn_nccl_node *node, struct rn_nccl_result *res,
+			  const struct rn_nccl_layer *asked)
+{
+	size_t v4 = 0, v6 = 0;
+
+	for (size_t i = 0; i < res->n_ports; i++) {
+		if (!res->ports[i].used || !is_ethernet(&node->ports[i]))
+			continue;
+		v4 += node->ports[i].n_ipv4 > 0;
+		v6 += node->ports[i].n_ipv6 > 0;
+	}
+	if (asked && strcmp(asked->family, "auto") != 0) {
+		char label[RN_NCCL_ORIGIN_MAX + 16];
+
+		rn_nccl_layer_label(asked, label, sizeof(label));
+		res->family = strcmp(asked->family, "ipv6") == 0 ? AF_INET6 : AF_INET;
+		bprintf(res->family_why, sizeof(res->family_why), "%s asks for %s", label,
+			family_name(res->family));
+	} else if (v4) {
+		res->family = AF_INET;
+		bprintf(res->family_why, sizeof(res->family_why), "%s",
+			v6 ? "dual-stack: IPv4, NCCL's default family (\"family\": \"ipv6\" in the "
+			     "nccl block, or --family ipv6, chooses IPv6)"
+			   : "the RDMA netdevs have IPv4 addresses");
+	} else if (v6) {
+		res->family = AF_INET6;
+		bprintf(res->family_why, sizeof(res->family_why),
+			"IPv6-only: the RDMA netdevs have global IPv6 addresses and no IPv4 one");
+	} else {
+		res->family = AF_INET;
+		bprintf(res->family_why, sizeof(res->family_why),
+			"no address on the RDMA netdevs yet: IPv4 assumed");
+	}
+	for (size_t i = 0; i < res->n_ports; i++)
+		if (res->ports[i].used && is_ethernet(&node->ports[i]))
+			find_gid(node, &node->ports[i], &res->ports[i], res->family);
 }
 
 /* How many used ports device `dev` has, and how many ports in all. */
@@ -790,21 +1018,9 @@ static void dev_port_counts(const struct rn_nccl_result *res, const char *dev, s
 	}
 }
 
-/* True when `name` is a strict prefix of another device's name in the node. */
-static bool prefix_of_other(const struct rn_nccl_node *node, const char *name)
-{
-	size_t len = strlen(name);
-
-	for (size_t i = 0; i < node->n_ports; i++)
-		if (strncmp(node->ports[i].dev, name, len) == 0 && node->ports[i].dev[len])
-			return true;
-	return false;
-}
-
 static int detect_hca(const struct rn_nccl_node *node, struct rn_nccl_result *res)
 {
-	char value[RN_NCCL_VALUE_MAX] = "", detail[RN_NCCL_DETAIL_MAX] = "";
-	bool exact = false;
+	char value[RN_NCCL_VALUE_MAX] = "=", detail[RN_NCCL_DETAIL_MAX] = "";
 	const char *last = "";
 
 	for (size_t i = 0; i < res->n_ports; i++) {
@@ -816,75 +1032,158 @@ static int detect_hca(const struct rn_nccl_node *node, struct rn_nccl_result *re
 			continue;
 		dev_port_counts(res, u->dev, &used, &all);
 		if (all > 1)
-			bappend(value, sizeof(value), "%s%s:%u", value[0] ? "," : "", u->dev,
+			bappend(value, sizeof(value), "%s%s:%u", value[1] ? "," : "", u->dev,
 				u->port);
 		else if (strcmp(last, u->dev) != 0)
-			bappend(value, sizeof(value), "%s%s", value[0] ? "," : "", u->dev);
+			bappend(value, sizeof(value), "%s%s", value[1] ? "," : "", u->dev);
 		last = u->dev;
-		exact = exact || prefix_of_other(node, u->dev);
 		bappend(detail, sizeof(detail), "%s%s port %u %s (%s%s%s)", detail[0] ? "; " : "",
 			u->dev, u->port, p->state, p->link_layer[0] ? p->link_layer : "?",
 			p->netdev[0] ? ", " : "", p->netdev);
 	}
-	if (exact) {
-		/* NCCL matches names as prefixes: mlx5_1 would also take mlx5_10. */
-		char tmp[RN_NCCL_VALUE_MAX];
-
-		bprintf(tmp, sizeof(tmp), "=%s", value);
-		scopy(value, sizeof(value), tmp);
-		bappend(detail, sizeof(detail),
-			"; '=' asks for exact names (another device's name starts with one of "
-			"these)");
-	}
+	/* NCCL matches names as prefixes unless the list starts with '=': mlx5_1 takes mlx5_10 */
+	bappend(detail, sizeof(detail), "; '=': exact names, as NCCL's documentation advises");
 	return put(res, "NCCL_IB_HCA", value, RN_NCCL_SRC_DETECTED, "detected", detail);
 }
 
-/* The smallest CIDR holding every network in nets[]. */
-static void cover_cidr(const uint32_t *nets, const int *plens, size_t n, char *buf, size_t len)
+/* The smallest CIDR holding every address in raw[] (GID form: IPv4-mapped for IPv4). */
+static void cover_cidr(const uint8_t (*raw)[16], size_t n, int family, char *buf, size_t len)
 {
-	uint32_t base = nets[0];
-	int plen = plens[0];
-	struct in_addr a;
-	char ip[INET_ADDRSTRLEN];
+	uint8_t base[16];
+	int plen = 128;
+	char ip[INET6_ADDRSTRLEN];
 
+	memcpy(base, raw[0], 16);
 	for (size_t i = 1; i < n; i++) {
 		int common = 0;
 
-		while (common < 32 && common < plen && common < plens[i] &&
-		       ((base ^ nets[i]) & (0x80000000u >> common)) == 0)
+		while (common < plen &&
+		       ((base[common / 8] ^ raw[i][common / 8]) & (0x80 >> (common % 8))) == 0)
 			common++;
-		if (common < plen)
-			plen = common;
+		plen = common;
 	}
-	base = plen ? base & (0xffffffffu << (32 - plen)) : 0;
-	a.s_addr = htonl(base);
-	inet_ntop(AF_INET, &a, ip, sizeof(ip));
+	for (int b = plen; b < 128; b++)
+		base[b / 8] &= (uint8_t) ~(0x80 >> (b % 8));
+	if (family == AF_INET) {
+		plen = plen > 96 ? plen - 96 : 0;
+		inet_ntop(AF_INET, base + 12, ip, sizeof(ip));
+	} else {
+		inet_ntop(AF_INET6, base, ip, sizeof(ip));
+	}
 	bprintf(buf, len, "%s/%d", ip, plen);
+}
+
+/* Whether raw lies inside the CIDR (GID form) base/plen (in bits of the 128). */
+static bool in_range(const uint8_t raw[16], const uint8_t base[16], int plen)
+{
+	for (int b = 0; b < plen; b++)
+		if (((raw[b / 8] ^ base[b / 8]) & (0x80 >> (b % 8))) != 0)
+			return false;
+	return true;
+}
+
+/* Whether dev/port has a GID in slot 0 (a sparse table starts later). */
+static bool slot0_filled(const struct rn_nccl_node *node, const char *dev, uint32_t port)
+{
+	for (size_t i = 0; i < node->gids.n; i++)
+		if (node->gids.entries[i].index == 0 && node->gids.entries[i].port == port &&
+		    strcmp(node->gids.entries[i].dev, dev) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Why NCCL's own selection (NCCL_IB_ADDR_FAMILY + NCCL_IB_ADDR_RANGE) would
+ * not give every used port its GID, into why; "" when it would.
+ */
+static void why_not_auto(const struct rn_nccl_node *node, const struct rn_nccl_result *res,
+			 const char *range, char *why, size_t len)
+{
+	char ver[32];
+	uint8_t base[16];
+	int fam, plen;
+
+	why[0] = '\0';
+	bprintf(ver, sizeof(ver), "%u.%u.%u", res->version.major, res->version.minor,
+		res->version.patch);
+	if (res->ver_class == RN_NCCL_VER_UNKNOWN) {
+		bprintf(why, len,
+			"the job's NCCL version is unknown, and NCCL <= 2.20 takes one "
+			"NCCL_IB_GID_INDEX for every device");
+		return;
+	}
+	if (res->ver_class == RN_NCCL_VER_FIXED) {
+		bprintf(why, len,
+			"NCCL %s takes one NCCL_IB_GID_INDEX for every device (no selection of its "
+			"own before 2.21)",
+			ver);
+		return;
+	}
+	if (parse_cidr(range, &fam, base, &plen) < 0)
+		return;
+	if (fam == AF_INET)
+		plen += 96;
+	for (size_t i = 0; i < res->n_ports; i++) {
+		const struct rn_nccl_port_use *u = &res->ports[i];
+		const struct rn_nccl_port *p = &node->ports[i];
+
+		if (!u->used || u->gid_status != RN_NCCL_GID_FOUND)
+			continue;
+		if (res->ver_class == RN_NCCL_VER_AUTO && res->family == AF_INET6 &&
+		    !slot0_filled(node, p->dev, p->port)) {
+			bprintf(why, len,
+				"NCCL %s stops its GID search with an error on the empty slot 0 of "
+				"%s port %u's sparse GID table (fixed in 2.26.2, NVIDIA/nccl#1573)",
+				ver, p->dev, p->port);
+			return;
+		}
+		for (size_t g = 0; g < node->gids.n; g++) {
+			const struct rn_gid_entry *e = &node->gids.entries[g];
+
+			if (e->port != p->port || strcmp(e->dev, p->dev) != 0 ||
+			    e->type != RN_GID_ROCE_V2 || (int)e->index >= u->gid_index)
+				continue;
+			if (!in_range(e->raw, base, plen) ||
+			    port_holds(p, res->family, e->raw, NULL))
+				continue;
+			bprintf(why, len,
+				"RoCE v2 GID %u of %s port %u (%s%s%s) is inside %s and comes "
+				"before the pod's own: NCCL would take it",
+				e->index, p->dev, p->port, e->ipv4[0] ? e->ipv4 : e->gid,
+				e->netdev[0] ? " of " : "", e->netdev, range);
+			return;
+		}
+	}
 }
 
 static int detect_gid(const struct rn_nccl_node *node, struct rn_nccl_result *res)
 {
 	char detail[RN_NCCL_DETAIL_MAX] = "", differ[RN_NCCL_DETAIL_MAX] = "";
-	uint32_t nets[64];
-	int plens[64];
-	size_t n_found = 0, n_roce = 0;
-	int index = -1;
+	char why[RN_NCCL_DETAIL_MAX], range[RN_CIDR_MAX + 8], v[16];
+	uint8_t raws[64][16];
+	size_t n_found = 0, n_roce = 0, best_n = 0;
+	int index = -1, best = -1;
 	bool agree = true;
 	int r;
 
 	for (size_t i = 0; i < res->n_ports; i++) {
 		const struct rn_nccl_port_use *u = &res->ports[i];
 		const struct rn_nccl_port *p = &node->ports[i];
+		int fam, plen;
 
 		if (!u->used || !is_ethernet(p))
 			continue;
 		n_roce++;
 		if (u->gid_status == RN_NCCL_GID_NO_ADDR) {
-			r = warn(res,
-				 "%s port %u: its netdev %s has no IPv4 address, so there is no "
-				 "RoCE v2 GID to choose; give %s an address (CNI IPAM) or set "
-				 "NCCL_IB_GID_INDEX yourself",
-				 u->dev, u->port, p->netdev, p->netdev);
+			r = warn(
+				res,
+				"%s port %u: its netdev %s has no %s address, so there is no "
+				"RoCE v2 GID to choose; give %s an address (CNI IPAM)%s or set "
+				"NCCL_IB_GID_INDEX yourself",
+				u->dev, u->port, p->netdev, family_name(res->family), p->netdev,
+				port_naddrs(p, res->family == AF_INET ? AF_INET6 : AF_INET)
+					? ", choose the other family (\"family\" in the nccl block)"
+					: "");
 			if (r < 0)
 				return r;
 			continue;
@@ -894,7 +1193,7 @@ static int detect_gid(const struct rn_nccl_node *node, struct rn_nccl_result *re
 				 "%s port %u: no RoCE v2 GID holds the address of %s (%s); the "
 				 "kernel may not have updated the GID table yet ('rdmans gids %s' "
 				 "shows it)",
-				 u->dev, u->port, p->netdev, p->ipv4[0], u->dev);
+				 u->dev, u->port, p->netdev, port_addr(p, res->family, 0), u->dev);
 			if (r < 0)
 				return r;
 			continue;
@@ -904,70 +1203,113 @@ static int detect_gid(const struct rn_nccl_node *node, struct rn_nccl_result *re
 		if (index < 0)
 			index = u->gid_index;
 		bappend(detail, sizeof(detail), "%sRoCE v2 GID %d of %s port %u holds %s (%s)",
-			detail[0] ? "; " : "", u->gid_index, u->dev, u->port, u->gid_ipv4,
+			detail[0] ? "; " : "", u->gid_index, u->dev, u->port, u->gid_addr,
 			p->netdev);
 		bappend(differ, sizeof(differ), "%s%s:%u %d", differ[0] ? ", " : "", u->dev,
 			u->port, u->gid_index);
-		if (n_found < RN_ARRAY_SIZE(nets) &&
-		    parse_cidr4(u->gid_ipv4, &nets[n_found], &plens[n_found]))
+		if (n_found < RN_ARRAY_SIZE(raws) &&
+		    parse_cidr(u->gid_addr, &fam, raws[n_found], &plen) == 0)
 			n_found++;
 	}
 	if (n_roce == 0)
 		return 0;
-	if (index < 0)
-		return 0; /* warned above; a profile's guess, if any, stays */
-	if (agree) {
-		char v[16];
-
-		bprintf(v, sizeof(v), "%d", index);
-		return put(res, "NCCL_IB_GID_INDEX", v, RN_NCCL_SRC_DETECTED, "detected", detail);
+	if (index < 0) {
+		/* warned above; NCCL >= 2.21 still finds the GID once the address is there */
+		if (res->family == AF_INET6)
+			return put(
+				res, "NCCL_IB_ADDR_FAMILY", "AF_INET6", RN_NCCL_SRC_DETECTED,
+				"detected",
+				"IPv6 RDMA addresses: NCCL >= 2.21 looks for an IPv6 RoCE v2 GID "
+				"(its default family is IPv4)");
+		return 0; /* a profile's guess, if any, stays */
 	}
 
-	/* Devices disagree: one index cannot be right for all; NCCL >= 2.21 picks per device. */
-	{
-		char range[RN_CIDR_MAX];
-
-		cover_cidr(nets, plens, n_found, range, sizeof(range));
-		r = warn(res,
-			 "the RoCE v2 GID index differs between devices (%s): one "
-			 "NCCL_IB_GID_INDEX cannot be right for all, so NCCL_IB_ADDR_FAMILY, "
-			 "NCCL_IB_ADDR_RANGE and NCCL_IB_ROCE_VERSION_NUM are set instead (NCCL "
-			 ">= 2.21 picks the GID per device); older NCCL needs the devices split "
-			 "between jobs",
-			 differ);
-		if (r == 0)
+	if (!agree) {
+		cover_cidr((const uint8_t(*)[16])raws, n_found, res->family, range, sizeof(range));
+		why_not_auto(node, res, range, why, sizeof(why));
+		if (!why[0]) {
+			/* NCCL picks the GID per device: one index cannot be right for all */
+			bappend(detail, sizeof(detail), "; %s",
+				rn_nccl_ver_class_desc(res->ver_class));
 			r = drop(res, "NCCL_IB_GID_INDEX", "detected",
-				 "the GID index differs between devices");
-		if (r == 0)
-			r = put(res, "NCCL_IB_ADDR_FAMILY", "AF_INET", RN_NCCL_SRC_DETECTED,
-				"detected", "the pod's RDMA addresses are IPv4");
-		if (r == 0)
-			r = put(res, "NCCL_IB_ADDR_RANGE", range, RN_NCCL_SRC_DETECTED, "detected",
-				detail);
-		if (r == 0)
-			r = put(res, "NCCL_IB_ROCE_VERSION_NUM", "2", RN_NCCL_SRC_DETECTED,
-				"detected", "RoCE v2 GIDs");
-		return r;
+				 "the GID index differs between devices: NCCL picks it per device");
+			if (r == 0)
+				r = put(res, "NCCL_IB_ADDR_FAMILY",
+					res->family == AF_INET6 ? "AF_INET6" : "AF_INET",
+					RN_NCCL_SRC_DETECTED, "detected", res->family_why);
+			if (r == 0)
+				r = put(res, "NCCL_IB_ADDR_RANGE", range, RN_NCCL_SRC_DETECTED,
+					"detected", detail);
+			if (r == 0)
+				r = put(res, "NCCL_IB_ROCE_VERSION_NUM", "2", RN_NCCL_SRC_DETECTED,
+					"detected", "RoCE v2 GIDs");
+			return r;
+		}
+		/* one index for all: the largest group of ports that share one */
+		for (size_t i = 0; i < res->n_ports; i++) {
+			size_t n = 0;
+
+			if (!res->ports[i].used || res->ports[i].gid_status != RN_NCCL_GID_FOUND)
+				continue;
+			for (size_t j = 0; j < res->n_ports; j++)
+				n += res->ports[j].used &&
+				     res->ports[j].gid_status == RN_NCCL_GID_FOUND &&
+				     res->ports[j].gid_index == res->ports[i].gid_index;
+			if (n > best_n) {
+				best_n = n;
+				best = res->ports[i].gid_index;
+			}
+		}
+		detail[0] = '\0';
+		for (size_t i = 0; i < res->n_ports; i++) {
+			struct rn_nccl_port_use *u = &res->ports[i];
+
+			if (!u->used || u->gid_status != RN_NCCL_GID_FOUND)
+				continue;
+			if (u->gid_index == best) {
+				bappend(detail, sizeof(detail),
+					"%sRoCE v2 GID %d of %s port %u holds %s (%s)",
+					detail[0] ? "; " : "", u->gid_index, u->dev, u->port,
+					u->gid_addr, u->netdev);
+				continue;
+			}
+			u->used = false;
+			bprintf(u->why_not, sizeof(u->why_not),
+				"its RoCE v2 GID index is %d, not %d: %s", u->gid_index, best, why);
+		}
+		r = warn(res,
+			 "the RoCE v2 GID index differs between devices (%s), and %s: "
+			 "NCCL_IB_GID_INDEX=%d, and only the ports with that index are used%s",
+			 differ, why, best,
+			 res->ver_class == RN_NCCL_VER_UNKNOWN
+				 ? " (if the job's NCCL is >= 2.21, name it: \"nccl_version\" in "
+				   "the nccl block or --nccl-version, and every port is used)"
+				 : "");
+		if (r < 0)
+			return r;
+		index = best;
+	} else {
+		bappend(detail, sizeof(detail),
+			"; an explicit index is right for every NCCL version");
 	}
+	bprintf(v, sizeof(v), "%d", index);
+	r = put(res, "NCCL_IB_GID_INDEX", v, RN_NCCL_SRC_DETECTED, "detected", detail);
+	if (r == 0 && res->family == AF_INET6)
+		r = put(res, "NCCL_IB_ADDR_FAMILY", "AF_INET6", RN_NCCL_SRC_DETECTED, "detected",
+			"IPv6 RDMA addresses: NCCL_IB_GID_INDEX decides; without it NCCL >= 2.21 "
+			"would look for an IPv4 GID (its default family)");
+	return r;
 }
 
-/* Does an NCCL_SOCKET_IFNAME value ("eth", "=net1", "eth0,eth1", "^docker") match a netdev here? */
+/* Whether an NCCL_SOCKET_IFNAME value ("eth", "=net1", "^docker", "^=lo") takes a netdev here. */
 static bool ifname_matches(const struct rn_nccl_node *node, const char *value)
 {
-	bool exact = value[0] == '=';
-	const char *list = value + exact;
+	struct rn_nccl_list l;
 
-	if (list[0] == '^')
-		return true; /* an exclusion list leaves the choice to NCCL */
-	while (*list) {
-		size_t len = strcspn(list, ",");
-
-		for (size_t i = 0; i < node->n_netdevs; i++)
-			if (strncmp(node->netdevs[i], list, len) == 0 &&
-			    (!exact || node->netdevs[i][len] == '\0'))
-				return true;
-		list += len + (list[len] == ',');
-	}
+	rn_nccl_list_parse(value, &l);
+	for (size_t i = 0; i < node->n_netdevs; i++)
+		if (rn_nccl_list_takes(&l, node->netdevs[i], -1))
+			return true;
 	return false;
 }
 
@@ -986,24 +1328,92 @@ static int detect_ifname(const struct rn_nccl_node *node, struct rn_nccl_result 
 {
 	const struct rn_nccl_setting *s = rn_nccl_result_get(res, "NCCL_SOCKET_IFNAME");
 	char detail[RN_NCCL_DETAIL_MAX];
-	const char *pick = NULL, *dev = NULL;
+	const struct rn_nccl_port *pick = NULL;
 	char value[IF_NAMESIZE + 2];
+	int r;
 
-	for (size_t i = 0; i < res->n_ports && !pick; i++) {
-		const struct rn_nccl_port *p = &node->ports[i];
+	/* the first used port's netdev with an address of the family, else with any */
+	for (int pass = 0; pass < 2 && !pick; pass++) {
+		for (size_t i = 0; i < res->n_ports && !pick; i++) {
+			const struct rn_nccl_port *p = &node->ports[i];
 
-		if (res->ports[i].used && p->netdev_here && p->n_ipv4 > 0) {
-			pick = p->netdev;
-			dev = p->dev;
+			if (!res->ports[i].used || !p->netdev_here)
+				continue;
+			if (pass == 0 ? port_naddrs(p, res->family) > 0 : p->n_ipv4 + p->n_ipv6 > 0)
+				pick = p;
 		}
 	}
 	/* A profile's interface stays: the platforms use the pod network on purpose. */
 	if (s || !pick)
 		return 0;
-	bprintf(detail, sizeof(detail), "the netdev of %s, which has an IPv4 address", dev);
+	bprintf(detail, sizeof(detail), "the netdev of %s, which has %s address", pick->dev,
+		pick->n_ipv4 ? "an IPv4" : "an IPv6");
 	/* NCCL matches interface names as prefixes: net1 would also take net10 */
-	bprintf(value, sizeof(value), "%s%s", netdev_prefix_of_other(node, pick) ? "=" : "", pick);
-	return put(res, "NCCL_SOCKET_IFNAME", value, RN_NCCL_SRC_DETECTED, "detected", detail);
+	bprintf(value, sizeof(value), "%s%s", netdev_prefix_of_other(node, pick->netdev) ? "=" : "",
+		pick->netdev);
+	r = put(res, "NCCL_SOCKET_IFNAME", value, RN_NCCL_SRC_DETECTED, "detected", detail);
+	if (r == 0 && (pick->n_ipv4 == 0 || res->family == AF_INET6) && pick->n_ipv6 > 0) {
+		bprintf(detail, sizeof(detail), "%s",
+			pick->n_ipv4 == 0 ? "bootstrap goes over IPv6: the interface has no IPv4 "
+					    "address"
+					  : "IPv6 chosen: bootstrap over IPv6 too");
+		r = put(res, "NCCL_SOCKET_FAMILY", "AF_INET6", RN_NCCL_SRC_DETECTED, "detected",
+			detail);
+	}
+	return r;
+}
+
+/* Warns about NCCL_IB_HCA entries (from a layer) that match nothing here, or more than meant. */
+static int check_hca(const struct rn_nccl_node *node, struct rn_nccl_result *res)
+{
+	const struct rn_nccl_setting *s = rn_nccl_result_get(res, "NCCL_IB_HCA");
+	bool any_usable = false;
+	struct rn_nccl_list l;
+	int r;
+
+	if (!s || s->source == RN_NCCL_SRC_DETECTED)
+		return 0;
+	rn_nccl_list_parse(s->value, &l);
+	for (size_t e = 0; e < l.n; e++) {
+		char also[RN_NCCL_DETAIL_MAX] = "";
+		size_t hits = 0;
+
+		for (size_t i = 0; i < node->n_ports; i++) {
+			const struct rn_nccl_port *p = &node->ports[i];
+
+			if (!rn_nccl_list_entry_matches(&l, e, p->dev, p->port))
+				continue;
+			hits++;
+			if (strcmp(p->dev, l.v[e].name) != 0 && !strstr(also, p->dev))
+				bappend(also, sizeof(also), "%s%s", also[0] ? ", " : "", p->dev);
+		}
+		if (hits == 0)
+			r = warn(res,
+				 "NCCL_IB_HCA=%s (%s): entry '%s' matches no RDMA device in this "
+				 "network namespace ('rdmans dev' lists them)",
+				 s->value, s->origin, l.v[e].name);
+		else if (also[0])
+			r = warn(res,
+				 "NCCL_IB_HCA=%s (%s): NCCL matches '%s' as a prefix, so it also "
+				 "takes %s; start the value with '=' (exact names%s)",
+				 s->value, s->origin, l.v[e].name, also,
+				 l.exclude ? ", '^=' to exclude exactly" : "");
+		else
+			r = 0;
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < res->n_ports; i++)
+		if (res->ports[i].used &&
+		    rn_nccl_list_takes(&l, node->ports[i].dev, node->ports[i].port))
+			any_usable = true;
+	if (!any_usable &&
+	    warn(res,
+		 "NCCL_IB_HCA=%s (%s) selects no RDMA port NCCL could use here: NCCL falls back "
+		 "to sockets",
+		 s->value, s->origin) < 0)
+		return -ENOMEM;
+	return 0;
 }
 
 /* ---- resolve ---- */
@@ -1065,6 +1475,17 @@ static int describe_unusable(const struct rn_nccl_node *node, const struct rn_nc
 	return rn_error_set(err, ENODEV, "%s", msg);
 }
 
+bool rn_nccl_pod_dependent(const char *name)
+{
+	static const char *const per_pod[] = { "NCCL_IB_HCA", "NCCL_IB_GID_INDEX",
+					       "NCCL_SOCKET_IFNAME" };
+
+	for (size_t i = 0; i < RN_ARRAY_SIZE(per_pod); i++)
+		if (strcmp(per_pod[i], name) == 0)
+			return true;
+	return false;
+}
+
 static int apply_profile(const struct rn_nccl_profile *prof, const struct rn_nccl_request *req,
 			 struct rn_nccl_result *res)
 {
@@ -1075,8 +1496,7 @@ static int apply_profile(const struct rn_nccl_profile *prof, const struct rn_ncc
 	for (size_t i = 0; i < prof->n_values; i++) {
 		const struct rn_nccl_preset *p = &prof->values[i];
 
-		if (req->node_static && (strcmp(p->name, "NCCL_IB_HCA") == 0 ||
-					 strcmp(p->name, "NCCL_IB_GID_INDEX") == 0))
+		if (req->node_static && rn_nccl_pod_dependent(p->name))
 			continue; /* they depend on the pod: rdmans-hook writes them */
 		r = put(res, p->name, p->value, RN_NCCL_SRC_PROFILE, origin, NULL);
 		if (r < 0)
@@ -1120,6 +1540,7 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 {
 	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
 	_cleanup_free_ const struct rn_nccl_layer **order = NULL;
+	const struct rn_nccl_layer *version_layer = NULL, *family_layer = NULL;
 	const struct rn_nccl_profile *prof;
 	const char *profile = NULL;
 	size_t n = req->n_layers;
@@ -1153,6 +1574,32 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 		return rn_nccl_profile_check(profile, err);
 	scopy(res.profile, sizeof(res.profile), prof->name);
 
+	/* The NCCL version: named by the strongest layer, else what the image showed. */
+	for (size_t i = n; i-- > 0 && !version_layer;)
+		if (order[i]->nccl_version[0])
+			version_layer = order[i];
+	for (size_t i = n; i-- > 0 && !family_layer;)
+		if (order[i]->family[0])
+			family_layer = order[i];
+	if (version_layer) {
+		char label[RN_NCCL_ORIGIN_MAX + 16];
+
+		r = rn_nccl_version_parse(version_layer->nccl_version, &res.version, err);
+		if (r < 0)
+			return r;
+		rn_nccl_layer_label(version_layer, label, sizeof(label));
+		scopy(res.version.where, sizeof(res.version.where), label);
+		bprintf(res.version_why, sizeof(res.version_why), "named by %s", label);
+	} else if (req->nccl_version && req->nccl_version->major) {
+		res.version = *req->nccl_version;
+		bprintf(res.version_why, sizeof(res.version_why), "seen in the image: %s",
+			req->nccl_version->where);
+	} else {
+		bprintf(res.version_why, sizeof(res.version_why), "%s",
+			req->nccl_version_note ? req->nccl_version_note : "no image to look in");
+	}
+	res.ver_class = rn_nccl_version_class(&res.version);
+
 	r = apply_profile(prof, req, &res);
 	if (r < 0)
 		goto oom;
@@ -1175,26 +1622,33 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 			if (r < 0)
 				goto oom;
 		}
+		choose_family(node, &res, family_layer);
 		r = put(&res, "NCCL_IB_DISABLE", "0", RN_NCCL_SRC_DETECTED, "detected",
 			"RDMA ports are here");
-		if (r == 0)
-			r = detect_hca(node, &res);
+		/* the GID first: with one index for all, it may leave ports out of the HCA list */
 		if (r == 0)
 			r = detect_gid(node, &res);
+		if (r == 0)
+			r = detect_hca(node, &res);
 		if (r == 0)
 			r = detect_ifname(node, &res);
 		if (r < 0)
 			goto oom;
 	} else if (req->addr_range) {
-		uint32_t a;
-		int plen;
+		uint8_t raw[16];
+		int fam, plen;
+		const char *af;
 
-		if (!parse_cidr4(req->addr_range, &a, &plen))
-			return rn_error_set(err, EINVAL,
-					    "address range '%s' is not an IPv4 CIDR (a.b.c.d/nn)",
-					    req->addr_range);
-		r = put(&res, "NCCL_IB_ADDR_FAMILY", "AF_INET", RN_NCCL_SRC_OPTION, "--addr-range",
-			"the pool is IPv4");
+		if (!strchr(req->addr_range, '/') ||
+		    parse_cidr(req->addr_range, &fam, raw, &plen) < 0)
+			return rn_error_set(
+				err, EINVAL,
+				"address range '%s' is not a CIDR (a.b.c.d/nn or x::y/nn)",
+				req->addr_range);
+		res.family = fam;
+		af = fam == AF_INET6 ? "AF_INET6" : "AF_INET";
+		r = put(&res, "NCCL_IB_ADDR_FAMILY", af, RN_NCCL_SRC_OPTION, "--addr-range",
+			fam == AF_INET6 ? "the pool is IPv6" : "the pool is IPv4");
 		if (r == 0)
 			r = put(&res, "NCCL_IB_ADDR_RANGE", req->addr_range, RN_NCCL_SRC_OPTION,
 				"--addr-range",
@@ -1211,6 +1665,12 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 		if (r < 0)
 			goto oom;
 	}
+	for (size_t i = res.n; req->node_static && i-- > 0;) {
+		if (rn_nccl_pod_dependent(res.v[i].name) &&
+		    drop(&res, res.v[i].name, "node-static",
+			 "depends on the pod: rdmans-hook writes it per pod") < 0)
+			goto oom;
+	}
 	if (!req->node_static) {
 		const struct rn_nccl_setting *s = rn_nccl_result_get(&res, "NCCL_SOCKET_IFNAME");
 
@@ -1219,6 +1679,8 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 			 "NCCL_SOCKET_IFNAME=%s (%s) matches no netdev in this network namespace: "
 			 "NCCL's bootstrap will fail",
 			 s->value, s->origin) < 0)
+			goto oom;
+		if (check_hca(node, &res) < 0)
 			goto oom;
 	}
 	if (res.n > 1)

@@ -10,6 +10,8 @@
  * first occurrence of a name wins over later ones.
  */
 #include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,7 @@ struct text {
 	FILE *f;
 	char *buf;
 	size_t len;
+	bool failed;
 };
 
 static int text_open(struct text *t)
@@ -37,7 +40,7 @@ static int text_open(struct text *t)
 
 static int text_close(struct text *t, char **ret)
 {
-	bool bad = ferror(t->f);
+	bool bad = t->failed || ferror(t->f);
 
 	if (fclose(t->f) != 0)
 		bad = true;
@@ -52,55 +55,98 @@ static int text_close(struct text *t, char **ret)
 	return 0;
 }
 
-static void explain_ports(FILE *f, const struct rn_nccl_result *res)
+/*
+ * Part of a comment line: printf, with any newline or carriage return in
+ * what the arguments bring (a path, a device name, a container id) made a
+ * space, so that one comment stays one line and cannot forge a line of its
+ * own (a variable, a block marker).
+ */
+__attribute__((format(printf, 2, 3))) static void emit(struct text *t, const char *fmt, ...)
+{
+	_cleanup_free_ char *s = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		t->failed = true; /* text_close() reports it */
+		return;
+	}
+	for (char *p = s; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	fputs(s, t->f);
+}
+
+static void explain_ports(struct text *t, const struct rn_nccl_result *res)
 {
 	for (size_t i = 0; i < res->n_ports; i++) {
 		const struct rn_nccl_port_use *u = &res->ports[i];
 
-		fprintf(f, "# %s port %u: ", u->dev, u->port);
+		emit(t, "# %s port %u: ", u->dev, u->port);
 		if (!u->used) {
-			fprintf(f, "not used: %s\n", u->why_not);
+			emit(t, "not used: %s", u->why_not);
+			fputc('\n', t->f);
 			continue;
 		}
-		fprintf(f, "used");
+		emit(t, "used");
 		if (u->netdev[0])
-			fprintf(f, ", netdev %s", u->netdev);
+			emit(t, ", netdev %s", u->netdev);
 		switch (u->gid_status) {
 		case RN_NCCL_GID_FOUND:
-			fprintf(f, ", RoCE v2 GID %d holds %s", u->gid_index, u->gid_ipv4);
+			emit(t, ", RoCE v2 GID %d holds %s", u->gid_index, u->gid_addr);
 			break;
 		case RN_NCCL_GID_NO_ADDR:
-			fprintf(f, ", no IPv4 address");
+			emit(t, ", no %s address", res->family == AF_INET6 ? "IPv6" : "IPv4");
 			break;
 		case RN_NCCL_GID_NO_MATCH:
-			fprintf(f, ", no RoCE v2 GID for its address");
+			emit(t, ", no RoCE v2 GID for its address");
 			break;
 		case RN_NCCL_GID_NA:
 			break;
 		}
-		fputc('\n', f);
+		fputc('\n', t->f);
 	}
 }
 
-static void explain_setting(FILE *f, const struct rn_nccl_setting *s)
+static void explain_setting(struct text *t, const struct rn_nccl_setting *s)
 {
-	fprintf(f, "# %s: %s", s->name, s->origin);
+	emit(t, "# %s: %s", s->name, s->origin);
 	if (s->detail[0])
-		fprintf(f, ": %s", s->detail);
+		emit(t, ": %s", s->detail);
 	if (s->replaced[0])
-		fprintf(f, " (replaces %s)", s->replaced);
-	fputc('\n', f);
+		emit(t, " (replaces %s)", s->replaced);
+	fputc('\n', t->f);
 }
 
-static void explain_head(FILE *f, const struct rn_nccl_result *res)
+static void explain_head(struct text *t, const struct rn_nccl_result *res)
 {
-	fprintf(f, "# profile %s (%s)\n", res->profile, res->profile_origin);
-	explain_ports(f, res);
-	for (size_t i = 0; i < res->n_warnings; i++)
-		fprintf(f, "# warning: %s\n", res->warnings[i]);
-	for (size_t i = 0; i < res->n_unset; i++)
-		fprintf(f, "# %s: removed by %s (was %s)\n", res->unset[i].name,
-			res->unset[i].origin, res->unset[i].replaced);
+	emit(t, "# profile %s (%s)", res->profile, res->profile_origin);
+	fputc('\n', t->f);
+	if (res->version.major)
+		emit(t, "# NCCL %u.%u.%u, %s: %s", res->version.major, res->version.minor,
+		     res->version.patch, res->version_why, rn_nccl_ver_class_desc(res->ver_class));
+	else
+		emit(t, "# NCCL version unknown (%s): %s", res->version_why,
+		     rn_nccl_ver_class_desc(res->ver_class));
+	fputc('\n', t->f);
+	if (res->family_why[0]) {
+		emit(t, "# address family %s: %s", res->family == AF_INET6 ? "IPv6" : "IPv4",
+		     res->family_why);
+		fputc('\n', t->f);
+	}
+	explain_ports(t, res);
+	for (size_t i = 0; i < res->n_warnings; i++) {
+		emit(t, "# warning: %s", res->warnings[i]);
+		fputc('\n', t->f);
+	}
+	for (size_t i = 0; i < res->n_unset; i++) {
+		emit(t, "# %s: removed by %s (was %s)", res->unset[i].name, res->unset[i].origin,
+		     res->unset[i].replaced);
+		fputc('\n', t->f);
+	}
 }
 
 /* 'value' for sh, with ' written as '\'' */
@@ -143,12 +189,12 @@ int rn_nccl_render(const struct rn_nccl_result *res, enum rn_nccl_format fmt, bo
 		fprintf(t.f, "# NCCL settings from rdmans; variables already set in the "
 			     "environment are left alone.\n");
 	if (explain)
-		explain_head(t.f, res);
+		explain_head(&t, res);
 	for (size_t i = 0; i < res->n; i++) {
 		const struct rn_nccl_setting *s = &res->v[i];
 
 		if (explain)
-			explain_setting(t.f, s);
+			explain_setting(&t, s);
 		if (fmt == RN_NCCL_FMT_SH) {
 			fprintf(t.f, "if [ -z \"${%s+x}\" ]; then %s=", s->name, s->name);
 			sh_quote(t.f, s->value);
@@ -162,116 +208,156 @@ int rn_nccl_render(const struct rn_nccl_result *res, enum rn_nccl_format fmt, bo
 	return 0;
 }
 
-/* ---- merging with an existing nccl.conf ---- */
+/*
+ * ---- merging with an existing nccl.conf ----
+ *
+ * rdmans' block is the lines from a line that is exactly BLOCK_BEGIN to the
+ * next line that is exactly BLOCK_END, with no other BLOCK_BEGIN line between
+ * them. Everything else is the image's and is kept, in order:
+ *  - a marker line outside a block (a begin without its end, an end without
+ *    its begin) is kept behind OVERRIDDEN, so that it can never pair with a
+ *    marker of a later run and make a block of the image's lines;
+ *  - OVERRIDDEN followed by a variable line (NAME=VALUE) is that line, put
+ *    back (and commented out again when we still set NAME); OVERRIDDEN
+ *    followed by anything else is kept as it is.
+ * So merging is idempotent, and a line of the image is never lost: it comes
+ * out as it was, or with OVERRIDDEN added or taken away.
+ */
 
 struct line {
-	char *text; /* without the newline */
+	const char *text; /* in `existing`, without the newline */
+	size_t len;
 	char name[RN_NCCL_NAME_MAX]; /* the variable it sets, "" for comments and the like */
-	bool first; /* the first line setting `name` (the one NCCL takes) */
+	bool escape; /* a stray block marker: written behind OVERRIDDEN */
 };
 
 struct lines {
-	size_t n;
+	size_t n, cap;
 	struct line *v;
 };
 
 static void lines_free(struct lines *l)
 {
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i].text);
 	free(l->v);
-	l->n = 0;
+	l->n = l->cap = 0;
 	l->v = NULL;
 }
 
-static int lines_add(struct lines *l, const char *text, size_t len)
+static bool line_is(const char *p, size_t len, const char *what)
 {
-	struct line *v = realloc(l->v, (l->n + 1) * sizeof(*v));
+	return len == strlen(what) && memcmp(p, what, len) == 0;
+}
+
+/*
+ * A line NCCL takes as a variable (not a comment, NAME before the first '='):
+ * its NAME in name (when it fits).
+ */
+static bool var_name(const char *p, size_t len, char name[RN_NCCL_NAME_MAX])
+{
+	const char *eq = memchr(p, '=', len);
+
+	if (len == 0 || p[0] == '#' || !eq || eq == p || (size_t)(eq - p) >= RN_NCCL_NAME_MAX)
+		return false;
+	memcpy(name, p, (size_t)(eq - p));
+	name[eq - p] = '\0';
+	return true;
+}
+
+static int lines_add(struct lines *l, const char *p, size_t len)
+{
 	struct line *ln;
-	const char *eq;
+	size_t olen = strlen(OVERRIDDEN);
 
-	if (!v)
-		return -ENOMEM;
-	l->v = v;
-	ln = &l->v[l->n];
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 32;
+		struct line *v = reallocarray(l->v, cap, sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	ln = &l->v[l->n++];
 	memset(ln, 0, sizeof(*ln));
-	ln->text = strndup(text, len);
-	if (!ln->text)
-		return -ENOMEM;
-	l->n++;
-	eq = memchr(ln->text, '=', len);
-	if (ln->text[0] != '#' && eq && (size_t)(eq - ln->text) < sizeof(ln->name)) {
-		memcpy(ln->name, ln->text, (size_t)(eq - ln->text));
-		ln->name[eq - ln->text] = '\0';
-		ln->first = true;
-		for (size_t i = 0; i + 1 < l->n; i++)
-			if (strcmp(l->v[i].name, ln->name) == 0)
-				ln->first = false;
+	ln->text = p;
+	ln->len = len;
+	if (line_is(p, len, BLOCK_BEGIN) || line_is(p, len, BLOCK_END)) {
+		ln->escape = true;
+	} else if (len > olen && memcmp(p, OVERRIDDEN, olen) == 0 &&
+		   var_name(p + olen, len - olen, ln->name)) {
+		ln->text = p + olen;
+		ln->len = len - olen;
+	} else if (!var_name(p, len, ln->name)) {
+		ln->name[0] = '\0';
 	}
 	return 0;
 }
 
-/* The lines of `existing` outside rdmans' block, overridden lines restored. */
-static int parse_existing(const char *existing, struct lines *out)
+static const char *next_line(const char *p, const char *end, size_t *len)
 {
-	bool in_block = false;
-	const char *p = existing;
-	int r;
+	const char *nl = memchr(p, '\n', (size_t)(end - p));
 
-	while (p && *p) {
-		const char *nl = strchr(p, '\n');
-		size_t len = nl ? (size_t)(nl - p) : strlen(p);
-
-		if (len >= strlen(BLOCK_BEGIN) && strncmp(p, BLOCK_BEGIN, strlen(BLOCK_BEGIN)) == 0)
-			in_block = true;
-		else if (in_block && len >= strlen(BLOCK_END) &&
-			 strncmp(p, BLOCK_END, strlen(BLOCK_END)) == 0)
-			in_block = false;
-		else if (!in_block) {
-			if (len >= strlen(OVERRIDDEN) &&
-			    strncmp(p, OVERRIDDEN, strlen(OVERRIDDEN)) == 0)
-				r = lines_add(out, p + strlen(OVERRIDDEN),
-					      len - strlen(OVERRIDDEN));
-			else
-				r = lines_add(out, p, len);
-			if (r < 0)
-				return r;
-		}
-		p = nl ? nl + 1 : NULL;
-	}
-	return 0;
+	*len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+	return nl ? nl + 1 : end;
 }
 
-static const struct line *image_value(const struct lines *l, const char *name)
+/*
+ * After a begin line: the end of the block (past its end line) when the next
+ * marker line is an end, NULL otherwise.
+ */
+static const char *block_after(const char *p, const char *end)
 {
-	for (size_t i = 0; i < l->n; i++)
-		if (l->v[i].first && strcmp(l->v[i].name, name) == 0)
-			return &l->v[i];
+	while (p < end) {
+		size_t len;
+		const char *next = next_line(p, end, &len);
+
+		if (line_is(p, len, BLOCK_BEGIN))
+			return NULL;
+		if (line_is(p, len, BLOCK_END))
+			return next;
+		p = next;
+	}
 	return NULL;
 }
 
-/* A setting of ours that the image's value beats: profile values only. */
-static bool yields(const struct rn_nccl_setting *s, const struct lines *image)
+/* The lines of `existing` outside rdmans' blocks. */
+static int parse_existing(const char *existing, struct lines *out)
 {
-	return s->source == RN_NCCL_SRC_PROFILE && image_value(image, s->name);
+	const char *p = existing ? existing : "", *end = p + strlen(p);
+
+	while (p < end) {
+		size_t len;
+		const char *next = next_line(p, end, &len);
+
+		if (line_is(p, len, BLOCK_BEGIN)) {
+			const char *block_end = block_after(next, end);
+
+			if (block_end) {
+				p = block_end;
+				continue;
+			}
+		}
+		if (lines_add(out, p, len) < 0)
+			return -ENOMEM;
+		p = next;
+	}
+	return 0;
 }
 
-static bool overrides(const struct rn_nccl_result *res, const struct lines *image, const char *name)
+/* The image's first line setting name (the one NCCL takes), or NULL. */
+static const struct line *image_value(const struct lines *l, const char *name)
 {
-	const struct rn_nccl_setting *s = rn_nccl_result_get(res, name);
-
-	if (s)
-		return !yields(s, image);
-	for (size_t i = 0; i < res->n_unset; i++)
-		if (strcmp(res->unset[i].name, name) == 0)
-			return true;
-	return false;
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->v[i].name, name) == 0)
+			return &l->v[i];
+	return NULL;
 }
 
 int rn_nccl_conf_merge(const struct rn_nccl_result *res, const char *existing, const char *header,
 		       char **ret, struct rn_error *err)
 {
 	_cleanup_(lines_free) struct lines image = { 0 };
+	_cleanup_free_ bool *yields = NULL;
 	struct text t;
 	int r;
 
@@ -279,36 +365,48 @@ int rn_nccl_conf_merge(const struct rn_nccl_result *res, const char *existing, c
 	r = check_values(res, err);
 	if (r < 0)
 		return r;
-	if (parse_existing(existing, &image) < 0 || text_open(&t) < 0)
+	yields = calloc(res->n + 1, sizeof(*yields));
+	if (!yields || parse_existing(existing, &image) < 0 || text_open(&t) < 0)
 		return rn_error_set(err, ENOMEM, "out of memory");
 
-	fprintf(t.f, "%s: %s\n", BLOCK_BEGIN,
-		header && *header ? header : "NCCL settings resolved by rdmans");
-	fprintf(t.f, "# This block is rewritten on every run; lines below it are kept. Variables "
+	fprintf(t.f, "%s\n", BLOCK_BEGIN);
+	emit(&t, "# %s", header && *header ? header : "NCCL settings resolved by rdmans");
+	fprintf(t.f, "\n# This block is rewritten on every run; lines below it are kept. Variables "
 		     "set in the environment win over this file.\n");
-	explain_head(t.f, res);
+	explain_head(&t, res);
 	for (size_t i = 0; i < res->n; i++) {
 		const struct rn_nccl_setting *s = &res->v[i];
 		const struct line *img = image_value(&image, s->name);
 
-		if (yields(s, &image)) {
-			fprintf(t.f, "# %s: the image's own value is kept (%s would set %s)\n",
-				s->name, s->origin, s->value);
+		/* an image's value beats a profile value only */
+		if (img && s->source == RN_NCCL_SRC_PROFILE) {
+			yields[i] = true;
+			emit(&t, "# %s: the image's own value is kept (%s would set %s)", s->name,
+			     s->origin, s->value);
+			fputc('\n', t.f);
 			continue;
 		}
-		explain_setting(t.f, s);
-		if (img)
-			fprintf(t.f, "# %s: overrides the image's %s\n", s->name, img->text);
+		explain_setting(&t, s);
+		if (img) {
+			emit(&t, "# %s: overrides the image's %.*s", s->name, (int)img->len,
+			     img->text);
+			fputc('\n', t.f);
+		}
 		fprintf(t.f, "%s=%s\n", s->name, s->value);
 	}
 	fprintf(t.f, "%s\n", BLOCK_END);
 	for (size_t i = 0; i < image.n; i++) {
 		const struct line *ln = &image.v[i];
+		bool ours = false;
 
-		if (ln->name[0] && overrides(res, &image, ln->name))
-			fprintf(t.f, "%s%s\n", OVERRIDDEN, ln->text);
-		else
-			fprintf(t.f, "%s\n", ln->text);
+		for (size_t j = 0; ln->name[0] && j < res->n && !ours; j++)
+			ours = !yields[j] && strcmp(res->v[j].name, ln->name) == 0;
+		for (size_t j = 0; ln->name[0] && j < res->n_unset && !ours; j++)
+			ours = strcmp(res->unset[j].name, ln->name) == 0;
+		if (ours || ln->escape)
+			fputs(OVERRIDDEN, t.f);
+		fwrite(ln->text, 1, ln->len, t.f);
+		fputc('\n', t.f);
 	}
 	if (text_close(&t, ret) < 0)
 		return rn_error_set(err, ENOMEM, "out of memory");

@@ -39,6 +39,18 @@ static int parse_block(struct rn_nccl_layer *l, json_t *block, struct rn_error *
 			r = rn_nccl_layer_set_profile(l, json_string_value(value), err);
 			if (r < 0)
 				return r;
+		} else if (strcmp(key, "family") == 0 || strcmp(key, "nccl_version") == 0) {
+			bool fam = strcmp(key, "family") == 0;
+
+			if (!json_is_string(value))
+				return rn_error_set(err, EINVAL, "%s: \"%s\" must be a string%s",
+						    origin_of(l), key,
+						    fam ? " (\"ipv4\", \"ipv6\" or \"auto\")"
+							: " (\"2.21.5\")");
+			r = fam ? rn_nccl_layer_set_family(l, json_string_value(value), err)
+				: rn_nccl_layer_set_version(l, json_string_value(value), err);
+			if (r < 0)
+				return r;
 		} else if (strcmp(key, "env") == 0) {
 			const char *name;
 			json_t *v;
@@ -74,7 +86,7 @@ static int parse_block(struct rn_nccl_layer *l, json_t *block, struct rn_error *
 		} else {
 			return rn_error_set(err, EINVAL,
 					    "%s: unknown key \"%s\" in the nccl block (known: "
-					    "\"profile\", \"env\")",
+					    "\"profile\", \"family\", \"nccl_version\", \"env\")",
 					    origin_of(l), key);
 		}
 	}

@@ -41,6 +41,11 @@ int rn_rootfs_open(const char *path, struct rn_error *err)
 	return fd;
 }
 
+int rn_rootfs_openat(int rootfd, const char *path, int flags)
+{
+	return openat2_in_root(rootfd, path, flags & ~O_CREAT, 0);
+}
+
 static int check_path(const char *path, struct rn_error *err)
 {
 	if (!path || path[0] != '/' || strstr(path, "/../") || strlen(path) >= PATH_MAX)

@@ -948,3 +948,119 @@ int rn_sysfs_gids(const char *dev, struct rn_gid_table *out, struct rn_error *er
 	t = (struct rn_gid_table){ 0 };
 	return 0;
 }
+
+/* ---- PCI topology ---- */
+
+/* bus/pci/devices/BDF's attributes and its path under devices/. */
+static int pci_fn_read(const char *bdf, struct rn_sysfs_pci_fn *out, struct rn_error *err)
+{
+	_cleanup_free_ char *real = NULL, *root_real = NULL;
+	char path[PATH_MAX], text[64];
+	size_t rl;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	out->numa = -1;
+	(void)copy_str(out->bdf, sizeof(out->bdf), bdf);
+	r = sys_path(path, sizeof(path), err, "bus/pci/devices/%s", bdf);
+	if (r < 0)
+		return r;
+	real = realpath(path, NULL);
+	root_real = realpath(rn_sysfs_root(), NULL);
+	if (!real || !root_real)
+		return rn_error_set(err, ENODEV, "PCI function %s not found in %s/bus/pci/devices",
+				    bdf, rn_sysfs_root());
+	rl = strlen(root_real);
+	if (strncmp(real, root_real, rl) != 0 || strncmp(real + rl, "/devices/", 9) != 0 ||
+	    !copy_str(out->path, sizeof(out->path), real + rl + 9))
+		return rn_error_set(err, EINVAL, "PCI function %s is not under %s/devices", bdf,
+				    rn_sysfs_root());
+	if (rn_path(path, sizeof(path), "%s/vendor", real) == 0 &&
+	    rn_read_line(path, text, sizeof(text)) == 0)
+		out->vendor = (unsigned)strtoul(text, NULL, 16);
+	if (rn_path(path, sizeof(path), "%s/class", real) == 0 &&
+	    rn_read_line(path, text, sizeof(text)) == 0)
+		out->pci_class = (unsigned)strtoul(text, NULL, 16);
+	if (rn_path(path, sizeof(path), "%s/numa_node", real) == 0 &&
+	    rn_read_line(path, text, sizeof(text)) == 0)
+		out->numa = atoi(text);
+	return 0;
+}
+
+int rn_sysfs_pci_get(const char *bdf, struct rn_sysfs_pci_fn *out, struct rn_error *err)
+{
+	int r = rn_name_check("PCI address", bdf, RN_BUS_ID_MAX - 1, err);
+
+	if (r < 0)
+		return r;
+	return pci_fn_read(bdf, out, err);
+}
+
+int rn_sysfs_pci_list(struct rn_sysfs_pci_fn **ret, size_t *ret_n, struct rn_error *err)
+{
+	_cleanup_(strv_free) struct strv names = { 0 };
+	_cleanup_free_ struct rn_sysfs_pci_fn *v = NULL;
+	char path[PATH_MAX];
+	size_t n = 0;
+	int r;
+
+	*ret = NULL;
+	*ret_n = 0;
+	r = sys_path(path, sizeof(path), err, "bus/pci/devices");
+	if (r < 0)
+		return r;
+	r = list_dir(path, false, &names);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return rn_error_errno(err, -r, "cannot list %s", path);
+	v = calloc(names.n ? names.n : 1, sizeof(*v));
+	if (!v)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < names.n; i++)
+		if (pci_fn_read(names.v[i], &v[n], NULL) == 0)
+			n++;
+	*ret = TAKE_PTR(v);
+	*ret_n = n;
+	return 0;
+}
+
+enum rn_pci_distance rn_sysfs_pci_distance(const struct rn_sysfs_pci_fn *a,
+					   const struct rn_sysfs_pci_fn *b)
+{
+	const char *x = a->path, *y = b->path;
+	size_t common = 0;
+
+	/* count the leading path components both share: host bridge, root port, switch ports */
+	for (;;) {
+		size_t lx = strcspn(x, "/"), ly = strcspn(y, "/");
+
+		if (lx != ly || strncmp(x, y, lx) != 0 || !x[lx] || !y[ly])
+			break;
+		common++;
+		x += lx + 1;
+		y += ly + 1;
+	}
+	if (common >= 3)
+		return RN_PCI_SAME_SWITCH;
+	if (common == 2)
+		return RN_PCI_SAME_ROOT_PORT;
+	if (common == 1 || a->numa < 0 || b->numa < 0 || a->numa == b->numa)
+		return RN_PCI_SAME_NODE;
+	return RN_PCI_CROSS_CPU;
+}
+
+const char *rn_pci_distance_name(enum rn_pci_distance d)
+{
+	switch (d) {
+	case RN_PCI_SAME_SWITCH:
+		return "same PCIe switch";
+	case RN_PCI_SAME_ROOT_PORT:
+		return "same root port";
+	case RN_PCI_SAME_NODE:
+		return "same NUMA node, through the CPU's root complex";
+	case RN_PCI_CROSS_CPU:
+		return "across the CPU interconnect (another NUMA node)";
+	}
+	return "?";
+}

@@ -153,7 +153,8 @@ int rn_system_boot_config(const char *root, struct rn_boot_config *out, struct r
 		}
 	}
 	/* modprobe reads the files in name order; the last option seen wins. */
-	qsort(files, n, sizeof(*files), cmp_conf);
+	if (n > 1)
+		qsort(files, n, sizeof(*files), cmp_conf);
 	for (size_t i = 0; i < n; i++) {
 		enum rn_boot_mode m = scan_modprobe_file(files[i].path);
 

@@ -327,3 +327,15 @@ int rn_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 		return -EXDEV;
 	return walk_beneath(dirfd, path, flags, mode);
 }
+
+void rn_strappend(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strnlen(buf, len);
+	va_list ap;
+
+	if (used + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+}

@@ -22,6 +22,25 @@ def version_tuple(v):
     return tuple(int(x) for x in v.split("."))
 
 
+def minimum_version(spec, all_edits):
+    edits = [e for _, e in all_edits]
+    devices = spec.get("devices", [])
+    if any(e.get("netDevices") for e in edits):
+        return "1.1.0"
+    if any(e.get("intelRdt") is not None or e.get("additionalGids") for e in edits):
+        return "0.7.0"
+    kind = spec.get("kind", "")
+    if spec.get("annotations") or any(d.get("annotations") for d in devices) or \
+            ("/" in kind and "." in kind.split("/", 1)[1]):
+        return "0.6.0"
+    if any(d.get("name", "x")[:1].isdigit() for d in devices) or \
+            any("hostPath" in n for e in edits for n in e.get("deviceNodes", [])):
+        return "0.5.0"
+    if any("type" in m for e in edits for m in e.get("mounts", [])):
+        return "0.4.0"
+    return "0.3.0"
+
+
 def main(path):
     problems = []
     with open(path) as f:
@@ -86,6 +105,15 @@ def main(path):
     if (spec.get("annotations") or any(d.get("annotations") for d in spec.get("devices", []))) \
             and version_tuple(version or "0.0.0") < (0, 6, 0):
         problems.append("annotations need cdiVersion 0.6.0")
+
+    # The lowest version its content needs, as the CDI library computes it
+    # (pkg/cdi/version.go MinimumRequiredVersion): a runtime whose library
+    # is older than the declared version refuses the spec (podman 4.3 and
+    # containerd 1.7 ship CDI 0.5.x), so nothing newer than needed.
+    need = minimum_version(spec, all_edits)
+    if version in KNOWN_VERSIONS and version_tuple(version) > version_tuple(need):
+        problems.append("cdiVersion %s, but its content needs only %s: runtimes with an older "
+                        "CDI library (0.5.x: podman 4.3, containerd 1.7) refuse it" % (version, need))
 
     for p in problems:
         print("%s: %s" % (path, p), file=sys.stderr)

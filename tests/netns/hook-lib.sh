@@ -48,6 +48,19 @@ hl_run() {
 	return "$rc"
 }
 
+# hl_fake_gid SYSFS DEV NETDEV INDEX GID TYPE: GID slot INDEX of DEV port 1 (an
+# Ethernet port, ACTIVE, bound to NETDEV) holds GID (sysfs form) of TYPE.
+hl_fake_gid() {
+	local root=$1 dev=$2 ndev=$3 idx=$4 gid=$5 type=$6 p
+	p=$root/class/infiniband/$dev/ports/1
+	mkdir -p "$p/gids" "$p/gid_attrs/types" "$p/gid_attrs/ndevs" "$root/class/net/$ndev"
+	echo "4: ACTIVE" >"$p/state"
+	echo "Ethernet" >"$p/link_layer"
+	echo "$gid" >"$p/gids/$idx"
+	echo "$type" >"$p/gid_attrs/types/$idx"
+	echo "$ndev" >"$p/gid_attrs/ndevs/$idx"
+}
+
 # hl_fake_roce SYSFS DEV NETDEV IPV4 INDEX: a RoCE device in a fake sysfs tree
 # whose RoCE v2 GID INDEX holds IPV4 (::ffff:a.b.c.d), bound to NETDEV.
 hl_fake_roce() {

@@ -24,6 +24,7 @@ cleanup() {
 		runc --root "$tmp/runc" delete -f "$id" >/dev/null 2>&1
 	done
 	ip netns del "$NS" 2>/dev/null
+	ip netns del rnh-pod6 2>/dev/null
 	umount "$tmp/ro/rootfs" 2>/dev/null
 	rm -rf "$tmp"
 }
@@ -54,11 +55,11 @@ if hl_run "$tmp/runc" "$tmp/b1" rnh-1; then vm_ok "container with rdmans.io/nccl
 	vm_not_ok "container with rdmans.io/nccl runs"; vm_diag "$HL_ERR"; fi
 conf=${HL_OUT%%---*}
 vm_check "nccl.conf: GID index of the container's address" vm_expect_contains "$conf" $'\nNCCL_IB_GID_INDEX=1\n'
-vm_check "nccl.conf: HCA" vm_expect_contains "$conf" $'\nNCCL_IB_HCA=irdma0\n'
+vm_check "nccl.conf: HCA, exact name" vm_expect_contains "$conf" $'\nNCCL_IB_HCA==irdma0\n'
 vm_check "nccl.conf: the annotation's interface" vm_expect_contains "$conf" $'\nNCCL_SOCKET_IFNAME=net1\n'
 vm_check "nccl.conf: the profile's timeout" vm_expect_contains "$conf" $'\nNCCL_IB_TIMEOUT=22\n'
 vm_check "nccl.conf: says why" vm_expect_contains "$conf" "RoCE v2 GID 1 of irdma0 port 1 holds 10.100.100.1/24 (net1)"
-vm_check "profile script sets the same values for shells" vm_expect_contains "$HL_OUT" "GID=1 HCA=irdma0 IF=net1 TIMEOUT=22"
+vm_check "profile script sets the same values for shells" vm_expect_contains "$HL_OUT" "GID=1 HCA==irdma0 IF=net1 TIMEOUT=22"
 vm_check "files written in the bundle's rootfs" test -f "$tmp/b1/rootfs/etc/nccl.conf" -a -f "$tmp/b1/rootfs/etc/profile.d/rdmans-nccl.sh"
 
 # the environment wins over the profile script, as it does over nccl.conf for NCCL
@@ -82,7 +83,7 @@ hl_run "$tmp/runc" "$tmp/b2" rnh-2
 vm_check "image conf: its own lines kept" vm_expect_contains "$HL_OUT" $'# rdmans: end\n# from the image\nNCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=18\n'
 vm_check "image conf: its timeout beats the profile's" vm_expect_eq "" "$(grep '^NCCL_IB_TIMEOUT=22' <<<"$HL_OUT")"
 vm_check "image conf: detection beats its HCA, kept as a comment" vm_expect_contains "$HL_OUT" $'#rdmans-overridden:NCCL_IB_HCA=mlx5'
-vm_check "image conf: the detected HCA is the one NCCL reads" vm_expect_eq "NCCL_IB_HCA=irdma0" "$(grep '^NCCL_IB_HCA=' <<<"$HL_OUT")"
+vm_check "image conf: the detected HCA is the one NCCL reads" vm_expect_eq "NCCL_IB_HCA==irdma0" "$(grep '^NCCL_IB_HCA=' <<<"$HL_OUT")"
 
 # --- an image whose /etc is a symlink -----------------------------------------------------
 outside=$tmp/outside-etc
@@ -106,7 +107,7 @@ vm_check "  no container left behind" vm_expect_eq "" "$(runc --root "$tmp/runc"
 hl_bundle "$tmp/b5" "$HOOK" "$PODNS" "$CAT" ".annotations = $PROF"
 ln -s ../../../../../../../../.. "$tmp/b5/rootfs/etc"
 hl_run "$tmp/runc" "$tmp/b5" rnh-5
-vm_check "/etc -> ../../..: stays in the rootfs" vm_expect_contains "$HL_OUT" "NCCL_IB_HCA=irdma0"
+vm_check "/etc -> ../../..: stays in the rootfs" vm_expect_contains "$HL_OUT" "NCCL_IB_HCA==irdma0"
 vm_check "/etc -> ../../..: the file is the rootfs's /nccl.conf" test -f "$tmp/b5/rootfs/nccl.conf"
 vm_check "/etc -> ../../..: no /nccl.conf on the host" test ! -e /nccl.conf
 
@@ -181,7 +182,7 @@ vm_check "the host's /etc/nccl.conf and profile.d were never touched" vm_expect_
 # --- rdmans env against the same netns ------------------------------------------------------
 export RDMANS_SYSFS_ROOT=$sys RDMANS_CONFIG_ROOT=$tmp/cfg
 out=$("$R" env --netns "$NS" 2>&1)
-vm_check "rdmans env --netns: env lines" vm_expect_eq $'NCCL_IB_DISABLE=0\nNCCL_IB_HCA=irdma0\nNCCL_IB_GID_INDEX=1\nNCCL_SOCKET_IFNAME=net1' "$out"
+vm_check "rdmans env --netns: env lines" vm_expect_eq $'NCCL_IB_DISABLE=0\nNCCL_IB_HCA==irdma0\nNCCL_IB_GID_INDEX=1\nNCCL_SOCKET_IFNAME=net1' "$out"
 out=$("$R" env --netns "$NS" --format nccl-conf --explain 2>&1)
 vm_check "rdmans env --explain: where each value came from" vm_expect_contains "$out" "# NCCL_IB_GID_INDEX: detected: RoCE v2 GID 1 of irdma0 port 1 holds 10.100.100.1/24 (net1)"
 out=$("$R" env --netns "$NS" --format json --set NCCL_IB_TIMEOUT=23 2>&1)
@@ -197,11 +198,63 @@ vm_check "broken config file: exit 7, the file named" sh -c "[ $rc = 7 ] && echo
 rm -f "$tmp/cfg/etc/rdmans/nccl.json"
 printf 'NCCL_DEBUG=WARN\nNCCL_IB_HCA=mlx5\n' >"$tmp/image.conf"
 out=$("$R" env --netns "$NS" --format nccl-conf --merge "$tmp/image.conf" 2>&1)
-vm_check "rdmans env --merge: the image's line commented, ours set" sh -c "echo '$out' | grep -qx '#rdmans-overridden:NCCL_IB_HCA=mlx5' && echo '$out' | grep -qx 'NCCL_IB_HCA=irdma0'"
+vm_check "rdmans env --merge: the image's line commented, ours set" vm_expect_eq $'#rdmans-overridden:NCCL_IB_HCA=mlx5\nNCCL_IB_HCA==irdma0' "$(grep -x -e '#rdmans-overridden:NCCL_IB_HCA=mlx5' -e 'NCCL_IB_HCA==irdma0' <<<"$out" | sort)"
 ip -n "$NS" link set net1 down
 echo "1: DOWN" >"$sys/class/infiniband/irdma0/ports/1/state"
 out=$("$R" env --netns "$NS" 2>&1) && rc=0 || rc=$?
 vm_check "port down: exit 3, says why" sh -c "[ $rc = 3 ] && echo '$out' | grep -q 'irdma0 port 1: port state is DOWN'"
 unset RDMANS_SYSFS_ROOT RDMANS_CONFIG_ROOT
+
+# --- IPv6-only and dual-stack pods, and the image's NCCL version ---------------------------
+# A second pod netns: net1 holds fd00:100::1/64 (and fe80:: link-local); irdma6's table
+# is the kernel's for it: 0/1 link-local v1/v2, 2/3 the global address v1/v2.
+NS6=rnh-pod6
+ip netns del "$NS6" 2>/dev/null
+ip netns add "$NS6" || vm_fail "ip netns add $NS6"
+ip link add rnh-h6 type veth peer name net1 netns "$NS6" || vm_fail "veth"
+ip -n "$NS6" addr add fd00:100::1/64 dev net1 nodad
+ip -n "$NS6" link set net1 up
+sys6=$tmp/sys6
+mkdir -p "$sys6/class/net/lo"
+hl_fake_gid "$sys6" irdma6 net1 0 "fe80:0000:0000:0000:b696:91ff:feec:a458" "IB/RoCE v1"
+hl_fake_gid "$sys6" irdma6 net1 1 "fe80:0000:0000:0000:b696:91ff:feec:a458" "RoCE v2"
+hl_fake_gid "$sys6" irdma6 net1 2 "fd00:0100:0000:0000:0000:0000:0000:0001" "IB/RoCE v1"
+hl_fake_gid "$sys6" irdma6 net1 3 "fd00:0100:0000:0000:0000:0000:0000:0001" "RoCE v2"
+out=$(RDMANS_SYSFS_ROOT=$sys6 "$R" env --netns "$NS6" --format nccl-conf --explain 2>&1)
+vm_check "IPv6-only: --explain says the family and why" vm_expect_contains "$out" "# address family IPv6: IPv6-only"
+vm_check "IPv6-only: the RoCE v2 GID of the global address" vm_expect_contains "$out" "# irdma6 port 1: used, netdev net1, RoCE v2 GID 3 holds fd00:100::1/64"
+vm_check "IPv6-only: NCCL_IB_GID_INDEX=3" vm_expect_contains "$out" $'\nNCCL_IB_GID_INDEX=3\n'
+vm_check "IPv6-only: NCCL_IB_ADDR_FAMILY=AF_INET6" vm_expect_contains "$out" $'\nNCCL_IB_ADDR_FAMILY=AF_INET6\n'
+vm_check "IPv6-only: bootstrap over IPv6" vm_expect_contains "$out" $'\nNCCL_SOCKET_FAMILY=AF_INET6'
+vm_check "IPv6-only: --netns names no image to find NCCL in" vm_expect_contains "$out" "# NCCL version unknown (not looked for: --netns names no image"
+
+# the hook finds the image's NCCL and says so
+HL_HOOK_ENV="[\"RDMANS_SYSFS_ROOT=$sys6\", \"RDMANS_CONFIG_ROOT=$tmp/cfg\"]" \
+	hl_bundle "$tmp/b6v" "$HOOK" "/var/run/netns/$NS6" "$CAT" ".annotations = $PROF"
+mkdir -p "$tmp/b6v/rootfs/usr/lib/x86_64-linux-gnu"
+: >"$tmp/b6v/rootfs/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5"
+hl_run "$tmp/runc" "$tmp/b6v" rnh-6v || vm_diag "$HL_ERR"
+vm_check "hook: the image's NCCL version and the rule it follows" vm_expect_contains "$HL_OUT" "# NCCL 2.21.5, seen in the image: /usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5: NCCL 2.21-2.26.1 picks"
+vm_check "hook: IPv6-only pod, GID 3 and AF_INET6" sh -c "grep -qx 'NCCL_IB_GID_INDEX=3' <<'E'
+$HL_OUT
+E
+grep -qx 'NCCL_IB_ADDR_FAMILY=AF_INET6' <<'E'
+$HL_OUT
+E"
+printf '%s\n' "$HL_OUT" >"$tmp/ipv6-nccl.conf"
+[ -z "${RDMANS_KEEP_IPV6_CONF:-}" ] || cp "$tmp/ipv6-nccl.conf" "$RDMANS_KEEP_IPV6_CONF"
+
+# dual-stack: IPv4 by default; the annotation's "family" picks IPv6
+ip -n "$NS6" addr add 10.100.106.1/24 dev net1
+hl_fake_gid "$sys6" irdma6 net1 4 "0000:0000:0000:0000:0000:ffff:0a64:6a01" "IB/RoCE v1"
+hl_fake_gid "$sys6" irdma6 net1 5 "0000:0000:0000:0000:0000:ffff:0a64:6a01" "RoCE v2"
+out=$(RDMANS_SYSFS_ROOT=$sys6 "$R" env --netns "$NS6" --format json 2>&1)
+vm_check "dual-stack: IPv4 by default, GID 5" vm_expect_eq "ipv4 5" "$(jq -r '"\(.family.name) \(.env.NCCL_IB_GID_INDEX)"' <<<"$out")"
+HL_HOOK_ENV="[\"RDMANS_SYSFS_ROOT=$sys6\", \"RDMANS_CONFIG_ROOT=$tmp/cfg\"]" \
+	hl_bundle "$tmp/b6d" "$HOOK" "/var/run/netns/$NS6" "$CAT" '.annotations = {"rdmans.io/nccl": "{\"family\": \"ipv6\"}"}'
+hl_run "$tmp/runc" "$tmp/b6d" rnh-6d || vm_diag "$HL_ERR"
+vm_check "dual-stack + family ipv6 annotation: GID 3" vm_expect_eq "NCCL_IB_GID_INDEX=3" "$(grep '^NCCL_IB_GID_INDEX=' <<<"$HL_OUT")"
+vm_check "  and says who asked" vm_expect_contains "$HL_OUT" "# address family IPv6: annotation rdmans.io/nccl asks for IPv6"
+ip netns del "$NS6"
 
 vm_done

@@ -125,6 +125,20 @@ scenario() { # scenario KIND: the whole sequence against one store
 		vm_check "$KIND: ... and released once it stops" vm_expect_eq "none" "$(addr_of_pod ns/p6)"
 	fi
 	plugin DEL "c5-$KIND" ns/p5
+	# a netns path that is a plain file (an unpropagated mount) cannot be told: kept
+	: >"/var/run/netns/$NS_PREFIX-plain"
+	pod_add "c9-$KIND" ns/p9 "$NS_PREFIX-plain"
+	vm_check "$KIND: a netns path that is no namespace is kept and reported" vm_expect_contains \
+		"$(rdm ipam reconcile --node node-a --grace 0)" "kept (cannot tell) $(addr_of_pod ns/p9) (pod ns/p9"
+	rm -f "/var/run/netns/$NS_PREFIX-plain"
+	plugin DEL "c9-$KIND" ns/p9
+	# the same netns name made again: another namespace, the pod's is gone
+	pod_add "c10-$KIND" ns/p10 "$NS_PREFIX-10"
+	ip netns del "$NS_PREFIX-10"
+	ip netns add "$NS_PREFIX-10"
+	vm_check "$KIND: a netns name reused by a new namespace (other inode) counts as gone" vm_expect_contains \
+		"$(rdm ipam reconcile --node node-a --grace 0)" "is now another namespace"
+	vm_check "$KIND: ... and the record is released" vm_expect_eq none "$(addr_of_pod ns/p10)"
 
 	# 3. damaged records (issue 12 item 3): seen, reported, removed only while damaged
 	pod_add "c7-$KIND" ns/p7 "$NS_PREFIX-7"

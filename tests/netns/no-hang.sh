@@ -22,7 +22,7 @@ truncate -s 2G "$tmp/huge" # sparse: reads as 2 GiB of zeroes
 python3 -c 'import socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); time.sleep(3600)' "$tmp/sock" &
 sock_pid=$!
-vm_poll 10 test -S "$tmp/sock" || vm_fail "no socket at $tmp/sock"
+vm_poll 60 test -S "$tmp/sock" || vm_fail "no socket at $tmp/sock"
 # name:path, and the words the refusal must hold
 declare -A KIND=([fifo]="$tmp/fifo" [chardev]=/dev/zero [dir]="$tmp/dir" [socket]="$tmp/sock" [huge]="$tmp/huge")
 declare -A TYPE=([fifo]="is a FIFO" [chardev]="is a character device" [dir]="is a directory"

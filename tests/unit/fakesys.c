@@ -173,6 +173,45 @@ void fakesys_add_pci(const char *root, const char *bdf)
 	link_at(root, target, rel);
 }
 
+void fakesys_place_pci(const char *root, const char *bdf, const char *parents, unsigned vendor,
+		       unsigned pci_class, int numa)
+{
+	char rel[PATH_MAX], target[PATH_MAX], text[32], walk[PATH_MAX];
+	size_t len = strlen(parents);
+
+	/* the bridges on the way: pci0000:16, then root port, switch ports */
+	fmt_path(walk, sizeof(walk), "%s", parents);
+	for (size_t i = 0; i <= len; i++) {
+		const char *last;
+
+		if (walk[i] != '/' && walk[i] != '\0')
+			continue;
+		walk[i] = '\0';
+		last = strrchr(walk, '/');
+		last = last ? last + 1 : walk;
+		if (strncmp(last, "pci", 3) != 0) {
+			fmt_path(rel, sizeof(rel), "devices/%s/class", walk);
+			fakesys_write(root, rel, "0x060400");
+		}
+		if (i < len)
+			walk[i] = '/';
+	}
+	fmt_path(rel, sizeof(rel), "devices/%s/%s/vendor", parents, bdf);
+	snprintf(text, sizeof(text), "0x%04x", vendor);
+	fakesys_write(root, rel, text);
+	fmt_path(rel, sizeof(rel), "devices/%s/%s/class", parents, bdf);
+	snprintf(text, sizeof(text), "0x%06x", pci_class);
+	fakesys_write(root, rel, text);
+	fmt_path(rel, sizeof(rel), "devices/%s/%s/numa_node", parents, bdf);
+	snprintf(text, sizeof(text), "%d", numa);
+	fakesys_write(root, rel, text);
+	fmt_path(rel, sizeof(rel), "%s/bus/pci/devices/%s", root, bdf);
+	(void)unlink(rel);
+	fmt_path(rel, sizeof(rel), "bus/pci/devices/%s", bdf);
+	fmt_path(target, sizeof(target), "../../../devices/%s/%s", parents, bdf);
+	link_at(root, target, rel);
+}
+
 void fakesys_add_aux(const char *root, const char *bdf, const char *aux)
 {
 	char rel[PATH_MAX], target[PATH_MAX];

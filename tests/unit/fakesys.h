@@ -27,6 +27,14 @@ void fake_done(char **root);
 
 /* A PCI function at devices/pci0000:00/BDF, linked from bus/pci/devices. Idempotent. */
 void fakesys_add_pci(const char *root, const char *bdf);
+/*
+ * PCI topology: puts function bdf under `parents` ("pci0000:16/0000:16:02.0/
+ * 0000:17:00.0", host bridge, root port, switch ports) with its vendor,
+ * class and numa_node, and points bus/pci/devices/BDF there (an RDMA device
+ * or netdev made on it before keeps its own links). Bridges get class 0x060400.
+ */
+void fakesys_place_pci(const char *root, const char *bdf, const char *parents, unsigned vendor,
+		       unsigned pci_class, int numa);
 /* An auxiliary device AUX under PCI function BDF (ice.roce.0, mlx5_core.sf.2). Idempotent. */
 void fakesys_add_aux(const char *root, const char *bdf, const char *aux);
 /* Makes vf_bdf virtual function number n of pf_bdf (PF/virtfnN, VF/physfn). */

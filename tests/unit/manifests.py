@@ -21,6 +21,7 @@ import yaml
 
 top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ours = {"rdma-netns", "rdma-netns-ipam"}
+libcni_1_1_versions = {"0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0"}
 reference = {"host-device", "host-local", "static", "macvlan", "sriov"}
 results = []
 conf_check = sys.argv[1] if len(sys.argv) > 1 else None
@@ -74,6 +75,10 @@ def check_cni(where, conf):
             check(f"{where}: ipam type {ipam.get('type')} is known", ipam.get("type") in ours | reference,
                   str(ipam))
     check(f"{where}: names a cniVersion", "cniVersion" in conf)
+    # libcni 1.1 (podman 4.3, containerd <= 1.7, older Multus) refuses 1.1.0:
+    # "unsupported CNI result version". Examples must work on every supported runtime.
+    check(f"{where}: cniVersion {conf.get('cniVersion')} is one libcni 1.1 accepts",
+          conf.get("cniVersion") in libcni_1_1_versions, str(conf.get("cniVersion")))
 
 
 for path in sorted(glob.glob(f"{top}/examples/*.yaml") + glob.glob(f"{top}/deploy/*.yaml") +

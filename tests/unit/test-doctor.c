@@ -711,6 +711,205 @@ static void conf_symlinks_stay_inside_the_container(void)
 	CHECK_STATUS(result(&x, "nccl-gid-index", NULL), RN_DOCTOR_PASS);
 }
 
+/* ---- GPUs: the nearest RDMA device, GPUDirect RDMA ---- */
+
+#define SOCKET0 "pci0000:16/0000:16:02.0/0000:17:00.0"
+#define SOCKET1 "pci0000:ae/0000:ae:02.0/0000:af:00.0"
+
+/*
+ * Two GPUs, one per socket, each under a PCIe switch (PEX: upstream port
+ * 17:00.0 / af:00.0); the pod's irdma0 (2f:00.0) under GPU0's switch; a
+ * Mellanox function (b2:00.0) under GPU1's switch that the pod does not have.
+ */
+static void add_gpu_topology(const char *root)
+{
+	fakesys_place_pci(root, "0000:19:00.0", SOCKET0 "/0000:18:08.0", 0x10de, 0x030200, 0);
+	fakesys_place_pci(root, "0000:2f:00.0", SOCKET0 "/0000:18:10.0", 0x8086, 0x020000, 0);
+	fakesys_place_pci(root, "0000:b1:00.0", SOCKET1 "/0000:b0:08.0", 0x10de, 0x030200, 1);
+	fakesys_place_pci(root, "0000:b2:00.0", SOCKET1 "/0000:b0:10.0", 0x15b3, 0x020700, 1);
+}
+
+static void gdr(struct fixture *x, const char *driver, const char *kernel, bool peermem)
+{
+	if (driver) {
+		/* the version is the driver line's last word */
+		fakesys_write(x->sys, "module/nvidia/version", strrchr(driver, ' ') + 1);
+		fakesys_write(x->proc, "driver/nvidia/version", driver);
+	}
+	if (peermem)
+		fakesys_write(x->sys, "module/nvidia_peermem/refcnt", "0");
+	fakesys_write(x->proc, "sys/kernel/osrelease", kernel);
+	rn_doctor_facts_gdr(&x->f, x->proc);
+}
+
+static void pci_distance_by_path(void)
+{
+	struct rn_sysfs_pci_fn gpu = { .path = SOCKET0 "/0000:18:08.0/0000:19:00.0", .numa = 0 };
+	struct rn_sysfs_pci_fn pix = { .path = SOCKET0 "/0000:18:08.0/0000:1a:00.0", .numa = 0 };
+	struct rn_sysfs_pci_fn pxb = { .path = SOCKET0 "/0000:18:10.0/0000:2f:00.0", .numa = 0 };
+	struct rn_sysfs_pci_fn port = { .path = "pci0000:16/0000:16:02.0/0000:17:00.1", .numa = 0 };
+	struct rn_sysfs_pci_fn node = { .path = "pci0000:16/0000:16:03.0/0000:20:00.0", .numa = 0 };
+	struct rn_sysfs_pci_fn bridge = { .path = "pci0000:3a/0000:3a:02.0/0000:3b:00.0",
+					  .numa = 0 };
+	struct rn_sysfs_pci_fn other = { .path = SOCKET1 "/0000:b0:10.0/0000:b2:00.0", .numa = 1 };
+	struct rn_sysfs_pci_fn unknown = { .path = "pci0000:ae/0000:ae:03.0/0000:c0:00.0",
+					   .numa = -1 };
+
+	CHECK_INT(rn_sysfs_pci_distance(&gpu, &pix), RN_PCI_SAME_SWITCH);
+	CHECK_INT(rn_sysfs_pci_distance(&gpu, &pxb), RN_PCI_SAME_SWITCH);
+	CHECK_INT(rn_sysfs_pci_distance(&gpu, &port), RN_PCI_SAME_ROOT_PORT);
+	CHECK_INT(rn_sysfs_pci_distance(&gpu, &node), RN_PCI_SAME_NODE);
+	CHECK_INT(rn_sysfs_pci_distance(&gpu, &bridge), RN_PCI_SAME_NODE);
+	CHECK_INT(rn_sysfs_pci_distance(&gpu, &other), RN_PCI_CROSS_CPU);
+	CHECK_INT(rn_sysfs_pci_distance(&gpu, &unknown), RN_PCI_SAME_NODE);
+	CHECK_STR(rn_pci_distance_name(RN_PCI_CROSS_CPU),
+		  "across the CPU interconnect (another NUMA node)");
+}
+
+static void gpu_near_the_pods_hca_passes_and_the_other_warns(void)
+{
+	_cleanup_fixture_ struct fixture x;
+	const struct rn_doctor_result *r;
+
+	setup(&x);
+	add_gpu_topology(x.sys);
+	CHECK_INT(gather(&x), 0);
+	CHECK_INT(x.f.ngpus, 2);
+	REQUIRE(x.f.nhcas == 1);
+	CHECK_STR(x.f.hcas[0].pci.bdf, "0000:2f:00.0");
+	CHECK_INT(evaluate(&x), 0);
+	r = result(&x, "gpu-nic", "GPU 0000:19:00.0");
+	CHECK_STATUS(r, RN_DOCTOR_PASS);
+	CHECK_CONTAINS(r->message, "nearest RDMA device in use: irdma0 (0000:2f:00.0), same PCIe "
+				   "switch");
+	r = result(&x, "gpu-nic", "GPU 0000:b1:00.0");
+	CHECK_STATUS(r, RN_DOCTOR_WARN);
+	CHECK_CONTAINS(r->message, "NCCL_IB_HCA==irdma0 (rdmans env) leave it without a near RDMA "
+				   "device: the nearest in use, irdma0 (0000:2f:00.0), is across "
+				   "the CPU interconnect");
+	CHECK_CONTAINS(r->fix, "give the pod the RDMA device of PCI function 0000:b2:00.0 (same "
+			       "PCIe switch to the GPU)");
+}
+
+/* The process names only a device far from GPU0: its own NCCL_IB_HCA is what counts. */
+static void process_hca_list_decides_which_devices_count(void)
+{
+	_cleanup_fixture_ struct fixture x;
+	const struct rn_doctor_result *r;
+
+	setup(&x);
+	add_gpu_topology(x.sys);
+	CHECK_INT(gather(&x), 0);
+	add_process(&x, "unlimited", "0000000000000000", ENV("NCCL_IB_HCA=^=irdma0\0"));
+	CHECK_INT(process(&x), 0);
+	CHECK_INT(evaluate(&x), 0);
+	r = result(&x, "gpu-nic", "GPU 0000:19:00.0");
+	CHECK_STATUS(r, RN_DOCTOR_WARN);
+	CHECK_CONTAINS(r->message, "NCCL_IB_HCA=^=irdma0 (environment) name no RDMA device for it");
+	CHECK_CONTAINS(r->fix, "add irdma0 (0000:2f:00.0, same PCIe switch) to NCCL_IB_HCA");
+}
+
+static void gpudirect_needs_peermem_or_dma_buf(void)
+{
+	static const struct {
+		const char *driver, *kernel;
+		bool peermem;
+		enum rn_doctor_status want;
+		const char *says;
+	} cases[] = {
+		{ "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05", "6.1.0-26-amd64",
+		  true, RN_DOCTOR_PASS, "nvidia_peermem is loaded" },
+		{ "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04",
+		  "6.18.44-fc-v657-gpu", false, RN_DOCTOR_PASS,
+		  "dma-buf: the NVIDIA open kernel module "
+		  "580.159.04 on kernel 6.18.44" },
+		{ "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05", "6.1.0-26-amd64",
+		  false, RN_DOCTOR_WARN, "dma-buf needs the open kernel module" },
+		{ "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15",
+		  "5.10.0-28-amd64", false, RN_DOCTOR_WARN, "kernel >= 5.12" },
+		{ NULL, "6.1.0-26-amd64", false, RN_DOCTOR_WARN,
+		  "the nvidia kernel module is not loaded" },
+	};
+
+	for (size_t i = 0; i < RN_ARRAY_SIZE(cases); i++) {
+		_cleanup_fixture_ struct fixture x;
+		const struct rn_doctor_result *r;
+
+		setup(&x);
+		add_gpu_topology(x.sys);
+		CHECK_INT(gather(&x), 0);
+		if (cases[i].driver)
+			fakesys_write(x.sys, "module/nvidia/initstate", "live");
+		gdr(&x, cases[i].driver, cases[i].kernel, cases[i].peermem);
+		CHECK_INT(evaluate(&x), 0);
+		r = result(&x, "gpudirect", NULL);
+		CHECK_STATUS(r, cases[i].want);
+		CHECK_CONTAINS(r->message, cases[i].says);
+		if (cases[i].want == RN_DOCTOR_WARN && cases[i].driver)
+			CHECK_CONTAINS(r->fix, "'modprobe nvidia_peermem'");
+	}
+}
+
+static void no_gpu_skips_the_gpu_checks(void)
+{
+	_cleanup_fixture_ struct fixture x;
+
+	setup(&x);
+	CHECK_INT(gather(&x), 0);
+	CHECK_INT(evaluate(&x), 0);
+	CHECK_STATUS(result(&x, "gpu-nic", NULL), RN_DOCTOR_SKIP);
+	CHECK_STATUS(result(&x, "gpudirect", NULL), RN_DOCTOR_SKIP);
+}
+
+/* The GPU machine's own sysfs (tests/unit/fixtures/h100-vm: one H100, no RDMA device). */
+static void real_h100_machine(void)
+{
+	const char *dir = getenv("RDMANS_FIXTURES");
+	struct rn_doctor_report rep = { 0 };
+	struct rn_doctor_facts f = { 0 };
+	struct rn_error err = { 0 };
+	char sys[4096], proc[4096];
+	bool gpu_seen = false, gdr_seen = false;
+
+	REQUIRE(dir != NULL);
+	snprintf(sys, sizeof(sys), "%s/h100-vm/sys", dir);
+	snprintf(proc, sizeof(proc), "%s/h100-vm/proc", dir);
+	rn_sysfs_set_root(sys);
+	snprintf(f.target, sizeof(f.target), "the GPU machine");
+	CHECK_INT(rn_doctor_facts_from_sysfs(&f, &err), 0);
+	rn_doctor_facts_gdr(&f, proc);
+	REQUIRE(f.ngpus == 1);
+	CHECK_STR(f.gpus[0].bdf, "0000:00:06.0");
+	CHECK_INT(f.gpus[0].pci_class, 0x030200);
+	CHECK_INT(f.nhcas, 0);
+	CHECK_INT(f.nnics, 1);
+	CHECK(f.gdr.nvidia && f.gdr.open_module && !f.gdr.peermem);
+	CHECK_INT(rn_doctor_evaluate(&f, &rep, &err), 0);
+	for (size_t i = 0; i < rep.n; i++) {
+		const struct rn_doctor_result *r = &rep.v[i];
+
+		if (strcmp(r->id, "gpu-nic") == 0) {
+			gpu_seen = true;
+			CHECK_INT(r->status, RN_DOCTOR_WARN);
+			CHECK_STR(r->subject, "GPU 0000:00:06.0");
+			CHECK_CONTAINS(r->message, "no RDMA device on a PCI function in the GPU "
+						   "machine");
+			CHECK_CONTAINS(r->fix, "the nearest network function, 0000:00:03.0, is "
+					       "same NUMA node");
+		}
+		if (strcmp(r->id, "gpudirect") == 0) {
+			gdr_seen = true;
+			CHECK_INT(r->status, RN_DOCTOR_PASS);
+			CHECK_CONTAINS(r->message, "open kernel module 580.159.04 on kernel "
+						   "6.18.44-fc-v657-gpu");
+		}
+	}
+	CHECK(gpu_seen && gdr_seen);
+	rn_doctor_report_free(&rep);
+	rn_doctor_facts_free(&f);
+	rn_sysfs_set_root(NULL);
+}
+
 static void an_unreadable_nccl_conf_is_a_warning(void)
 {
 	_cleanup_fixture_ struct fixture x;
@@ -741,7 +940,10 @@ static void a_missing_nccl_conf_is_no_warning(void)
 	CHECK_STR(result(&x, "nccl-conf", NULL)->id, "none");
 }
 
-RN_TEST_MAIN(T(healthy_pod_passes_every_netns_check), T(shared_mode_fails_with_the_fix),
+RN_TEST_MAIN(T(pci_distance_by_path), T(gpu_near_the_pods_hca_passes_and_the_other_warns),
+	     T(process_hca_list_decides_which_devices_count), T(gpudirect_needs_peermem_or_dma_buf),
+	     T(no_gpu_skips_the_gpu_checks), T(real_h100_machine),
+	     T(healthy_pod_passes_every_netns_check), T(shared_mode_fails_with_the_fix),
 	     T(exclusive_now_but_not_at_boot_warns), T(shared_mode_with_exclusive_boot_says_reboot),
 	     T(no_rdma_netlink_fails_and_skips_the_mode), T(empty_pod_netns_fails_and_says_move),
 	     T(down_port_and_down_netdev_fail_with_ip_link_set_up),

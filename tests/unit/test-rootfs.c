@@ -20,13 +20,6 @@
 #include "rdmans/rootfs.h"
 #include "test.h"
 
-#define REQUIRE(cond)                                                                              \
-	do {                                                                                       \
-		CHECK(cond);                                                                       \
-		if (rn_test_failed)                                                                \
-			return;                                                                    \
-	} while (0)
-
 /* A scratch directory holding rootfs/ (the container's) and outside/ (the host's). */
 struct scratch {
 	char top[64];

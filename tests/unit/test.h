@@ -27,6 +27,14 @@ extern const char *rn_test_skip_reason;
 		}                                                                                  \
 	} while (0)
 
+/* CHECK, and leave the test function when it failed (what follows depends on it). */
+#define REQUIRE(cond)                                                                              \
+	do {                                                                                       \
+		CHECK(cond);                                                                       \
+		if (rn_test_failed)                                                                \
+			return;                                                                    \
+	} while (0)
+
 #define CHECK_INT(a, b)                                                                            \
 	do {                                                                                       \
 		long long _a = (long long)(a), _b = (long long)(b);                                \

@@ -79,7 +79,7 @@ if [ "$RDMANS_ACCEPT_PHASE" = 1 ]; then
 	vm_check "pod-a's GID table holds ${ip_a%/*} as RoCE v2 (index $gid_a)" test -n "$gid_a"
 
 	vm_run_code 0 "rdmans env --netns pod-a" "$R" env --netns pod-a --format env
-	vm_check "env: NCCL_IB_HCA=$d1" vm_expect_contains "$OUT" "NCCL_IB_HCA=$d1"
+	vm_check "env: NCCL_IB_HCA==$d1 (exact name)" vm_expect_contains "$OUT" "NCCL_IB_HCA==$d1"
 	vm_check "env: NCCL_IB_GID_INDEX=$gid_a" vm_expect_contains "$OUT" "NCCL_IB_GID_INDEX=$gid_a"
 	vm_check "env: NCCL_SOCKET_IFNAME=net1" vm_expect_contains "$OUT" "NCCL_SOCKET_IFNAME=net1"
 
@@ -104,7 +104,7 @@ if [ "$RDMANS_ACCEPT_PHASE" = 1 ]; then
 
 	# --- pod-b deleted without DEL: GC and DEL clean up ----------------------------
 	ip netns del pod-b
-	vm_check "pod-b's netns gone: $d2 returns to the host" vm_poll 20 rdma dev show "$d2"
+	vm_check "pod-b's netns gone: $d2 returns to the host" vm_poll 60 rdma dev show "$d2"
 	CNI_CID=cid-pod-b CNI_NS="" cni_expect_ok "CNI GC keeps only pod-a" GC \
 		"$(jq -c '. + {"cni.dev/valid-attachments": [{"containerID": "cid-pod-a", "ifname": "net1"}]}' <<<"$(conf eth1)")"
 	vm_check "GC released pod-b's address" vm_expect_eq "[\"${ip_a%/*}\"]" "$(ipam_records | jq -c '[.[] | sub("/.*"; "")]')"

@@ -82,7 +82,7 @@ cni_expect_err "shared mode: ADD refused (102)" 102 "rdmans system set netns exc
 vm_check "shared mode: nothing changed" vm_expect_eq "$before" "$(snap)"
 cni_expect_err "shared mode: STATUS is 50" 50 "shared netns mode" STATUS "$(conf '.device = "h0"')"
 ip netns del pod-shared
-vm_check "exclusive mode once no other netns is left" vm_poll 20 "$R" system set netns exclusive
+vm_check "exclusive mode once no other netns is left" vm_poll 60 "$R" system set netns exclusive
 cni_expect_ok "exclusive mode: STATUS passes" STATUS "$(conf '.device = "h0"')"
 
 # --- main mode --------------------------------------------------------------------------------------
@@ -172,14 +172,14 @@ vm_veth h0 p0 || vm_fail "veth h0 again"
 dev0=$(vm_simhca_new "irdma%d" h0) || vm_fail "a new simhca device on the new h0"
 
 # a "physical" netdev (USB gadget, no rtnl_link_ops) returns to the host when its netns dies
-modprobe dummy_hcd && modprobe g_ether && vm_poll 10 ip link show usb0 || vm_fail "no USB gadget netdev (dummy_hcd + g_ether)"
+modprobe dummy_hcd && modprobe g_ether && vm_poll 60 ip link show usb0 || vm_fail "no USB gadget netdev (dummy_hcd + g_ether)"
 ip link set usb0 alias "gadget uplink"
 devu=$(vm_simhca_new "roce%d" usb0) || vm_fail "simhca on usb0"
 ip netns add podu
 before_u=$(snap)
 cni_expect_ok "ADD usb0 (physical) into podu" ADD "$(conf '.device = "usb0"')" CNI_CONTAINERID=cu CNI_NETNS=/var/run/netns/podu
 ip netns del podu
-vm_check "the kernel hands usb0 back under its pod name" vm_poll 10 sh -c "ip -o link | grep -q 'net1\\|dev[0-9]'"
+vm_check "the kernel hands usb0 back under its pod name" vm_poll 60 sh -c "ip -o link | grep -q 'net1\\|dev[0-9]'"
 cni_expect_ok "DEL after podu was deleted" DEL "$(conf '.device = "usb0"')" CNI_CONTAINERID=cu CNI_NETNS=/var/run/netns/podu
 vm_check "usb0 has its name and alias back, $devu is home" sh -c "ip -o link show usb0 | grep -q 'alias gadget uplink' && rdma dev show $devu"
 ip netns add podu

@@ -56,7 +56,7 @@ run "$R" dev --all-netns
 
 say "The GID table inside pod-a: the pod's address as a RoCE v2 GID (what NCCL_IB_GID_INDEX must name)"
 ip_a=$(ip -n pod-a -j addr show dev net1 | jq -r '.[0].addr_info[] | select(.family == "inet") | .local')
-vm_poll 10 sh -c "'$R' -j gids $d1 --netns pod-a | jq -e '.[] | select(.ipv4 == \"$ip_a\")'"
+vm_poll 60 sh -c "'$R' -j gids $d1 --netns pod-a | jq -e '.[] | select(.ipv4 == \"$ip_a\")'"
 run "$R" gids "$d1" --netns pod-a
 
 say "The NCCL settings, resolved from what is really in each pod"
@@ -82,7 +82,7 @@ say "One Prometheus scrape (rdmans exporter): counters and port state, labelled 
 say "Teardown: CNI DEL for pod-b; pod-a deleted without DEL (a crashed node), then GC"
 cni DEL pod-b eth2
 ip netns del pod-a
-vm_poll 20 rdma dev show "$d1"
+vm_poll 60 rdma dev show "$d1"
 echo "pod-a's netns is gone: $d1 returned to the host by itself"
 printf '$ CNI_COMMAND=GC rdma-netns (no valid attachments)\n'
 CNI_COMMAND=GC CNI_PATH=/tmp/cni-bin:/usr/lib/cni /tmp/cni-bin/rdma-netns \

@@ -44,7 +44,7 @@ vm_load_rdma
 vm_veth veth0 veth1 || vm_fail "veth0"
 ip addr add 192.168.50.1/24 dev veth0
 rdma link add rxe0 type rxe netdev veth0 || vm_fail "rxe0"
-vm_poll 10 sh -c 'grep -q ffff:c0a8:3201 /sys/class/infiniband/rxe0/ports/1/gids/*'
+vm_poll 60 sh -c 'grep -q ffff:c0a8:3201 /sys/class/infiniband/rxe0/ports/1/gids/*'
 
 # --- shared mode ------------------------------------------------------------
 vm_run_code 21 "doctor on a shared-mode system exits 21 (FAIL)" "$R" -j doctor
@@ -72,14 +72,14 @@ vm_check "exporter --once: every rxe0 hw counter of sysfs is there" sh -c '
 	done'
 "$R" exporter --listen 127.0.0.1:$PORT 2>/tmp/exporter.log &
 EXPORTER=$!
-vm_check "exporter listens" vm_poll 20 curl -sf -o /dev/null "$URL"
+vm_check "exporter listens" vm_poll 60 curl -sf -o /dev/null "$URL"
 vm_run_code 0 "scrape before traffic" curl -sf "$URL"
 before_sent=$(metric "$OUT" rdma_port_hw_stats_total 'device="rxe0"' 'counter="sent_pkts"')
 before_sends=$(metric "$OUT" rdma_port_hw_stats_total 'device="rxe0"' 'counter="rdma_sends"')
 vm_check "sent_pkts of rxe0 is served" test -n "$before_sent"
-timeout 60 rping -s -a 192.168.50.1 -C 10 >/tmp/rping-s.log 2>&1 &
-sleep 1
-vm_check "rping over rxe0 (10 pings)" timeout 60 rping -c -a 192.168.50.1 -C 10
+timeout 120 rping -s -a 192.168.50.1 -C 10 >/tmp/rping-s.log 2>&1 &
+# the client is refused until the server listens: retry it (no sleep to guess)
+vm_check "rping over rxe0 (10 pings)" vm_poll 60 timeout 60 rping -c -a 192.168.50.1 -C 10
 wait $! 2>/dev/null
 vm_run_code 0 "scrape after traffic" curl -sf "$URL"
 after_sent=$(metric "$OUT" rdma_port_hw_stats_total 'device="rxe0"' 'counter="sent_pkts"')
@@ -110,14 +110,14 @@ ip netns add pod1
 ip netns add pod2
 ip netns exec pod1 sleep 1000 &
 POD1=$!
-vm_poll 5 is_comm $POD1 sleep
+vm_poll 60 is_comm $POD1 sleep
 vm_check "move $dev1 into pod1 with its netdev (net1)" "$R" move "$dev1" pod1 --with-netdev --netdev-name net1
 vm_check "move $dev2 into pod2 with its netdev (net1)" "$R" move "$dev2" pod2 --with-netdev --netdev-name net1
 ip -n pod1 addr add 10.56.1.2/24 dev net1 && ip -n pod1 link set net1 up
 ip -n pod2 addr add 10.56.2.2/24 dev net1 && ip -n pod2 link set net1 up
 gid_index() { "$R" -j gids "$1" --netns "$2" | jq -r --arg a "$3" '.[] | select(.ipv4 == $a and .ver == "v2") | .index'; }
 has_gid() { [ -n "$(gid_index "$dev1" pod1 10.56.1.2)" ]; }
-vm_check "pod1's GID for 10.56.1.2 appears" vm_poll 10 has_gid
+vm_check "pod1's GID for 10.56.1.2 appears" vm_poll 60 has_gid
 IDX1=$(gid_index "$dev1" pod1 10.56.1.2)
 vm_check "$dev1 is invisible to the host's sysfs" test ! -e "/sys/class/infiniband/$dev1"
 
@@ -156,7 +156,7 @@ vm_check "pod1: no process, process checks skipped" vm_expect_eq SKIP "$(status 
 
 # a down port
 ip -n pod1 link set net1 down
-vm_check "port goes DOWN" vm_poll 10 sh -c "ip netns exec pod1 rdma link show '$dev1/1' | grep -q 'state DOWN'"
+vm_check "port goes DOWN" vm_poll 60 sh -c "ip netns exec pod1 rdma link show '$dev1/1' | grep -q 'state DOWN'"
 vm_run_code 21 "doctor --netns pod1 with net1 down: FAIL" "$R" -j doctor --netns pod1
 vm_check "down port: port-state FAIL" vm_expect_eq FAIL "$(status port-state "$dev1/1")"
 vm_check "down port: the fix says ip link set net1 up" vm_expect_contains \
@@ -166,16 +166,16 @@ vm_run_code 0 "scrape with the port down" curl -sf "$URL"
 vm_check "exporter: rdma_port_state 1 (DOWN)" vm_expect_eq 1 "$(metric "$OUT" rdma_port_state "device=\"$dev1\"")"
 vm_check "exporter: rdma_port_netdev_up 0" vm_expect_eq 0 "$(metric "$OUT" rdma_port_netdev_up "device=\"$dev1\"")"
 ip -n pod1 link set net1 up
-vm_check "port ACTIVE again" vm_poll 10 sh -c "ip netns exec pod1 rdma link show '$dev1/1' | grep -q 'state ACTIVE'"
+vm_check "port ACTIVE again" vm_poll 60 sh -c "ip netns exec pod1 rdma link show '$dev1/1' | grep -q 'state ACTIVE'"
 
 # a missing GID: the 16-slot table is full (fe80 + 7 IPv4 addresses, 2 slots each)
 for i in 3 4 5 6 7 8 9; do ip -n pod1 addr add "10.56.1.$i/24" dev net1; done
 missing() { "$R" -j doctor --netns pod1 | jq -e --arg s "$dev1/1" '.checks[] | select(.id == "gid" and .subject == $s and .status == "FAIL")'; }
-vm_check "doctor: a GID is missing once the table is full" vm_poll 10 missing
+vm_check "doctor: a GID is missing once the table is full" vm_poll 60 missing
 vm_run_code 21 "doctor --netns pod1 with a full GID table" "$R" -j doctor --netns pod1
 vm_check "missing GID: 10.56.1.9 named, table full" sh -c 'echo "$1" | grep -q "10.56.1.9" && echo "$1" | grep -q "GID table is full (16 of 16"' sh "$(message gid "$dev1/1")"
 for i in 3 4 5 6 7 8 9; do ip -n pod1 addr del "10.56.1.$i/24" dev net1; done
-vm_check "GIDs come back: gid PASS" vm_poll 10 sh -c "'$R' -j doctor --netns pod1 | jq -e --arg s '$dev1/1' '.checks[] | select(.id == \"gid\" and .subject == \$s and .status == \"PASS\")'"
+vm_check "GIDs come back: gid PASS" vm_poll 60 sh -c "'$R' -j doctor --netns pod1 | jq -e --arg s '$dev1/1' '.checks[] | select(.id == \"gid\" and .subject == \$s and .status == \"PASS\")'"
 
 # a process with a wrong NCCL_IB_GID_INDEX, and one with the right one
 wrong=$((IDX1 + 4))
@@ -183,8 +183,8 @@ ip netns exec pod1 env NCCL_IB_HCA="$dev1" NCCL_IB_GID_INDEX=$wrong NCCL_SOCKET_
 WRONG=$!
 ip netns exec pod1 env NCCL_IB_HCA="=$dev1" NCCL_IB_GID_INDEX=$IDX1 sleep 1000 &
 RIGHT=$!
-vm_poll 5 is_comm $WRONG sleep
-vm_poll 5 is_comm $RIGHT sleep
+vm_poll 60 is_comm $WRONG sleep
+vm_poll 60 is_comm $RIGHT sleep
 vm_check "the NCCL processes run in pod1" sh -c '[ "$(readlink /proc/$1/ns/net)" = "$(readlink /proc/$3/ns/net)" ] && [ "$(readlink /proc/$2/ns/net)" = "$(readlink /proc/$3/ns/net)" ]' sh $WRONG $RIGHT $POD1
 vm_run_code 21 "doctor --pid (NCCL_IB_GID_INDEX=$wrong): FAIL" "$R" -j doctor --pid $WRONG
 vm_check "wrong GID index: nccl-gid-index FAIL" vm_expect_eq FAIL "$(status nccl-gid-index)"
@@ -199,7 +199,7 @@ vm_check "right GID index: uverbs node present" vm_expect_contains "$(message de
 # nccl.conf in the process's mount namespace: /etc/nccl.conf names a wrong index
 ip netns exec pod1 unshare -m sh -c "mount -t tmpfs none /etc && echo NCCL_IB_GID_INDEX=$wrong >/etc/nccl.conf && exec sleep 1000" &
 CONF=$!
-vm_poll 5 is_comm $CONF sleep
+vm_poll 60 is_comm $CONF sleep
 vm_check "the container's /etc/nccl.conf is there" test -e /proc/$CONF/root/etc/nccl.conf
 vm_run_code 21 "doctor --pid, wrong index in the container's /etc/nccl.conf" "$R" -j doctor --pid $CONF
 vm_check "nccl.conf: source named" vm_expect_contains "$(message nccl-gid-index)" "NCCL_IB_GID_INDEX=$wrong (/etc/nccl.conf)"
@@ -208,7 +208,7 @@ vm_check "nccl.conf: source named" vm_expect_contains "$(message nccl-gid-index)
 ip netns exec pod1 prlimit --memlock=65536:65536 setpriv --bounding-set=-ipc_lock \
 	unshare -m sh -c 'mount -t tmpfs none /dev/infiniband && exec sleep 1000' &
 LOCKED=$!
-vm_poll 5 is_comm $LOCKED sleep
+vm_poll 60 is_comm $LOCKED sleep
 vm_run_code 21 "doctor --pid (memlock 64 KiB, no IPC_LOCK, empty /dev/infiniband)" "$R" -j doctor --pid $LOCKED
 vm_check "memlock FAIL" vm_expect_eq FAIL "$(status memlock)"
 vm_check "memlock: says 64 KiB" vm_expect_contains "$(message memlock)" "64 KiB"
@@ -216,7 +216,7 @@ vm_check "dev-nodes FAIL: uverbs missing" sh -c 'echo "$1" | grep -q "missing"' 
 
 kill "$WRONG" "$RIGHT" "$CONF" "$LOCKED" "$POD1" 2>/dev/null
 kill "$EXPORTER" 2>/dev/null
-vm_check "exporter stops on SIGTERM" vm_poll 10 sh -c "! kill -0 $EXPORTER"
+vm_check "exporter stops on SIGTERM" vm_poll 60 sh -c "! kill -0 $EXPORTER"
 wait "$EXPORTER"
 vm_check "exporter exit status 0" test $? = 0
 vm_done

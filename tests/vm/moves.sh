@@ -26,7 +26,7 @@ vm_check "shared mode: names the fix" vm_expect_contains "$ERR" "rdmans system s
 vm_check "shared mode: nothing changed" vm_expect_eq "$before" "$(snapshot)"
 ip netns del pod-shared
 # netns teardown is asynchronous: the mode switch succeeds once it is gone
-vm_check "exclusive mode once no other netns is left" vm_poll 20 "$R" system set netns exclusive
+vm_check "exclusive mode once no other netns is left" vm_poll 60 "$R" system set netns exclusive
 
 # --- by PID, by name, by path; and back ---------------------------------------------
 ip netns add pod1
@@ -34,7 +34,7 @@ ip netns add pod2
 ip netns add pod3
 ip netns exec pod1 sleep 1000 &
 pod1_pid=$!
-vm_poll 5 test "$(readlink /proc/$pod1_pid/ns/net)" != "$(readlink /proc/self/ns/net)"
+vm_poll 60 test "$(readlink /proc/$pod1_pid/ns/net)" != "$(readlink /proc/self/ns/net)"
 
 vm_run_code 0 "move irdma0 into a PID's netns" "$R" move irdma0 "$pod1_pid"
 vm_check "by PID: gone from the host (rdma dev and sysfs)" absent_on_host irdma0
@@ -56,7 +56,7 @@ vm_check "back: its auxiliary sysfs link" test -e "/sys/bus/auxiliary/devices/$(
 # --- the netns is deleted while the device is inside --------------------------------
 vm_run_code 0 "move irdma0 into pod3 again" "$R" move irdma0 pod3
 ip netns del pod3
-vm_check "netns deleted: irdma0 returns to the host with its name" vm_poll 20 on_host irdma0
+vm_check "netns deleted: irdma0 returns to the host with its name" vm_poll 60 on_host irdma0
 
 # --- netdev and RDMA device together: the pod's IPv4 as a RoCE v2 GID ----------------
 vm_run_code 0 "move irdma0 with its netdev, renamed net1" "$R" move irdma0 "$pod1_pid" --with-netdev --netdev-name net1
@@ -65,7 +65,7 @@ vm_check "net1 is in pod1, h0 gone from the host" sh -c "ip netns exec pod1 ip l
 ip -n pod1 addr add 10.56.0.2/24 dev net1
 ip -n pod1 link set net1 up
 gid_of_pod() { "$R" -j gids irdma0 --netns pod1 | jq -e '.[] | select(.ipv4 == "10.56.0.2" and .ver == "v2")'; }
-vm_check "GID table in pod1 shows 10.56.0.2 as RoCE v2" vm_poll 10 gid_of_pod
+vm_check "GID table in pod1 shows 10.56.0.2 as RoCE v2" vm_poll 60 gid_of_pod
 vm_check "rdma link in pod1: irdma0 bound to net1" vm_expect_contains "$(ip netns exec pod1 rdma link show irdma0/1)" "netdev net1"
 vm_check "the host's sysfs has no such GID" sh -c "! grep -rqs ffff:0a38:0002 /sys/class/infiniband/*/ports/*/gids/"
 vm_run_code 0 "home again with the netdev, original name" "$R" move irdma0 host --with-netdev --netdev-name h0

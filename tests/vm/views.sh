@@ -23,8 +23,8 @@ vm_check "move $dev0 into pod1 with its netdev (net1)" "$R" move "$dev0" pod1 --
 ip -n pod1 addr add 10.57.0.2/24 dev net1 && ip -n pod1 link set net1 up && ip -n pod1 link set lo up
 gid_in_pod() { "$R" -j gids "$dev0" --netns pod1 | jq -e '.[] | select(.ipv4 == "10.57.0.2" and .ver == "v2")'; }
 gid_on_host() { "$R" -j gids "$dev1" | jq -e '.[] | select(.ipv4 == "10.57.1.1" and .ver == "v2")'; }
-vm_check "pod1's GID for 10.57.0.2 appears" vm_poll 10 gid_in_pod
-vm_check "the host's GID for 10.57.1.1 appears" vm_poll 10 gid_on_host
+vm_check "pod1's GID for 10.57.0.2 appears" vm_poll 60 gid_in_pod
+vm_check "the host's GID for 10.57.1.1 appears" vm_poll 60 gid_on_host
 vm_check "nsenter --net keeps the host's /sys (the case under test)" \
 	$IN_POD sh -c "test -e /sys/class/infiniband/$dev1 && test ! -e /sys/class/infiniband/$dev0"
 

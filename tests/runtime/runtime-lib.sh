@@ -1,0 +1,93 @@
+# shellcheck shell=bash
+# Helpers for the runtime suite's guest scripts (tests/runtime/*.sh, run by
+# tests/vm/vm-run.sh): rdmans installed the way a user installs it, podman and
+# containerd from Debian set up as tests/../notes say they need, and a busybox
+# image built here (no registry is reachable). Source after guest-lib.sh.
+#
+#   rt_install          meson install of the build tree (its own prefix, the
+#                       default /usr/local in tools/test.sh); sets R (the
+#                       installed rdmans), HOOK, HOOK_JSON (the JSON podman reads)
+#   rt_podman           containers.conf, storage on a tmpfs, no CNI config but ours
+#   rt_image            the busybox image $IMG in podman's store
+#   rt_t NAME CMD...    runs CMD, prints "# NAME: Ns" (the suite reports durations)
+#   rt_gid_in CTR DEV IPV4  (podman) the RoCE v2 GID index of IPV4 in DEV's table,
+#                       read inside container CTR; "" when none
+
+B=$RDMANS_BUILD_DIR
+IMG=localhost/rdmans-busybox:1
+# podman's default hooks dirs (pkg/hooks DefaultDir, OverrideDir)
+HOOKS_DIRS="/usr/share/containers/oci/hooks.d /etc/containers/oci/hooks.d"
+
+rt_t() {
+	local name=$1 t0=$SECONDS rc=0
+	shift
+	"$@" || rc=$?
+	echo "# duration: $name: $((SECONDS - t0))s"
+	return "$rc"
+}
+
+rt_install() {
+	local inst
+	meson install -C "$B" --no-rebuild --quiet >/tmp/rt-install.log 2>&1 ||
+		vm_fail "meson install -C $B failed: $(tail -n 5 /tmp/rt-install.log)"
+	inst=$(meson introspect "$B" --installed) || vm_fail "meson introspect --installed failed"
+	R=$(jq -r --arg s "$B/src/cli/rdmans" '.[$s]' <<<"$inst")
+	HOOK=$(jq -r --arg s "$B/src/hook/rdmans-hook" '.[$s]' <<<"$inst")
+	HOOK_JSON=$(jq -r --arg s "$B/hooks/rdmans-hook.json" '.[$s]' <<<"$inst")
+	CNI_INSTALLED=$(dirname "$(jq -r --arg s "$B/src/cni/rdma-netns" '.[$s]' <<<"$inst")")
+	[ -x "$R" ] && [ -x "$HOOK" ] || vm_fail "meson install left no rdmans ($R) or rdmans-hook ($HOOK)"
+}
+
+rt_podman() {
+	mkdir -p /etc/containers /var/lib/containers /etc/cni/net.d
+	# podman's overlay driver cannot sit on the guest's overlay root; a tmpfs is fine
+	mountpoint -q /var/lib/containers || mount -t tmpfs tmpfs /var/lib/containers
+	# test-machine.md: CNI backend; cgroupfs and file events (no systemd in the
+	# guest); runc needs default_ulimits here ("error setting rlimit type 7")
+	cat >/etc/containers/containers.conf <<'CONF'
+[containers]
+default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
+[network]
+network_backend = "cni"
+[engine]
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+runtime = "runc"
+CONF
+	# the host's podman package left its bridge network here; the node has ours only
+	rm -f /etc/cni/net.d/*
+}
+
+rt_rootfs() { # rt_rootfs DIR: a busybox-static root filesystem
+	local dir=$1 a
+	mkdir -p "$dir/bin" "$dir/etc" "$dir/proc" "$dir/sys" "$dir/dev" "$dir/tmp" "$dir/run"
+	cp /bin/busybox "$dir/bin/busybox"
+	for a in sh cat ls ip grep sed sleep true false env test echo readlink tr head wc find; do
+		ln -sf busybox "$dir/bin/$a"
+	done
+}
+
+rt_image() {
+	local dir
+	dir=$(mktemp -d /tmp/rt-rootfs.XXXXXX)
+	rt_rootfs "$dir"
+	tar -C "$dir" -c . | podman import --quiet - "$IMG" >/dev/null || vm_fail "podman import of the busybox image failed"
+	rm -rf "$dir"
+}
+
+# The in-container script: index of the RoCE v2 GID holding ::ffff:IPV4 in DEV's port 1.
+# shellcheck disable=SC2016 # expanded by the container's sh
+RT_GID_SCRIPT='d=/sys/class/infiniband/$1/ports/1; for f in $d/gids/*; do
+	i=${f##*/}; [ "$(cat $f)" = "0000:0000:0000:0000:0000:ffff:$2" ] || continue
+	[ "$(cat $d/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] && echo $i; done'
+
+rt_gid_hex() { # a.b.c.d -> "0a38:0002" as sysfs prints the tail of an IPv4-mapped GID
+	local IFS=.
+	# shellcheck disable=SC2086
+	set -- $1
+	printf '%02x%02x:%02x%02x' "$1" "$2" "$3" "$4"
+}
+
+rt_gid_in() {
+	podman exec "$1" sh -c "$RT_GID_SCRIPT" _ "$2" "$(rt_gid_hex "$3")" 2>/dev/null
+}
