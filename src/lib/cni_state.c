@@ -331,7 +331,8 @@ int rn_cni_state_read(const char *dir, const char *name, struct rn_cni_state *ou
 		return r;
 	{
 		/* a FIFO or a device in the state dir must not hang DEL */
-		int fd = rn_open_regular(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW, 0, "state file", err);
+		int fd = rn_open_regular(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW, 0, "state file",
+					 err);
 
 		if (fd == -ENOENT)
 			return rn_error_set(err, ENOENT, "no state file %s", path);
