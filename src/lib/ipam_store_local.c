@@ -114,7 +114,49 @@ static int data_dir(struct local_store *l, bool create, struct rn_error *err)
 	return 0;
 }
 
-/* mkdir -p of a path relative to the data directory. */
+static void parent_of(const char *rel, char *buf, size_t len)
+{
+	const char *slash = strrchr(rel, '/');
+	size_t n = slash ? (size_t)(slash - rel) : 0;
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, rel, n);
+	buf[n] = '\0';
+	if (n == 0)
+		snprintf(buf, len, ".");
+}
+
+/* A symlink on the way to rel: refused, the store reads and writes real directories only. */
+static int symlink_refused(struct local_store *l, const char *rel, struct rn_error *err)
+{
+	return rn_error_set(
+		err, ELOOP,
+		"IPAM data directory %s: %s is, or lies under, a symbolic link; refused "
+		"(records live in real directories only: remove the link, "
+		"rdma-netns-ipam makes the directory)",
+		l->path, rel);
+}
+
+/* The parent directory of rel, reached without a symlink on the way. */
+static int check_parent(struct local_store *l, const char *rel, struct rn_error *err)
+{
+	char parent[PATH_MAX];
+	int fd;
+
+	parent_of(rel, parent, sizeof(parent));
+	fd = rn_open_beneath(l->dirfd, parent, O_PATH | O_DIRECTORY, 0);
+	if (fd == -ELOOP)
+		return symlink_refused(l, parent, err);
+	if (fd < 0)
+		return fd == -ENOENT
+			       ? -ENOENT
+			       : rn_error_errno(err, -fd, "cannot open %s/%s", l->path, parent);
+	close(fd);
+	return 0;
+}
+
+/* mkdir -p of a path relative to the data directory; no component may be a symlink. */
 static int ensure_dir(struct local_store *l, const char *rel, struct rn_error *err)
 {
 	char buf[PATH_MAX];
@@ -125,24 +167,37 @@ static int ensure_dir(struct local_store *l, const char *rel, struct rn_error *e
 		return r;
 	if (rn_path(buf, sizeof(buf), "%s", rel) < 0)
 		return rn_error_set(err, ENAMETOOLONG, "path %s/%s is too long", l->path, rel);
-	for (char *p = buf; *p; p++) {
-		if (*p != '/')
+	for (char *p = buf;; p++) {
+		bool last = *p == '\0';
+		int fd;
+
+		if (!last && *p != '/')
 			continue;
 		*p = '\0';
+		/* the parents were checked on the way here: mkdirat makes no link */
 		if (mkdirat(l->dirfd, buf, 0750) < 0 && errno != EEXIST)
 			return rn_error_errno(err, errno, "cannot create %s/%s", l->path, buf);
+		fd = rn_open_beneath(l->dirfd, buf, O_PATH | O_DIRECTORY, 0);
+		if (fd == -ELOOP || fd == -ENOTDIR)
+			return symlink_refused(l, buf, err);
+		if (fd < 0)
+			return rn_error_errno(err, -fd, "cannot open %s/%s", l->path, buf);
+		close(fd);
+		if (last)
+			return 0;
 		*p = '/';
 	}
-	if (mkdirat(l->dirfd, buf, 0750) < 0 && errno != EEXIST)
-		return rn_error_errno(err, errno, "cannot create %s/%s", l->path, buf);
-	return 0;
 }
 
 static int fsync_dir(struct local_store *l, const char *rel, struct rn_error *err)
 {
-	_cleanup_close_ int fd = openat(l->dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int fd = rn_open_beneath(l->dirfd, rel, O_RDONLY | O_DIRECTORY, 0);
 
-	if (fd < 0 || fsync(fd) < 0)
+	if (fd == -ELOOP)
+		return symlink_refused(l, rel, err);
+	if (fd < 0)
+		return rn_error_errno(err, -fd, "cannot sync directory %s/%s", l->path, rel);
+	if (fsync(fd) < 0)
 		return rn_error_errno(err, errno, "cannot sync directory %s/%s", l->path, rel);
 	return 0;
 }
@@ -203,8 +258,19 @@ static int read_text(struct local_store *l, const char *rel, char **ret, uint64_
 
 	if (l->dirfd < 0 && data_dir(l, false, NULL) < 0)
 		return -ENOENT;
-	/* O_NONBLOCK: a FIFO planted as a record reads as damaged, never blocks */
-	fd = openat(l->dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	/*
+	 * O_NONBLOCK: a FIFO planted as a record reads as damaged, never blocks.
+	 * No symlink on the way (a linked pool or attachments directory is
+	 * refused); the record itself a symlink is a damaged record.
+	 */
+	fd = rn_open_beneath(l->dirfd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+	if (fd < 0) {
+		int r = check_parent(l, rel, err);
+
+		if (r < 0)
+			return r;
+		errno = -fd;
+	}
 	if (fd < 0 && errno != ENOENT && fstatat(l->dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    !S_ISREG(st.st_mode)) {
 		if (ret_ino)
@@ -259,9 +325,11 @@ static int write_tmp(struct local_store *l, const char *text, char *tmp, size_t 
 	(void)!getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK);
 	if (rn_path(tmp, len, TMP_DIR "/%d.%u.%08x", (int)getpid(), l->counter++, rnd) < 0)
 		return rn_error_set(err, ENAMETOOLONG, "temp path too long");
-	fd = openat(l->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
+	fd = rn_open_beneath(l->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL, 0640);
+	if (fd == -ELOOP)
+		return symlink_refused(l, tmp, err);
 	if (fd < 0)
-		return rn_error_errno(err, errno, "cannot create %s/%s", l->path, tmp);
+		return rn_error_errno(err, -fd, "cannot create %s/%s", l->path, tmp);
 	while (off < total) {
 		ssize_t n = write(fd, text + off, total - off);
 
@@ -280,19 +348,6 @@ static int write_tmp(struct local_store *l, const char *text, char *tmp, size_t 
 		return r;
 	}
 	return 0;
-}
-
-static void parent_of(const char *rel, char *buf, size_t len)
-{
-	const char *slash = strrchr(rel, '/');
-	size_t n = slash ? (size_t)(slash - rel) : 0;
-
-	if (n >= len)
-		n = len - 1;
-	memcpy(buf, rel, n);
-	buf[n] = '\0';
-	if (n == 0)
-		snprintf(buf, len, ".");
 }
 
 /*
@@ -371,6 +426,10 @@ static int sync_parents(struct local_store *l, const struct parents *p, struct r
 
 static int remove_file(struct local_store *l, const char *rel, struct rn_error *err)
 {
+	int r = check_parent(l, rel, err);
+
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
 	if (unlinkat(l->dirfd, rel, 0) < 0 && errno != ENOENT)
 		return rn_error_errno(err, errno, "cannot remove %s/%s", l->path, rel);
 	return 0;
@@ -407,10 +466,13 @@ static int local_lock(struct rn_ipam_store *s, const char *scope, const char *id
 		if (r < 0)
 			return r;
 		snprintf(rel, sizeof(rel), LOCK_DIR "/%d", stripe);
-		l->lockfd[stripe] =
-			openat(l->dirfd, rel, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (l->lockfd[stripe] < 0)
-			return rn_error_errno(err, errno, "cannot open lock %s/%s", l->path, rel);
+		int fd = rn_open_beneath(l->dirfd, rel, O_RDWR | O_CREAT, 0600);
+
+		if (fd == -ELOOP)
+			return symlink_refused(l, rel, err);
+		if (fd < 0)
+			return rn_error_errno(err, -fd, "cannot open lock %s/%s", l->path, rel);
+		l->lockfd[stripe] = fd;
 	}
 	while (flock(l->lockfd[stripe], LOCK_EX) < 0) {
 		if (errno != EINTR)
@@ -479,6 +541,8 @@ static int local_addr_drop(struct rn_ipam_store *s, const char *scope, const cha
 	if (addr_path(scope, pool, ip->family, ip->v, rel, sizeof(rel)) < 0)
 		return rn_error_set(err, ENAMETOOLONG, "pool path too long");
 	r = ensure_dir(l, QUARANTINE_DIR, err);
+	if (r == 0)
+		r = check_parent(l, rel, err);
 	if (r < 0)
 		return r;
 	if (rn_path(aside, sizeof(aside), QUARANTINE_DIR "/%d.%u.%s", (int)getpid(), l->counter++,
@@ -662,11 +726,13 @@ static int list_dir(struct local_store *l, const char *scope, const char *rel, c
 	struct dirent *e;
 	int fd, r;
 
-	fd = openat(l->dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = rn_open_beneath(l->dirfd, rel, O_RDONLY | O_DIRECTORY, 0);
+	if (fd == -ELOOP)
+		return symlink_refused(l, rel, err);
 	if (fd < 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
+		if (fd == -ENOENT || fd == -ENOTDIR)
 			return 0;
-		return rn_error_errno(err, errno, "cannot open %s/%s", l->path, rel);
+		return rn_error_errno(err, -fd, "cannot open %s/%s", l->path, rel);
 	}
 	d = fdopendir(fd);
 	if (!d) {
@@ -713,11 +779,13 @@ static int each_subdir(struct local_store *l, const char *rel,
 	struct dirent *e;
 	int fd, r;
 
-	fd = openat(l->dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = rn_open_beneath(l->dirfd, rel, O_RDONLY | O_DIRECTORY, 0);
+	if (fd == -ELOOP)
+		return symlink_refused(l, rel, err);
 	if (fd < 0) {
-		if (errno == ENOENT)
+		if (fd == -ENOENT)
 			return 0;
-		return rn_error_errno(err, errno, "cannot open %s/%s", l->path, rel);
+		return rn_error_errno(err, -fd, "cannot open %s/%s", l->path, rel);
 	}
 	d = fdopendir(fd);
 	if (!d) {
@@ -791,11 +859,12 @@ static int local_sweep(struct rn_ipam_store *s, bool dry_run, size_t *ret_n, str
 	*ret_n = 0;
 	if (l->dirfd < 0 && data_dir(l, false, NULL) < 0)
 		return 0;
-	fd = openat(l->dirfd, TMP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = rn_open_beneath(l->dirfd, TMP_DIR, O_RDONLY | O_DIRECTORY, 0);
+	if (fd == -ELOOP)
+		return symlink_refused(l, TMP_DIR, err);
 	if (fd < 0)
-		return errno == ENOENT
-			       ? 0
-			       : rn_error_errno(err, errno, "cannot open %s/" TMP_DIR, l->path);
+		return fd == -ENOENT ? 0
+				     : rn_error_errno(err, -fd, "cannot open %s/" TMP_DIR, l->path);
 	d = fdopendir(fd);
 	if (!d) {
 		(void)close(fd);

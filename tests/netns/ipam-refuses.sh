@@ -57,4 +57,23 @@ run ADD c1 net1 ns/a
 vm_check "a writable log_file works" test "$IPAM_RC" = 0 -a -s "$IPAM_TMP/ok.log"
 run DEL c1 net1 ns/a
 vm_check "DEL" test "$IPAM_RC" = 0
+
+# ---- symlinks inside the data directory ----
+# Each subdirectory the store uses, made a symlink to a directory elsewhere:
+# ADD refuses (code 5); neither ADD nor DEL writes anything there.
+for sub in .tmp .locks _default _default/addr _default/attachments; do
+	rm -rf "$STORE" "$IPAM_TMP/elsewhere"
+	mkdir -p "$STORE/$(dirname "$sub")" "$IPAM_TMP/elsewhere"
+	ln -s "$IPAM_TMP/elsewhere" "$STORE/$sub"
+	CONF=$(conf '"range":"10.68.0.0/24"')
+	run ADD c1 net1 ns/a
+	refused "data dir with $sub a symlink: ADD refuses" 5 "symbolic link; refused"
+	run DEL c1 net1 ns/a
+	vm_check "data dir with $sub a symlink: nothing written through it" \
+		test -z "$(ls -A "$IPAM_TMP/elsewhere")"
+	rm "$STORE/$sub"
+	run ADD c1 net1 ns/a
+	vm_check "without the symlink ADD works" test "$IPAM_RC" = 0
+	run DEL c1 net1 ns/a
+done
 vm_done

@@ -1,8 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Name checks and strict PID parsing: what reaches paths and netlink. */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "rdmans/util.h"
 #include "test.h"
@@ -105,8 +116,86 @@ static void parse_pid_refuses_anything_else(void)
 	CHECK_INT(pid, 77);
 }
 
+/* The checks of rn_open_beneath() in a scratch directory; 0 when all hold. */
+static int beneath_checks(void)
+{
+	char dir[] = "/tmp/rn-beneath-XXXXXX", path[128], cmd[160];
+	int dfd, fd, bad = 0;
+
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(path, sizeof(path), "%s/real", dir);
+	bad |= mkdir(path, 0700) != 0;
+	snprintf(path, sizeof(path), "%s/real/f", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	bad |= fd < 0;
+	close(fd);
+	snprintf(path, sizeof(path), "%s/link", dir);
+	bad |= symlink("real", path) != 0;
+	snprintf(path, sizeof(path), "%s/flink", dir);
+	bad |= symlink("real/f", path) != 0;
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bad |= dfd < 0;
+
+	fd = rn_open_beneath(dfd, "real/f", O_RDONLY, 0);
+	bad |= fd < 0;
+	close(fd);
+	fd = rn_open_beneath(dfd, "real", O_PATH | O_DIRECTORY, 0);
+	bad |= fd < 0;
+	close(fd);
+	bad |= rn_open_beneath(dfd, "link/f", O_RDONLY, 0) != -ELOOP;
+	bad |= rn_open_beneath(dfd, "link/new", O_WRONLY | O_CREAT, 0600) != -ELOOP;
+	bad |= rn_open_beneath(dfd, "flink", O_RDONLY, 0) != -ELOOP;
+	bad |= rn_open_beneath(dfd, "../etc/passwd", O_RDONLY, 0) != -EXDEV;
+	bad |= rn_open_beneath(dfd, "/etc/passwd", O_RDONLY, 0) != -EXDEV;
+	bad |= rn_open_beneath(dfd, "real/none", O_RDONLY, 0) != -ENOENT;
+	/* nothing was created through the link */
+	snprintf(path, sizeof(path), "%s/real/new", dir);
+	bad |= access(path, F_OK) == 0;
+	close(dfd);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	bad |= system(cmd) != 0;
+	return bad;
+}
+
+static void open_beneath_refuses_symlinks_on_the_way_and_escapes(void)
+{
+	CHECK_INT(beneath_checks(), 0);
+}
+
+/* Kernels before 5.6 have no openat2: the component walk must refuse the same. */
+static void open_beneath_without_openat2_refuses_the_same(void)
+{
+	struct sock_filter filter[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(filter) / sizeof(filter[0]), .filter = filter };
+	int status = -1;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+			_exit(2);
+		_exit(syscall(SYS_openat2, AT_FDCWD, ".", NULL, 0) == -1 && errno == ENOSYS
+			      ? beneath_checks()
+			      : 3);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status));
+	CHECK_INT(WEXITSTATUS(status), 0);
+}
+
 RN_TEST_MAIN(T(name_check_accepts_real_device_names), T(name_check_refuses_empty_names),
 	     T(name_check_refuses_path_tricks), T(name_check_refuses_spaces_and_control_characters),
 	     T(name_check_refuses_names_over_the_limit),
 	     T(name_check_works_without_an_error_object), T(parse_pid_reads_plain_decimal),
-	     T(parse_pid_refuses_anything_else))
+	     T(parse_pid_refuses_anything_else),
+	     T(open_beneath_refuses_symlinks_on_the_way_and_escapes),
+	     T(open_beneath_without_openat2_refuses_the_same))

@@ -149,6 +149,15 @@ vm_check "rxe: everything undone (rxe0 and hx on the host, no lease)" vm_expect_
 cni_expect_err "a netdev without RDMA is refused by default" 103 "has no RDMA device" ADD "$(conf '.device = "p5"')"
 rdma link delete rxe0
 
+# --- a netns-local netdev: refused before anything changes (6.1 says so by the ethtool feature) ----
+ip link add rncbr0 type bridge || vm_fail "ip link add rncbr0 type bridge"
+before=$(snap)
+cni_expect_err "a bridge (netns-local) is refused before any change" 109 "netdev rncbr0 cannot leave" \
+	ADD "$(conf '.device = "rncbr0" | .requireRdma = false')"
+cni_expect_ok "DEL after it succeeds" DEL "$(conf '.device = "rncbr0" | .requireRdma = false')"
+vm_check "bridge: nothing changed, nothing left" vm_expect_eq "$before" "$(snap)"
+ip link del rncbr0
+
 # --- DEL after the netns was deleted ----------------------------------------------------------------
 vm_diag "DEL after the netns was deleted (t=${SECONDS}s)"
 before=$(snap)
