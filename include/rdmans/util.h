@@ -74,6 +74,13 @@ bool rn_json_complete(const char *buf, size_t len);
 /* Writes all of buf, retrying on EINTR and short writes; 0 or -errno. */
 int rn_write_all(int fd, const char *buf, size_t len);
 
+/*
+ * Bounded string copy (the kernel's and systemd's strscpy): copies what fits
+ * of src (NULL: "") into dst of len bytes, always NUL-terminated when len > 0.
+ * Returns the length copied, or -E2BIG when src was cut short (or len is 0).
+ */
+ssize_t rn_strscpy(char *dst, size_t len, const char *src);
+
 /* Appends to the string in buf (a message), cutting it short silently when full. */
 void rn_strappend(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

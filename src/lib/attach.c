@@ -23,15 +23,6 @@
 
 /* ---- small helpers ---- */
 
-/* Copies what fits of src (NULL: ""). */
-static void copy(char *dst, size_t len, const char *src)
-{
-	size_t n = src ? strnlen(src, len - 1) : 0;
-
-	memcpy(dst, src ? src : "", n);
-	dst[n] = '\0';
-}
-
 static long now_ms(void)
 {
 	struct timespec ts;
@@ -60,18 +51,18 @@ static int plan_add_rdma(struct rn_attach_plan *plan, const char *name, struct r
 	if (plan->n_rdma == RN_ATTACH_MAX)
 		return rn_error_set(err, E2BIG, "more than %d RDMA devices selected",
 				    RN_ATTACH_MAX);
-	copy(plan->rdma[plan->n_rdma++], RN_RDMA_NAME_MAX, name);
+	(void)rn_strscpy(plan->rdma[plan->n_rdma++], RN_RDMA_NAME_MAX, name);
 	return 0;
 }
 
 static void fill_netdev(struct rn_attach_netdev *nd, const struct rn_link *l)
 {
 	memset(nd, 0, sizeof(*nd));
-	copy(nd->name, sizeof(nd->name), l->name);
-	copy(nd->pod_name, sizeof(nd->pod_name), l->name);
-	copy(nd->mac, sizeof(nd->mac), l->mac);
-	copy(nd->kind, sizeof(nd->kind), l->kind);
-	copy(nd->alias, sizeof(nd->alias), l->alias);
+	(void)rn_strscpy(nd->name, sizeof(nd->name), l->name);
+	(void)rn_strscpy(nd->pod_name, sizeof(nd->pod_name), l->name);
+	(void)rn_strscpy(nd->mac, sizeof(nd->mac), l->mac);
+	(void)rn_strscpy(nd->kind, sizeof(nd->kind), l->kind);
+	(void)rn_strscpy(nd->alias, sizeof(nd->alias), l->alias);
 	nd->ifindex = l->ifindex;
 	nd->was_up = l->up;
 }
@@ -312,7 +303,7 @@ static int resolve_one(enum sel_kind kind, const char *value, const struct rn_rd
 			return rn_error_set(
 				err, ENODEV, "device %s has no netdev on the host%s", value,
 				rn ? "" : " and no RDMA device (moved into a pod already?)");
-		copy(plan->bus_id, sizeof(plan->bus_id), value);
+		(void)rn_strscpy(plan->bus_id, sizeof(plan->bus_id), value);
 		return 0;
 	}
 	}
@@ -396,12 +387,12 @@ int rn_attach_resolve(const struct rn_attach_select *sel, const char *ifname,
 				    "'runtimeConfig.deviceID' from the device plugin)");
 	plan->rdma_kernel = kernel;
 	plan->exclusive = exclusive;
-	copy(plan->netdevs[0].pod_name, IF_NAMESIZE, ifname);
+	(void)rn_strscpy(plan->netdevs[0].pod_name, IF_NAMESIZE, ifname);
 	if (!plan->bus_id[0]) {
 		char bdf[RN_BUS_ID_MAX];
 
 		if (rn_sysfs_netdev_pci(plan->netdevs[0].name, bdf, sizeof(bdf), NULL) == 0)
-			copy(plan->bus_id, sizeof(plan->bus_id), bdf);
+			(void)rn_strscpy(plan->bus_id, sizeof(plan->bus_id), bdf);
 	}
 	return 0;
 }
@@ -461,7 +452,7 @@ int rn_attach_resolve_chained(int pod_nsfd, const char *ifname,
 	/* host-device keeps the host name in the alias */
 	if (probe.link.alias[0] &&
 	    rn_name_check("netdev", probe.link.alias, IF_NAMESIZE - 1, NULL) == 0)
-		copy(nd->name, sizeof(nd->name), probe.link.alias);
+		(void)rn_strscpy(nd->name, sizeof(nd->name), probe.link.alias);
 	nd->alias[0] = '\0';
 
 	r = home_rdma_dump(&devs, &kernel, &exclusive, err);
@@ -488,7 +479,7 @@ int rn_attach_resolve_chained(int pod_nsfd, const char *ifname,
 		char names[RN_ATTACH_MAX][RN_RDMA_NAME_MAX];
 		size_t n = 0;
 
-		copy(plan->bus_id, sizeof(plan->bus_id), bus);
+		(void)rn_strscpy(plan->bus_id, sizeof(plan->bus_id), bus);
 		if (!hints->rdma_dev) {
 			r = rn_sysfs_rdma_by_bus_id(bus, names, RN_ATTACH_MAX, &n, err);
 			if (r < 0)
@@ -681,11 +672,11 @@ static int parse_gid_addrs(const char *const *addrs, size_t n, struct gid_addr *
 		char ip[64];
 		char *slash;
 
-		copy(ip, sizeof(ip), addrs[i]);
+		(void)rn_strscpy(ip, sizeof(ip), addrs[i]);
 		slash = strchr(ip, '/');
 		if (slash)
 			*slash = '\0';
-		copy(out[i].text, sizeof(out[i].text), ip);
+		(void)rn_strscpy(out[i].text, sizeof(out[i].text), ip);
 		memset(out[i].raw, 0, 16);
 		if (strchr(ip, ':')) {
 			if (inet_pton(AF_INET6, ip, out[i].raw) != 1)
@@ -768,7 +759,7 @@ static int roce_probe_here(void *arg, struct rn_error *err)
 		if (!bound || rn_sysfs_rdma_get(d->name, &sd, NULL) < 0 ||
 		    strcmp(sd.link_layer, "Ethernet") != 0)
 			continue;
-		copy(p->job->devs[p->job->n_devs++], RN_RDMA_NAME_MAX, d->name);
+		(void)rn_strscpy(p->job->devs[p->job->n_devs++], RN_RDMA_NAME_MAX, d->name);
 	}
 	return 0;
 }
@@ -837,8 +828,8 @@ static bool same_cidr(const char *a, const char *b)
 	char *sa, *sb;
 	int fa, fb;
 
-	copy(x, sizeof(x), a);
-	copy(y, sizeof(y), b);
+	(void)rn_strscpy(x, sizeof(x), a);
+	(void)rn_strscpy(y, sizeof(y), b);
 	sa = strchr(x, '/');
 	sb = strchr(y, '/');
 	if (!sa || !sb || strcmp(sa, sb) != 0)
@@ -1049,7 +1040,7 @@ static int netdev_restore(const struct rn_attach_netdev *nd, const struct rn_lin
 		r = rn_link_rename(l.ifindex, l.name, nd->name, err);
 		if (r < 0)
 			return r;
-		copy(l.name, sizeof(l.name), nd->name);
+		(void)rn_strscpy(l.name, sizeof(l.name), nd->name);
 	}
 	if (strcmp(l.alias, nd->alias) != 0) {
 		r = rn_link_set_alias(l.ifindex, l.name, nd->alias, err);
@@ -1395,7 +1386,7 @@ int rn_attach_plan_load(const struct rn_cni_state *st, struct rn_attach_plan *pl
 
 	memset(plan, 0, sizeof(*plan));
 	plan->chained = mode && strcmp(mode, "chained") == 0;
-	copy(plan->bus_id, sizeof(plan->bus_id), rn_cni_state_get(st, "bus_id"));
+	(void)rn_strscpy(plan->bus_id, sizeof(plan->bus_id), rn_cni_state_get(st, "bus_id"));
 	v = rn_cni_state_get(st, "rdma_kernel");
 	plan->rdma_kernel = !v || strcmp(v, "0") != 0;
 	plan->exclusive = true;
@@ -1408,12 +1399,16 @@ int rn_attach_plan_load(const struct rn_cni_state *st, struct rn_attach_plan *pl
 	for (size_t i = 0; i < plan->n_netdevs; i++) {
 		struct rn_attach_netdev *nd = &plan->netdevs[i];
 
-		copy(nd->name, sizeof(nd->name), rn_cni_state_geti(st, "netdev", i, "name"));
-		copy(nd->pod_name, sizeof(nd->pod_name),
-		     rn_cni_state_geti(st, "netdev", i, "pod_name"));
-		copy(nd->mac, sizeof(nd->mac), rn_cni_state_geti(st, "netdev", i, "mac"));
-		copy(nd->kind, sizeof(nd->kind), rn_cni_state_geti(st, "netdev", i, "kind"));
-		copy(nd->alias, sizeof(nd->alias), rn_cni_state_geti(st, "netdev", i, "alias"));
+		(void)rn_strscpy(nd->name, sizeof(nd->name),
+				 rn_cni_state_geti(st, "netdev", i, "name"));
+		(void)rn_strscpy(nd->pod_name, sizeof(nd->pod_name),
+				 rn_cni_state_geti(st, "netdev", i, "pod_name"));
+		(void)rn_strscpy(nd->mac, sizeof(nd->mac),
+				 rn_cni_state_geti(st, "netdev", i, "mac"));
+		(void)rn_strscpy(nd->kind, sizeof(nd->kind),
+				 rn_cni_state_geti(st, "netdev", i, "kind"));
+		(void)rn_strscpy(nd->alias, sizeof(nd->alias),
+				 rn_cni_state_geti(st, "netdev", i, "alias"));
 		v = rn_cni_state_geti(st, "netdev", i, "ifindex");
 		nd->ifindex = v ? atoi(v) : 0;
 		v = rn_cni_state_geti(st, "netdev", i, "up");
@@ -1423,7 +1418,8 @@ int rn_attach_plan_load(const struct rn_cni_state *st, struct rn_attach_plan *pl
 			return rn_error_set(err, EINVAL, "state: netdev %zu has no valid name", i);
 	}
 	for (size_t i = 0; i < plan->n_rdma; i++) {
-		copy(plan->rdma[i], RN_RDMA_NAME_MAX, rn_cni_state_geti(st, "rdma", i, "name"));
+		(void)rn_strscpy(plan->rdma[i], RN_RDMA_NAME_MAX,
+				 rn_cni_state_geti(st, "rdma", i, "name"));
 		if (rn_name_check("RDMA device", plan->rdma[i], RN_RDMA_NAME_MAX - 1, NULL) < 0)
 			return rn_error_set(err, EINVAL, "state: RDMA device %zu has no valid name",
 					    i);
@@ -1488,7 +1484,7 @@ int rn_attach_find_owner(const char *dir, const char *self, const struct rn_atta
 			continue;
 		found = 1;
 		if (ret_name)
-			copy(ret_name, len, names[i]);
+			(void)rn_strscpy(ret_name, len, names[i]);
 		if (ret_state) {
 			*ret_state = st;
 			st = (struct rn_cni_state){ 0 };
@@ -1517,7 +1513,7 @@ static void lock_keys_of(const struct rn_attach_plan *plan, struct lock_keys *k)
 	for (size_t i = 0; !plan->chained && i < plan->n_netdevs; i++) {
 		char mac[18];
 
-		copy(mac, sizeof(mac), plan->netdevs[i].mac);
+		(void)rn_strscpy(mac, sizeof(mac), plan->netdevs[i].mac);
 		for (char *p = mac; *p; p++)
 			if (*p >= 'A' && *p <= 'F')
 				*p = (char)(*p - 'A' + 'a');

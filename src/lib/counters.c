@@ -113,15 +113,6 @@ static int parse_u64(const char *s, uint64_t *ret)
 	return 0;
 }
 
-/* Copies src into dst, truncating. */
-static void set_str(char *dst, size_t len, const char *src)
-{
-	size_t n = strnlen(src, len - 1);
-
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
 /*
  * The sysfs this thread reads: rn_sysfs_root(), or, while the scrape's
  * worker reads a pod's, "/proc/self/fd/N" of a sysfs made for that netns.
@@ -257,14 +248,14 @@ void rn_port_netdev_sysfs(const char *dev, uint32_t port, char *buf, size_t len)
 		    rn_name_check("netdev", value, IF_NAMESIZE - 1, NULL) < 0)
 			continue;
 		best = idx;
-		set_str(buf, len, value);
+		(void)rn_strscpy(buf, len, value);
 	}
 	if (buf[0])
 		return;
 	if (dev_file(path, sizeof(path), dev, "parent") == 0 &&
 	    rn_read_line(path, value, sizeof(value)) == 0 &&
 	    rn_name_check("netdev", value, IF_NAMESIZE - 1, NULL) == 0)
-		set_str(buf, len, value);
+		(void)rn_strscpy(buf, len, value);
 }
 
 int rn_port_metrics_read_sysfs(const char *dev, struct rn_port_metrics *pm, struct rn_error *err)
@@ -288,12 +279,12 @@ int rn_port_metrics_read_sysfs(const char *dev, struct rn_port_metrics *pm, stru
 
 	if (port_file(path, sizeof(path), dev, pm->port, "rate") == 0 &&
 	    rn_read_line(path, text, sizeof(text)) == 0) {
-		set_str(pm->rate, sizeof(pm->rate), text);
+		(void)rn_strscpy(pm->rate, sizeof(pm->rate), text);
 		pm->rate_bps = parse_rate(text);
 	}
 	if (port_file(path, sizeof(path), dev, pm->port, "link_layer") == 0 &&
 	    rn_read_line(path, text, sizeof(text)) == 0)
-		set_str(pm->link_layer, sizeof(pm->link_layer), text);
+		(void)rn_strscpy(pm->link_layer, sizeof(pm->link_layer), text);
 	if (!pm->state && port_file(path, sizeof(path), dev, pm->port, "state") == 0 &&
 	    rn_read_line(path, text, sizeof(text)) == 0)
 		pm->state = parse_state(text);
@@ -505,11 +496,11 @@ static int cni_labels_load(const char *dir, struct cni_labels *out)
 		l->id.dev = sb.st_dev;
 		l->id.ino = sb.st_ino;
 		if ((v = rn_cni_state_get(&st, "pod_name")))
-			set_str(l->pod, sizeof(l->pod), v);
+			(void)rn_strscpy(l->pod, sizeof(l->pod), v);
 		if ((v = rn_cni_state_get(&st, "pod_namespace")))
-			set_str(l->pod_namespace, sizeof(l->pod_namespace), v);
+			(void)rn_strscpy(l->pod_namespace, sizeof(l->pod_namespace), v);
 		if ((v = rn_cni_state_get(&st, "container_id")))
-			set_str(l->container, sizeof(l->container), v);
+			(void)rn_strscpy(l->container, sizeof(l->container), v);
 	}
 	rn_cni_state_names_free(names, n);
 	return r;
@@ -528,9 +519,10 @@ static void cni_label_ns(const struct cni_labels *labels, const struct rn_netns_
 	for (size_t i = 0; i < labels->n; i++) {
 		if (!rn_netns_id_equal(&labels->v[i].id, &e->id))
 			continue;
-		set_str(m->pod, sizeof(m->pod), labels->v[i].pod);
-		set_str(m->pod_namespace, sizeof(m->pod_namespace), labels->v[i].pod_namespace);
-		set_str(m->container, sizeof(m->container), labels->v[i].container);
+		(void)rn_strscpy(m->pod, sizeof(m->pod), labels->v[i].pod);
+		(void)rn_strscpy(m->pod_namespace, sizeof(m->pod_namespace),
+				 labels->v[i].pod_namespace);
+		(void)rn_strscpy(m->container, sizeof(m->container), labels->v[i].container);
 		return;
 	}
 }
@@ -570,8 +562,8 @@ static int scrape_netlink(struct rn_scrape *s, size_t nsi, bool read_mode, struc
 		if (!d)
 			return rn_error_set(err, ENOMEM, "out of memory");
 		snprintf(d->name, sizeof(d->name), "%s", src->name);
-		set_str(d->fw, sizeof(d->fw), src->fw);
-		set_str(d->protocol, sizeof(d->protocol), src->protocol);
+		(void)rn_strscpy(d->fw, sizeof(d->fw), src->fw);
+		(void)rn_strscpy(d->protocol, sizeof(d->protocol), src->protocol);
 		d->index = src->index;
 		d->node_guid = src->node_guid;
 		d->ns = nsi;
@@ -712,7 +704,7 @@ static int scrape_one(void *arg, size_t i, int enter, struct rn_error *unused)
 			return r;
 		if (e->is_host && r == -EPROTONOSUPPORT) {
 			s->rdma = false;
-			set_str(s->rdma_error, sizeof(s->rdma_error), err.msg);
+			(void)rn_strscpy(s->rdma_error, sizeof(s->rdma_error), err.msg);
 			return 0;
 		}
 		goto failed;
@@ -732,7 +724,7 @@ failed:
 	scrape_truncate(s, first);
 	m = &s->ns[nsi];
 	m->failed = true;
-	set_str(m->error, sizeof(m->error), err.msg[0] ? err.msg : strerror(-r));
+	(void)rn_strscpy(m->error, sizeof(m->error), err.msg[0] ? err.msg : strerror(-r));
 	s->ns_failed++;
 	return 0;
 }

@@ -39,15 +39,6 @@
 #define ENVIRON_MAX (4 * 1024 * 1024)
 #define CONF_MAX (1024 * 1024)
 
-/* Not inlined: gcc -O3 otherwise "proves" reads past short sources that strnlen never makes. */
-__attribute__((noinline)) static void set_str(char *dst, size_t len, const char *src)
-{
-	size_t n = strnlen(src, len - 1);
-
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
 /* snprintf for messages, where cutting a long one short is fine. */
 static void sfmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -195,7 +186,7 @@ static void read_uverbs(struct rn_doctor_facts *f)
 
 			if (strcmp(p->dev, nodes[k].dev) != 0 || !base)
 				continue;
-			set_str(p->uverbs, sizeof(p->uverbs), base + 1);
+			(void)rn_strscpy(p->uverbs, sizeof(p->uverbs), base + 1);
 			p->uverbs_major = nodes[k].major;
 			p->uverbs_minor = nodes[k].minor;
 		}
@@ -211,13 +202,13 @@ static int add_port(struct rn_doctor_facts *f, const char *dev, uint32_t port, s
 	f->ports = v;
 	p = &v[f->nports++];
 	memset(p, 0, sizeof(*p));
-	set_str(p->dev, sizeof(p->dev), dev);
+	(void)rn_strscpy(p->dev, sizeof(p->dev), dev);
 	p->port = port;
 	p->netdev_mtu = -1;
 	if (sysfs_file(path, sizeof(path), "class/infiniband/%s/ports/%u/link_layer", dev, port) ==
 		    0 &&
 	    rn_read_line(path, text, sizeof(text)) == 0)
-		set_str(p->link_layer, sizeof(p->link_layer), text);
+		(void)rn_strscpy(p->link_layer, sizeof(p->link_layer), text);
 	if (sysfs_file(path, sizeof(path), "class/infiniband/%s/ports/%u/state", dev, port) == 0 &&
 	    rn_read_line(path, text, sizeof(text)) == 0)
 		p->state = parse_port_state(text);
@@ -265,7 +256,7 @@ static int read_pci(struct rn_doctor_facts *f, const struct rn_sysfs_rdma_dev *d
 
 		if (!devs[i].pci_bdf[0] || rn_sysfs_pci_get(devs[i].pci_bdf, &h->pci, NULL) < 0)
 			continue; /* a soft device (rxe) has no PCI function */
-		set_str(h->dev, sizeof(h->dev), devs[i].name);
+		(void)rn_strscpy(h->dev, sizeof(h->dev), devs[i].name);
 		f->nhcas++;
 	}
 	return 0;
@@ -319,7 +310,7 @@ int rn_doctor_facts_from_sysfs(struct rn_doctor_facts *f, struct rn_error *err)
 	r = rn_nccl_node_from_sysfs(&f->node, err);
 	if (r < 0) {
 		f->node_ok = false;
-		set_str(f->node_msg, sizeof(f->node_msg), err->msg);
+		(void)rn_strscpy(f->node_msg, sizeof(f->node_msg), err->msg);
 		rn_error_clear(err);
 	} else {
 		f->node_ok = true;
@@ -346,7 +337,7 @@ int rn_doctor_facts_add_addr(struct rn_doctor_facts *f, const char *netdev, cons
 			dup |= strcmp(p->addrs[a], cidr) == 0;
 		if (dup || p->naddrs == RN_DOCTOR_MAX_ADDRS)
 			continue;
-		set_str(p->addrs[p->naddrs++], sizeof(p->addrs[0]), cidr);
+		(void)rn_strscpy(p->addrs[p->naddrs++], sizeof(p->addrs[0]), cidr);
 	}
 	if (f->node_ok)
 		return rn_nccl_node_add_addr(&f->node, netdev, cidr, err);
@@ -457,8 +448,8 @@ static int nccl_add(struct rn_doctor_process *p, const char *name, size_t name_l
 	v = &p->nccl[p->nnccl++];
 	memcpy(v->name, name, name_len);
 	v->name[name_len] = '\0';
-	set_str(v->value, sizeof(v->value), value);
-	set_str(v->source, sizeof(v->source), source);
+	(void)rn_strscpy(v->value, sizeof(v->value), value);
+	(void)rn_strscpy(v->source, sizeof(v->source), source);
 	return 0;
 }
 
@@ -498,7 +489,7 @@ static int parse_nccl_conf(struct rn_doctor_process *p, char *text, const char *
 			continue;
 		if ((size_t)(eq - line) < 5 || strncmp(line, "NCCL_", 5) != 0)
 			continue;
-		set_str(value, sizeof(value), eq + 1);
+		(void)rn_strscpy(value, sizeof(value), eq + 1);
 		r = nccl_add(p, line, (size_t)(eq - line), value, source);
 		if (r < 0)
 			return r;
@@ -517,7 +508,7 @@ static void read_conf(struct rn_doctor_process *p, int rootfd, const char *path,
 	if (r == -ENOENT)
 		return;
 	if (r == 0) {
-		set_str(p->conf_files[slot], sizeof(p->conf_files[slot]), path);
+		(void)rn_strscpy(p->conf_files[slot], sizeof(p->conf_files[slot]), path);
 		r = parse_nccl_conf(p, text, path);
 		if (r < 0)
 			rn_error_set(&err, -r, "%s", strerror(-r));
@@ -547,7 +538,7 @@ static bool home_of(int rootfd, unsigned long uid, char *buf, size_t len)
 				field[nf++] = c + 1;
 			}
 		if (nf == 7 && parse_uint(field[2], &v, 10) && v == uid) {
-			set_str(buf, len, field[5]);
+			(void)rn_strscpy(buf, len, field[5]);
 			return true;
 		}
 	}
@@ -597,7 +588,7 @@ int rn_doctor_facts_process(struct rn_doctor_facts *f, const char *proc_root, pi
 
 	if (read_proc_file(proc_root, pid, "comm", 4096, &comm, &len) == 0) {
 		comm[strcspn(comm, "\n")] = '\0';
-		set_str(p->comm, sizeof(p->comm), comm);
+		(void)rn_strscpy(p->comm, sizeof(p->comm), comm);
 	}
 	r = read_proc_file(proc_root, pid, "limits", 65536, &limits, &len);
 	if (r == 0)
@@ -633,7 +624,7 @@ int rn_doctor_facts_process(struct rn_doctor_facts *f, const char *proc_root, pi
 			    nccl_add(p, var, (size_t)(eq - var), eq + 1, "environment") < 0)
 				return rn_error_set(err, ENOMEM, "out of memory");
 			if (strncmp(var, "HOME=", 5) == 0 && !home[0])
-				set_str(home, sizeof(home), eq + 1);
+				(void)rn_strscpy(home, sizeof(home), eq + 1);
 		}
 	}
 
@@ -662,7 +653,7 @@ int rn_doctor_facts_process(struct rn_doctor_facts *f, const char *proc_root, pi
 		/* NCCL: $NCCL_CONF_FILE, else ~/.nccl.conf (getpwuid(getuid())); then /etc/nccl.conf */
 		conf_file = nccl_get(p, "NCCL_CONF_FILE");
 		if (conf_file && *conf_file) {
-			set_str(path, sizeof(path), conf_file);
+			(void)rn_strscpy(path, sizeof(path), conf_file);
 		} else {
 			if (status && status_field(status, "Uid", uid_text, sizeof(uid_text))) {
 				uid_text[strcspn(uid_text, " \t")] = '\0';
@@ -714,7 +705,7 @@ static struct rn_doctor_result *emit(struct ctx *x, const char *subject,
 	memset(res, 0, sizeof(*res));
 	res->id = x->id;
 	res->title = x->title;
-	set_str(res->subject, sizeof(res->subject), subject ? subject : "");
+	(void)rn_strscpy(res->subject, sizeof(res->subject), subject ? subject : "");
 	res->status = status;
 	va_start(ap, fmt);
 	vsnprintf(res->message, sizeof(res->message), fmt, ap);
@@ -939,7 +930,7 @@ static void check_netdev(struct ctx *x)
 /* The address of a CIDR without its prefix length. */
 static void cidr_addr(const char *cidr, char *buf, size_t len)
 {
-	set_str(buf, len, cidr);
+	(void)rn_strscpy(buf, len, cidr);
 	buf[strcspn(buf, "/")] = '\0';
 }
 
@@ -1831,8 +1822,8 @@ static int gather_netns(void *arg, struct rn_error *err)
 					if (np->index != p->port)
 						continue;
 					if (np->ndev_name[0]) {
-						set_str(p->netdev, sizeof(p->netdev),
-							np->ndev_name);
+						(void)rn_strscpy(p->netdev, sizeof(p->netdev),
+								 np->ndev_name);
 						read_netdev(p);
 					} else {
 						/* netlink names the netdev only in its own netns */
@@ -1863,7 +1854,7 @@ static int gather_netns(void *arg, struct rn_error *err)
 			if (rn_verbs_port_mtu(p->dev, p->port, &p->active_mtu, &p->max_mtu, &merr) <
 			    0) {
 				p->active_mtu = p->max_mtu = 0;
-				set_str(p->mtu_note, sizeof(p->mtu_note), merr.msg);
+				(void)rn_strscpy(p->mtu_note, sizeof(p->mtu_note), merr.msg);
 			}
 		}
 	}
@@ -1910,7 +1901,7 @@ int rn_doctor_run(const struct rn_doctor_target *t, struct rn_doctor_facts *f,
 		r = rn_rdma_netns_mode_get(rdma, &exclusive, &e);
 	if (r < 0) {
 		f->rdma_nl = rdma ? 0 : r;
-		set_str(f->rdma_nl_msg, sizeof(f->rdma_nl_msg), e.msg);
+		(void)rn_strscpy(f->rdma_nl_msg, sizeof(f->rdma_nl_msg), e.msg);
 	} else {
 		f->mode = exclusive;
 	}
@@ -1919,7 +1910,7 @@ int rn_doctor_run(const struct rn_doctor_target *t, struct rn_doctor_facts *f,
 	r = rn_system_boot_config(t->config_root ? t->config_root : "", &f->boot, &e);
 	f->boot_known = r == 0;
 	if (r < 0)
-		set_str(f->boot_msg, sizeof(f->boot_msg), e.msg);
+		(void)rn_strscpy(f->boot_msg, sizeof(f->boot_msg), e.msg);
 
 	/* the target netns */
 	rn_error_clear(&e);
@@ -1933,7 +1924,7 @@ int rn_doctor_run(const struct rn_doctor_target *t, struct rn_doctor_facts *f,
 		return rn_error_set(err, ENOMEM, "out of memory");
 	if (r < 0) {
 		f->netns_error = r;
-		set_str(f->netns_msg, sizeof(f->netns_msg), e.msg);
+		(void)rn_strscpy(f->netns_msg, sizeof(f->netns_msg), e.msg);
 	}
 
 	{

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "rdmans/error.h"
+#include "rdmans/util.h"
 
 /* An error must always carry a code; 0 would read as success. */
 static int positive_errno(int errnum)
@@ -12,19 +13,6 @@ static int positive_errno(int errnum)
 	if (errnum < 0)
 		errnum = -errnum;
 	return errnum ? errnum : EIO;
-}
-
-/* Copies what fits of src (NUL-terminated) and returns the bytes copied. */
-static size_t strlcpy_like(char *dst, const char *src, size_t size)
-{
-	size_t n;
-
-	if (size == 0)
-		return 0;
-	n = strnlen(src, size - 1);
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-	return n;
 }
 
 __attribute__((format(printf, 4, 0))) static int
@@ -87,8 +75,7 @@ int rn_error_wrap(struct rn_error *err, const char *fmt, ...)
 		memcpy(err->msg + len, ": ", 2);
 		len += 2;
 	}
-	len += strlcpy_like(err->msg + len, previous, sizeof(err->msg) - len);
-	err->msg[len < sizeof(err->msg) ? len : sizeof(err->msg) - 1] = '\0';
+	(void)rn_strscpy(err->msg + len, sizeof(err->msg) - len, previous);
 	return -err->code;
 }
 

@@ -226,7 +226,7 @@ static int add_range(struct rn_ipam_config *c, json_t *obj, const char *where,
 
 static int parse_ranges(struct rn_ipam_config *c, json_t *ipam, struct rn_error *err)
 {
-	const char *range, *gateway;
+	const char *range = NULL, *gateway = NULL;
 	json_t *list, *item;
 	size_t i;
 	int r;
@@ -575,7 +575,7 @@ static int parse_store(struct rn_ipam_config *c, json_t *ipam, struct rn_error *
 
 static int parse_misc(struct rn_ipam_config *c, json_t *ipam, struct rn_error *err)
 {
-	const char *level, *node;
+	const char *level = NULL, *node = NULL;
 	json_t *overlap = json_object_get(ipam, "enable_overlapping_ranges");
 	int r;
 

@@ -23,14 +23,6 @@
 
 /* ---- small helpers ---- */
 
-static void scopy(char *dst, size_t len, const char *src)
-{
-	size_t n = strnlen(src, len - 1);
-
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
 /* snprintf that truncates silently (messages and explanations). */
 static void bprintf(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -225,7 +217,7 @@ static void parse_state(const char *text, char *state, size_t len, bool *active)
 
 	while (*name == ' ')
 		name++;
-	scopy(state, len, name);
+	(void)rn_strscpy(state, len, name);
 	*active = atoi(text) == 4 || strcmp(name, "ACTIVE") == 0;
 }
 
@@ -267,7 +259,7 @@ static int read_netdevs(struct rn_nccl_node *node, struct rn_error *err)
 			continue;
 		if (grow((void **)&node->netdevs, node->n_netdevs, sizeof(*node->netdevs)) < 0)
 			return rn_error_set(err, ENOMEM, "out of memory");
-		scopy(node->netdevs[node->n_netdevs++], IF_NAMESIZE, de->d_name);
+		(void)rn_strscpy(node->netdevs[node->n_netdevs++], IF_NAMESIZE, de->d_name);
 	}
 	return 0;
 }
@@ -322,14 +314,14 @@ int rn_nccl_node_from_sysfs(struct rn_nccl_node *out, struct rn_error *err)
 				return rn_error_set(err, ENOMEM, "out of memory");
 			port = &node.ports[node.n_ports++];
 			memset(port, 0, sizeof(*port));
-			scopy(port->dev, sizeof(port->dev), d->name);
+			(void)rn_strscpy(port->dev, sizeof(port->dev), d->name);
 			port->port = ports[p];
 			if (rn_path(path, sizeof(path), "%s/%u/state", dir, ports[p]) == 0 &&
 			    rn_read_line(path, text, sizeof(text)) == 0)
 				parse_state(text, port->state, sizeof(port->state), &port->active);
 			if (rn_path(path, sizeof(path), "%s/%u/link_layer", dir, ports[p]) == 0 &&
 			    rn_read_line(path, text, sizeof(text)) == 0)
-				scopy(port->link_layer, sizeof(port->link_layer), text);
+				(void)rn_strscpy(port->link_layer, sizeof(port->link_layer), text);
 
 			/*
 			 * RoCE: the netdev of the port's GIDs. Otherwise (IPoIB,
@@ -339,7 +331,7 @@ int rn_nccl_node_from_sysfs(struct rn_nccl_node *out, struct rn_error *err)
 			if (!ndev && d->n_netdevs == 1 && n_ports == 1)
 				ndev = d->netdevs[0];
 			if (ndev) {
-				scopy(port->netdev, sizeof(port->netdev), ndev);
+				(void)rn_strscpy(port->netdev, sizeof(port->netdev), ndev);
 				port->netdev_here = netdev_listed(&node, ndev);
 			}
 		}
@@ -418,9 +410,9 @@ int rn_nccl_node_add_addr(struct rn_nccl_node *node, const char *netdev, const c
 		if (strcmp(p->netdev, netdev) != 0)
 			continue;
 		if (family == AF_INET && p->n_ipv4 < RN_NCCL_MAX_ADDRS)
-			scopy(p->ipv4[p->n_ipv4++], RN_CIDR_MAX, cidr);
+			(void)rn_strscpy(p->ipv4[p->n_ipv4++], RN_CIDR_MAX, cidr);
 		else if (family == AF_INET6 && p->n_ipv6 < RN_NCCL_MAX_ADDRS)
-			scopy(p->ipv6[p->n_ipv6++], RN_CIDR_MAX, cidr);
+			(void)rn_strscpy(p->ipv6[p->n_ipv6++], RN_CIDR_MAX, cidr);
 	}
 	return 0;
 }
@@ -492,7 +484,7 @@ void rn_nccl_layer_init(struct rn_nccl_layer *l, enum rn_nccl_source source, con
 {
 	memset(l, 0, sizeof(*l));
 	l->source = source;
-	scopy(l->origin, sizeof(l->origin), origin ? origin : "");
+	(void)rn_strscpy(l->origin, sizeof(l->origin), origin ? origin : "");
 }
 
 void rn_nccl_layer_free(struct rn_nccl_layer *l)
@@ -553,9 +545,9 @@ int rn_nccl_layer_set(struct rn_nccl_layer *l, const char *name, const char *val
 		kv = &l->kv[l->n++];
 	}
 	memset(kv, 0, sizeof(*kv));
-	scopy(kv->name, sizeof(kv->name), name);
+	(void)rn_strscpy(kv->name, sizeof(kv->name), name);
 	if (value)
-		scopy(kv->value, sizeof(kv->value), value);
+		(void)rn_strscpy(kv->value, sizeof(kv->value), value);
 	kv->unset = !value;
 	return 0;
 }
@@ -581,7 +573,7 @@ int rn_nccl_layer_set_profile(struct rn_nccl_layer *l, const char *profile, stru
 	rn_nccl_layer_label(l, label, sizeof(label));
 	if (r < 0)
 		return rn_error_wrap(err, "%s", label);
-	scopy(l->profile, sizeof(l->profile), profile);
+	(void)rn_strscpy(l->profile, sizeof(l->profile), profile);
 	return 0;
 }
 
@@ -595,7 +587,7 @@ int rn_nccl_layer_set_family(struct rn_nccl_layer *l, const char *family, struct
 				    "%s: address family '%s' is not ipv4, ipv6 or auto (auto: IPv4 "
 				    "when the RDMA netdevs have IPv4 addresses, else IPv6)",
 				    label, family ? family : "");
-	scopy(l->family, sizeof(l->family), family);
+	(void)rn_strscpy(l->family, sizeof(l->family), family);
 	return 0;
 }
 
@@ -698,7 +690,7 @@ void rn_nccl_list_parse(const char *value, struct rn_nccl_list *l)
 		l->exact = true;
 		value++;
 	}
-	scopy(buf, sizeof(buf), value);
+	(void)rn_strscpy(buf, sizeof(buf), value);
 	for (char *tok = strtok_r(buf, ",", &save); tok && l->n < RN_ARRAY_SIZE(l->v);
 	     tok = strtok_r(NULL, ",", &save)) {
 		struct rn_nccl_list_entry *e = &l->v[l->n];
@@ -712,7 +704,7 @@ void rn_nccl_list_parse(const char *value, struct rn_nccl_list *l)
 		}
 		if (!tok[0])
 			continue; /* NCCL skips an entry with no name */
-		scopy(e->name, sizeof(e->name), tok);
+		(void)rn_strscpy(e->name, sizeof(e->name), tok);
 		l->n++;
 	}
 }
@@ -787,19 +779,19 @@ static int put(struct rn_nccl_result *res, const char *name, const char *value,
 		if (strcmp(s->value, value) != 0)
 			bprintf(replaced, sizeof(replaced), "%s: %s", s->origin, s->value);
 		else if (s->replaced[0])
-			scopy(replaced, sizeof(replaced), s->replaced);
+			(void)rn_strscpy(replaced, sizeof(replaced), s->replaced);
 	} else {
 		if (grow((void **)&res->v, res->n, sizeof(*res->v)) < 0)
 			return -ENOMEM;
 		s = &res->v[res->n++];
 	}
 	memset(s, 0, sizeof(*s));
-	scopy(s->name, sizeof(s->name), name);
-	scopy(s->value, sizeof(s->value), value);
+	(void)rn_strscpy(s->name, sizeof(s->name), name);
+	(void)rn_strscpy(s->value, sizeof(s->value), value);
 	s->source = source;
-	scopy(s->origin, sizeof(s->origin), origin);
-	scopy(s->detail, sizeof(s->detail), detail ? detail : "");
-	scopy(s->replaced, sizeof(s->replaced), replaced);
+	(void)rn_strscpy(s->origin, sizeof(s->origin), origin);
+	(void)rn_strscpy(s->detail, sizeof(s->detail), detail ? detail : "");
+	(void)rn_strscpy(s->replaced, sizeof(s->replaced), replaced);
 	return 0;
 }
 
@@ -817,8 +809,8 @@ static int drop(struct rn_nccl_result *res, const char *name, const char *origin
 	u = &res->unset[res->n_unset++];
 	*u = *s;
 	bprintf(u->replaced, sizeof(u->replaced), "%s: %s", s->origin, s->value);
-	scopy(u->origin, sizeof(u->origin), origin);
-	scopy(u->detail, sizeof(u->detail), detail ? detail : "");
+	(void)rn_strscpy(u->origin, sizeof(u->origin), origin);
+	(void)rn_strscpy(u->detail, sizeof(u->detail), detail ? detail : "");
 	*s = res->v[--res->n];
 	return 0;
 }
@@ -913,7 +905,7 @@ static void find_gid(const struct rn_nccl_node *node, const struct rn_nccl_port 
 			continue;
 		u->gid_status = RN_NCCL_GID_FOUND;
 		u->gid_index = (int)e->index;
-		scopy(u->gid_addr, sizeof(u->gid_addr), cidr);
+		(void)rn_strscpy(u->gid_addr, sizeof(u->gid_addr), cidr);
 		return; /* entries are sorted by index: the lowest wins */
 	}
 }
@@ -929,9 +921,9 @@ static int analyse_ports(const struct rn_nccl_node *node, struct rn_nccl_result 
 		const struct rn_nccl_port *p = &node->ports[i];
 		struct rn_nccl_port_use *u = &res->ports[i];
 
-		scopy(u->dev, sizeof(u->dev), p->dev);
+		(void)rn_strscpy(u->dev, sizeof(u->dev), p->dev);
 		u->port = p->port;
-		scopy(u->netdev, sizeof(u->netdev), p->netdev);
+		(void)rn_strscpy(u->netdev, sizeof(u->netdev), p->netdev);
 		u->gid_index = -1;
 		if (!p->active) {
 			bprintf(u->why_not, sizeof(u->why_not), "port state is %s, not ACTIVE",
@@ -1572,7 +1564,7 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 	prof = rn_nccl_profile_find(profile);
 	if (!prof)
 		return rn_nccl_profile_check(profile, err);
-	scopy(res.profile, sizeof(res.profile), prof->name);
+	(void)rn_strscpy(res.profile, sizeof(res.profile), prof->name);
 
 	/* The NCCL version: named by the strongest layer, else what the image showed. */
 	for (size_t i = n; i-- > 0 && !version_layer;)
@@ -1588,7 +1580,7 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 		if (r < 0)
 			return r;
 		rn_nccl_layer_label(version_layer, label, sizeof(label));
-		scopy(res.version.where, sizeof(res.version.where), label);
+		(void)rn_strscpy(res.version.where, sizeof(res.version.where), label);
 		bprintf(res.version_why, sizeof(res.version_why), "named by %s", label);
 	} else if (req->nccl_version && req->nccl_version->major) {
 		res.version = *req->nccl_version;

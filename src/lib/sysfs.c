@@ -147,22 +147,6 @@ static int parse_u32(const char *s, uint32_t *ret)
 	return 0;
 }
 
-/* Copies src into dst; false (and dst truncated) when it does not fit. */
-static bool copy_str(char *dst, size_t len, const char *src)
-{
-	size_t n = strlen(src);
-
-	if (len == 0)
-		return false;
-	if (n >= len) {
-		memcpy(dst, src, len - 1);
-		dst[len - 1] = '\0';
-		return false;
-	}
-	memcpy(dst, src, n + 1);
-	return true;
-}
-
 static const char *base_name(const char *path)
 {
 	const char *slash = strrchr(path, '/');
@@ -264,7 +248,7 @@ static int subsystem_of(const char *dir, char *buf, size_t len)
 	if (n < 0)
 		return -errno;
 	target[n] = '\0';
-	return copy_str(buf, len, base_name(target)) ? 0 : -ENAMETOOLONG;
+	return rn_strscpy(buf, len, base_name(target)) >= 0 ? 0 : -ENAMETOOLONG;
 }
 
 static bool subsystem_is(const char *dir, const char *bus)
@@ -332,20 +316,20 @@ static int rdma_parent(struct rdma_info *info, struct rn_error *err)
 			return 0; /* a virtual device (rxe, siw) has no parent */
 		return rn_error_errno(err, errno, "cannot resolve %s", path);
 	}
-	(void)copy_str(d->parent_id, sizeof(d->parent_id), base_name(real));
+	(void)rn_strscpy(d->parent_id, sizeof(d->parent_id), base_name(real));
 	if (subsystem_of(real, d->parent_bus, sizeof(d->parent_bus)) < 0)
 		d->parent_bus[0] = '\0';
-	(void)copy_str(info->netdir, sizeof(info->netdir), real);
+	(void)rn_strscpy(info->netdir, sizeof(info->netdir), real);
 
 	if (strcmp(d->parent_bus, "pci") == 0) {
-		(void)copy_str(d->pci_bdf, sizeof(d->pci_bdf), d->parent_id);
+		(void)rn_strscpy(d->pci_bdf, sizeof(d->pci_bdf), d->parent_id);
 	} else if (strcmp(d->parent_bus, "auxiliary") == 0) {
 		/* ice.roce.0 and mlx5_core.rdma.0 live in their PCI function's directory. */
-		(void)copy_str(pci, sizeof(pci), real);
+		(void)rn_strscpy(pci, sizeof(pci), real);
 		dir_name(pci);
 		if (subsystem_is(pci, "pci")) {
-			(void)copy_str(d->pci_bdf, sizeof(d->pci_bdf), base_name(pci));
-			(void)copy_str(info->netdir, sizeof(info->netdir), pci);
+			(void)rn_strscpy(d->pci_bdf, sizeof(d->pci_bdf), base_name(pci));
+			(void)rn_strscpy(info->netdir, sizeof(info->netdir), pci);
 		}
 	}
 	return 0;
@@ -441,7 +425,7 @@ static int rdma_fill_netdevs(struct rdma_info *info, struct rn_error *err)
 	d->netdevs_truncated = all.n > RN_SYSFS_MAX_NETDEVS;
 	strv_sort(&keep);
 	for (size_t i = 0; i < keep.n; i++)
-		(void)copy_str(d->netdevs[i], sizeof(d->netdevs[i]), keep.v[i]);
+		(void)rn_strscpy(d->netdevs[i], sizeof(d->netdevs[i]), keep.v[i]);
 	d->n_netdevs = keep.n;
 	return 0;
 }
@@ -458,7 +442,7 @@ static int rdma_fill(const char *name, struct rdma_info *info, bool with_netdevs
 	r = rdma_dir(name, info->dir, sizeof(info->dir), err);
 	if (r < 0)
 		return r;
-	(void)copy_str(d->name, sizeof(d->name), name);
+	(void)rn_strscpy(d->name, sizeof(d->name), name);
 
 	r = rdma_parent(info, err);
 	if (r < 0)
@@ -561,7 +545,7 @@ int rn_sysfs_rdma_get(const char *name, struct rn_sysfs_rdma_dev *out, struct rn
 static void put_rdma_name(char (*names)[RN_RDMA_NAME_MAX], size_t max, size_t *n, const char *name)
 {
 	if (names && *n < max)
-		(void)copy_str(names[*n], RN_RDMA_NAME_MAX, name);
+		(void)rn_strscpy(names[*n], RN_RDMA_NAME_MAX, name);
 	(*n)++;
 }
 
@@ -717,7 +701,7 @@ int rn_sysfs_netdevs_by_bus_id(const char *bus_id, char (*names)[IF_NAMESIZE], s
 
 	strv_sort(&nets);
 	for (size_t i = 0; i < nets.n && names && i < max; i++)
-		(void)copy_str(names[i], IF_NAMESIZE, nets.v[i]);
+		(void)rn_strscpy(names[i], IF_NAMESIZE, nets.v[i]);
 	*ret_n = nets.n;
 	return 0;
 }
@@ -776,7 +760,7 @@ int rn_sysfs_netdev_pci(const char *ifname, char *bdf, size_t len, struct rn_err
 	if (!bdf || strlen(found) >= len)
 		return rn_error_set(err, ERANGE, "buffer too small for PCI address %s of netdev %s",
 				    found, ifname);
-	(void)copy_str(bdf, len, found);
+	(void)rn_strscpy(bdf, len, found);
 	return 0;
 }
 
@@ -874,7 +858,7 @@ static int gids_of_port(const char *dev, const char *dir, const char *port, stru
 		r = gid_append(t, cap, &e);
 		if (r < 0)
 			return rn_error_set(err, ENOMEM, "out of memory reading GIDs of %s", dev);
-		(void)copy_str(e->dev, sizeof(e->dev), dev);
+		(void)rn_strscpy(e->dev, sizeof(e->dev), dev);
 		e->port = port_num;
 		e->index = index;
 		memcpy(e->raw, raw, sizeof(raw));
@@ -890,7 +874,7 @@ static int gids_of_port(const char *dev, const char *dir, const char *port, stru
 		if (rn_path(path, sizeof(path), "%s/ports/%s/gid_attrs/ndevs/%s", dir, port,
 			    idx.v[i]) < 0 ||
 		    rn_read_line(path, text, sizeof(text)) < 0 ||
-		    !copy_str(e->netdev, sizeof(e->netdev), text))
+		    rn_strscpy(e->netdev, sizeof(e->netdev), text) < 0)
 			e->netdev[0] = '\0';
 	}
 	return 0;
@@ -961,7 +945,7 @@ static int pci_fn_read(const char *bdf, struct rn_sysfs_pci_fn *out, struct rn_e
 
 	memset(out, 0, sizeof(*out));
 	out->numa = -1;
-	(void)copy_str(out->bdf, sizeof(out->bdf), bdf);
+	(void)rn_strscpy(out->bdf, sizeof(out->bdf), bdf);
 	r = sys_path(path, sizeof(path), err, "bus/pci/devices/%s", bdf);
 	if (r < 0)
 		return r;
@@ -972,7 +956,7 @@ static int pci_fn_read(const char *bdf, struct rn_sysfs_pci_fn *out, struct rn_e
 				    bdf, rn_sysfs_root());
 	rl = strlen(root_real);
 	if (strncmp(real, root_real, rl) != 0 || strncmp(real + rl, "/devices/", 9) != 0 ||
-	    !copy_str(out->path, sizeof(out->path), real + rl + 9))
+	    rn_strscpy(out->path, sizeof(out->path), real + rl + 9) < 0)
 		return rn_error_set(err, EINVAL, "PCI function %s is not under %s/devices", bdf,
 				    rn_sysfs_root());
 	if (rn_path(path, sizeof(path), "%s/vendor", real) == 0 &&

@@ -328,6 +328,24 @@ int rn_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 	return walk_beneath(dirfd, path, flags, mode);
 }
 
+ssize_t rn_strscpy(char *dst, size_t len, const char *src)
+{
+	size_t n;
+
+	if (len == 0)
+		return -E2BIG;
+	if (!src)
+		src = "";
+	n = strnlen(src, len);
+	if (n == len) {
+		memcpy(dst, src, len - 1);
+		dst[len - 1] = '\0';
+		return -E2BIG;
+	}
+	memcpy(dst, src, n + 1);
+	return (ssize_t)n;
+}
+
 void rn_strappend(char *buf, size_t len, const char *fmt, ...)
 {
 	size_t used = strnlen(buf, len);

@@ -95,7 +95,7 @@ static int count_files(const char *rel)
 static char *read_all(const char *rel)
 {
 	static char buf[4096];
-	char path[512];
+	char path[1024];
 	FILE *f;
 	size_t n;
 
@@ -764,7 +764,7 @@ static void damaged_address_records_are_listed_and_removed_only_while_damaged(vo
 	struct rn_ipam_damaged *bad = NULL;
 	struct rn_ipam_filter f = { .ip = "10.56.0.5" };
 	struct rn_error err = { 0 };
-	char path[512], valid[1024];
+	char path[512], valid[4096];
 	size_t n = 0, n_bad = 0;
 
 	setup();
@@ -831,7 +831,7 @@ static void damaged_address_records_are_listed_and_removed_only_while_damaged(vo
 	CHECK_INT(rn_ipam_list(s, &f, &recs, &n, &bad, &n_bad, &err), 0);
 	CHECK_INT(n_bad, 1);
 	{
-		char rel[128], fixed[1024], *p;
+		char rel[128], fixed[4096], *p;
 
 		snprintf(rel, sizeof(rel), "_default/addr/%s", f.ip);
 		snprintf(path, sizeof(path), "%s/store/%s", dir, rel);

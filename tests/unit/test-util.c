@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Name checks and strict PID parsing: what reaches paths and netlink. */
+/* Name checks, strict PID parsing, the bounded string copy: what reaches paths and netlink. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -192,10 +192,31 @@ static void open_beneath_without_openat2_refuses_the_same(void)
 	CHECK_INT(WEXITSTATUS(status), 0);
 }
 
+static void strscpy_copies_what_fits_and_says_when_it_cut(void)
+{
+	char buf[6];
+
+	memset(buf, 'x', sizeof(buf));
+	CHECK_INT(rn_strscpy(buf, sizeof(buf), "mlx5"), 4);
+	CHECK_STR(buf, "mlx5");
+	CHECK_INT(rn_strscpy(buf, sizeof(buf), "mlx5_"), 5);
+	CHECK_STR(buf, "mlx5_");
+	CHECK_INT(rn_strscpy(buf, sizeof(buf), "mlx5_0"), -E2BIG);
+	CHECK_STR(buf, "mlx5_");
+	CHECK_INT(rn_strscpy(buf, sizeof(buf), NULL), 0);
+	CHECK_STR(buf, "");
+	CHECK_INT(rn_strscpy(buf, 1, "a"), -E2BIG);
+	CHECK_STR(buf, "");
+	buf[0] = 'q';
+	CHECK_INT(rn_strscpy(buf, 0, "a"), -E2BIG);
+	CHECK_INT(buf[0], 'q');
+}
+
 RN_TEST_MAIN(T(name_check_accepts_real_device_names), T(name_check_refuses_empty_names),
 	     T(name_check_refuses_path_tricks), T(name_check_refuses_spaces_and_control_characters),
 	     T(name_check_refuses_names_over_the_limit),
 	     T(name_check_works_without_an_error_object), T(parse_pid_reads_plain_decimal),
 	     T(parse_pid_refuses_anything_else),
 	     T(open_beneath_refuses_symlinks_on_the_way_and_escapes),
-	     T(open_beneath_without_openat2_refuses_the_same))
+	     T(open_beneath_without_openat2_refuses_the_same),
+	     T(strscpy_copies_what_fits_and_says_when_it_cut))
