@@ -45,6 +45,18 @@ static inline void rn_closedirp(DIR **d)
 		(void)closedir(*d);
 }
 
+/*
+ * Defines funcp(type *p), calling func(*p) when *p is set: the cleanup for a
+ * pointer that func frees, closes or puts (systemd's
+ * DEFINE_TRIVIAL_CLEANUP_FUNC). Use it with _cleanup_(funcp).
+ */
+#define RN_DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                 \
+	static inline void func##p(type *p)                                                        \
+	{                                                                                          \
+		if (*p)                                                                            \
+			func(*p);                                                                  \
+	}
+
 #define TAKE_FD(fd)                                                                                \
 	({                                                                                         \
 		int _fd_ = (fd);                                                                   \

@@ -22,11 +22,7 @@ struct rn_rdma;
 int rn_rdma_open(struct rn_rdma **ret, struct rn_error *err);
 void rn_rdma_close(struct rn_rdma *rdma);
 
-static inline void rn_rdma_closep(struct rn_rdma **p)
-{
-	if (*p)
-		rn_rdma_close(*p);
-}
+RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct rn_rdma *, rn_rdma_close)
 #define _cleanup_rdma_ _cleanup_(rn_rdma_closep)
 
 struct rn_rdma_port {

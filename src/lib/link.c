@@ -33,42 +33,18 @@
 /* linux/if_link.h of kernel 6.15 (u8); older headers lack it */
 #define RN_IFLA_NETNS_IMMUTABLE 67
 
-static void sock_freep(struct nl_sock **s)
-{
-	if (*s)
-		nl_socket_free(*s);
-}
-static void link_putp(struct rtnl_link **l)
-{
-	if (*l)
-		rtnl_link_put(*l);
-}
-static void cache_freep(struct nl_cache **c)
-{
-	if (*c)
-		nl_cache_free(*c);
-}
-static void addr_putp(struct rtnl_addr **a)
-{
-	if (*a)
-		rtnl_addr_put(*a);
-}
-static void nladdr_putp(struct nl_addr **a)
-{
-	if (*a)
-		nl_addr_put(*a);
-}
-static void route_putp(struct rtnl_route **r)
-{
-	if (*r)
-		rtnl_route_put(*r);
-}
-#define _cleanup_sock_ _cleanup_(sock_freep)
-#define _cleanup_link_ _cleanup_(link_putp)
-#define _cleanup_cache_ _cleanup_(cache_freep)
-#define _cleanup_addr_ _cleanup_(addr_putp)
-#define _cleanup_nladdr_ _cleanup_(nladdr_putp)
-#define _cleanup_route_ _cleanup_(route_putp)
+RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct nl_sock *, nl_socket_free)
+RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct rtnl_link *, rtnl_link_put)
+RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct nl_cache *, nl_cache_free)
+RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct rtnl_addr *, rtnl_addr_put)
+RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct nl_addr *, nl_addr_put)
+RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct rtnl_route *, rtnl_route_put)
+#define _cleanup_sock_ _cleanup_(nl_socket_freep)
+#define _cleanup_link_ _cleanup_(rtnl_link_putp)
+#define _cleanup_cache_ _cleanup_(nl_cache_freep)
+#define _cleanup_addr_ _cleanup_(rtnl_addr_putp)
+#define _cleanup_nladdr_ _cleanup_(nl_addr_putp)
+#define _cleanup_route_ _cleanup_(rtnl_route_putp)
 
 /* libnl speaks NLE_*; the rest of rdmans speaks errno. */
 static int nle_to_errno(int nle)

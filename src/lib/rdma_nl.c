@@ -32,7 +32,7 @@ struct rn_rdma {
 
 int rn_rdma_open(struct rn_rdma **ret, struct rn_error *err)
 {
-	struct rn_rdma *rdma;
+	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
 	int one = 1;
 
 	rdma = calloc(1, sizeof(*rdma));
@@ -42,7 +42,6 @@ int rn_rdma_open(struct rn_rdma **ret, struct rn_error *err)
 	if (!rdma->nl) {
 		int e = errno;
 
-		free(rdma);
 		if (e == EPROTONOSUPPORT || e == EAFNOSUPPORT)
 			return rn_error_set(err, EPROTONOSUPPORT,
 					    "this kernel has no RDMA netlink: load ib_core "
@@ -50,18 +49,13 @@ int rn_rdma_open(struct rn_rdma **ret, struct rn_error *err)
 					    "CONFIG_INFINIBAND");
 		return rn_error_errno(err, e, "cannot open an RDMA netlink socket");
 	}
-	if (mnl_socket_bind(rdma->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		int e = errno;
-
-		mnl_socket_close(rdma->nl);
-		free(rdma);
-		return rn_error_errno(err, e, "cannot bind the RDMA netlink socket");
-	}
+	if (mnl_socket_bind(rdma->nl, 0, MNL_SOCKET_AUTOPID) < 0)
+		return rn_error_errno(err, errno, "cannot bind the RDMA netlink socket");
 	/* Older kernels lack extended acks; messages then carry only errno. */
 	(void)mnl_socket_setsockopt(rdma->nl, NETLINK_EXT_ACK, &one, sizeof(one));
 	rdma->portid = mnl_socket_get_portid(rdma->nl);
 	rdma->seq = 1;
-	*ret = rdma;
+	*ret = TAKE_PTR(rdma);
 	return 0;
 }
 
@@ -69,7 +63,8 @@ void rn_rdma_close(struct rn_rdma *rdma)
 {
 	if (!rdma)
 		return;
-	mnl_socket_close(rdma->nl);
+	if (rdma->nl)
+		mnl_socket_close(rdma->nl);
 	free(rdma);
 }
 
