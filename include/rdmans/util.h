@@ -81,6 +81,16 @@ int rn_write_all(int fd, const char *buf, size_t len);
  */
 ssize_t rn_strscpy(char *dst, size_t len, const char *src);
 
+/*
+ * Grows the array *p of size-byte elements to hold at least need of them
+ * (systemd's GREEDY_REALLOC). With cap, *cap counts what is allocated and
+ * grows by doubling (at least 8); without (NULL), exactly need are
+ * allocated. 0, or -ENOMEM with *p (and *cap) unchanged. RN_GROW(p, cap,
+ * need) takes the element size from p.
+ */
+int rn_grow(void **p, size_t *cap, size_t need, size_t size);
+#define RN_GROW(p, cap, need) rn_grow((void **)&(p), (cap), (need), sizeof(*(p)))
+
 /* Appends to the string in buf (a message), cutting it short silently when full. */
 void rn_strappend(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

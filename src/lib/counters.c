@@ -52,15 +52,8 @@ static int counters_append(struct rn_counters *c, const char *name, uint64_t val
 
 	if (strlen(name) >= sizeof(e->name))
 		return 0; /* no kernel counter name is that long; skip rather than truncate */
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 32;
-		struct rn_counter *v = realloc(c->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		c->v = v;
-		c->cap = cap;
-	}
+	if (RN_GROW(c->v, &c->cap, c->n + 1) < 0)
+		return -ENOMEM;
 	e = &c->v[c->n++];
 	memcpy(e->name, name, strlen(name) + 1);
 	e->value = value;
@@ -328,24 +321,18 @@ void rn_scrape_free(struct rn_scrape *s)
 
 static struct rn_ns_metrics *scrape_add_ns(struct rn_scrape *s)
 {
-	struct rn_ns_metrics *v = realloc(s->ns, (s->nns + 1) * sizeof(*v));
-
-	if (!v)
+	if (RN_GROW(s->ns, NULL, s->nns + 1) < 0)
 		return NULL;
-	s->ns = v;
-	memset(&v[s->nns], 0, sizeof(*v));
-	return &v[s->nns++];
+	memset(&s->ns[s->nns], 0, sizeof(*s->ns));
+	return &s->ns[s->nns++];
 }
 
 static struct rn_dev_metrics *scrape_add_dev(struct rn_scrape *s)
 {
-	struct rn_dev_metrics *v = realloc(s->devs, (s->ndevs + 1) * sizeof(*v));
-
-	if (!v)
+	if (RN_GROW(s->devs, NULL, s->ndevs + 1) < 0)
 		return NULL;
-	s->devs = v;
-	memset(&v[s->ndevs], 0, sizeof(*v));
-	return &v[s->ndevs++];
+	memset(&s->devs[s->ndevs], 0, sizeof(*s->devs));
+	return &s->devs[s->ndevs++];
 }
 
 /* Reads the sysfs part of devices [first, s->ndevs) in the caller's mount namespace. */

@@ -194,13 +194,12 @@ static void read_uverbs(struct rn_doctor_facts *f)
 
 static int add_port(struct rn_doctor_facts *f, const char *dev, uint32_t port, struct rn_error *err)
 {
-	struct rn_doctor_port *v = realloc(f->ports, (f->nports + 1) * sizeof(*v)), *p;
+	struct rn_doctor_port *p;
 	char path[PATH_MAX], text[64];
 
-	if (!v)
+	if (RN_GROW(f->ports, NULL, f->nports + 1) < 0)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	f->ports = v;
-	p = &v[f->nports++];
+	p = &f->ports[f->nports++];
 	memset(p, 0, sizeof(*p));
 	(void)rn_strscpy(p->dev, sizeof(p->dev), dev);
 	p->port = port;
@@ -441,10 +440,8 @@ static int nccl_add(struct rn_doctor_process *p, const char *name, size_t name_l
 		if (strlen(p->nccl[i].name) == name_len &&
 		    strncmp(p->nccl[i].name, name, name_len) == 0)
 			return 0; /* set already: the environment, or an earlier file, wins */
-	v = realloc(p->nccl, (p->nnccl + 1) * sizeof(*v));
-	if (!v)
+	if (RN_GROW(p->nccl, NULL, p->nnccl + 1) < 0)
 		return -ENOMEM;
-	p->nccl = v;
 	v = &p->nccl[p->nnccl++];
 	memcpy(v->name, name, name_len);
 	v->name[name_len] = '\0';
@@ -692,16 +689,14 @@ static struct rn_doctor_result *emit(struct ctx *x, const char *subject,
 				     enum rn_doctor_status status, const char *fmt, ...)
 {
 	static struct rn_doctor_result sink;
-	struct rn_doctor_result *v, *res;
+	struct rn_doctor_result *res;
 	va_list ap;
 
-	v = realloc(x->r->v, (x->r->n + 1) * sizeof(*v));
-	if (!v) {
+	if (RN_GROW(x->r->v, NULL, x->r->n + 1) < 0) {
 		x->error = -ENOMEM;
 		return &sink;
 	}
-	x->r->v = v;
-	res = &v[x->r->n++];
+	res = &x->r->v[x->r->n++];
 	memset(res, 0, sizeof(*res));
 	res->id = x->id;
 	res->title = x->title;

@@ -38,16 +38,6 @@ static void bprintf(char *buf, size_t len, const char *fmt, ...)
 
 #define bappend rn_strappend
 
-static int grow(void **v, size_t n, size_t size)
-{
-	void *p = realloc(*v, (n + 1) * size);
-
-	if (!p)
-		return -ENOMEM;
-	*v = p;
-	return 0;
-}
-
 /* ---- profiles ---- */
 
 static const struct rn_nccl_preset roce_values[] = {
@@ -198,7 +188,7 @@ static int list_ports(const char *dir, uint32_t **ret, size_t *ret_n)
 		p = strtoul(de->d_name, NULL, 10);
 		if (p == 0 || p > UINT32_MAX)
 			continue;
-		if (grow((void **)&v, n, sizeof(*v)) < 0)
+		if (RN_GROW(v, NULL, n + 1) < 0)
 			return -ENOMEM;
 		v[n++] = (uint32_t)p;
 	}
@@ -257,7 +247,7 @@ static int read_netdevs(struct rn_nccl_node *node, struct rn_error *err)
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.' || strlen(de->d_name) >= IF_NAMESIZE)
 			continue;
-		if (grow((void **)&node->netdevs, node->n_netdevs, sizeof(*node->netdevs)) < 0)
+		if (RN_GROW(node->netdevs, NULL, node->n_netdevs + 1) < 0)
 			return rn_error_set(err, ENOMEM, "out of memory");
 		(void)rn_strscpy(node->netdevs[node->n_netdevs++], IF_NAMESIZE, de->d_name);
 	}
@@ -310,7 +300,7 @@ int rn_nccl_node_from_sysfs(struct rn_nccl_node *out, struct rn_error *err)
 			struct rn_nccl_port *port;
 			const char *ndev;
 
-			if (grow((void **)&node.ports, node.n_ports, sizeof(*node.ports)) < 0)
+			if (RN_GROW(node.ports, NULL, node.n_ports + 1) < 0)
 				return rn_error_set(err, ENOMEM, "out of memory");
 			port = &node.ports[node.n_ports++];
 			memset(port, 0, sizeof(*port));
@@ -540,7 +530,7 @@ int rn_nccl_layer_set(struct rn_nccl_layer *l, const char *name, const char *val
 		if (strcmp(l->kv[i].name, name) == 0)
 			kv = &l->kv[i];
 	if (!kv) {
-		if (grow((void **)&l->kv, l->n, sizeof(*l->kv)) < 0)
+		if (RN_GROW(l->kv, NULL, l->n + 1) < 0)
 			return rn_error_set(err, ENOMEM, "out of memory");
 		kv = &l->kv[l->n++];
 	}
@@ -755,7 +745,7 @@ static int warn(struct rn_nccl_result *res, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (grow((void **)&res->warnings, res->n_warnings, sizeof(*res->warnings)) < 0)
+	if (RN_GROW(res->warnings, NULL, res->n_warnings + 1) < 0)
 		return -ENOMEM;
 	va_start(ap, fmt);
 	vsnprintf(res->warnings[res->n_warnings++], RN_NCCL_DETAIL_MAX, fmt, ap);
@@ -781,7 +771,7 @@ static int put(struct rn_nccl_result *res, const char *name, const char *value,
 		else if (s->replaced[0])
 			(void)rn_strscpy(replaced, sizeof(replaced), s->replaced);
 	} else {
-		if (grow((void **)&res->v, res->n, sizeof(*res->v)) < 0)
+		if (RN_GROW(res->v, NULL, res->n + 1) < 0)
 			return -ENOMEM;
 		s = &res->v[res->n++];
 	}
@@ -804,7 +794,7 @@ static int drop(struct rn_nccl_result *res, const char *name, const char *origin
 
 	if (!s)
 		return 0;
-	if (grow((void **)&res->unset, res->n_unset, sizeof(*res->unset)) < 0)
+	if (RN_GROW(res->unset, NULL, res->n_unset + 1) < 0)
 		return -ENOMEM;
 	u = &res->unset[res->n_unset++];
 	*u = *s;

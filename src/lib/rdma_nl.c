@@ -239,15 +239,8 @@ static int dev_dump_cb(const struct nlmsghdr *nlh, void *data)
 	parse_attrs(nlh, &t);
 	if (!t.tb[RDMA_NLDEV_ATTR_DEV_INDEX] || !t.tb[RDMA_NLDEV_ATTR_DEV_NAME])
 		return 0;
-	if (c->out->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 8;
-		struct rn_rdma_dev *v = realloc(c->out->devs, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		c->out->devs = v;
-		c->cap = cap;
-	}
+	if (RN_GROW(c->out->devs, &c->cap, c->out->n + 1) < 0)
+		return -ENOMEM;
 	d = &c->out->devs[c->out->n++];
 	memset(d, 0, sizeof(*d));
 	d->index = mnl_attr_get_u32(t.tb[RDMA_NLDEV_ATTR_DEV_INDEX]);
@@ -274,7 +267,7 @@ static struct rn_rdma_dev *devs_by_index(struct rn_rdma_devs *devs, uint32_t ind
 static int port_dump_cb(const struct nlmsghdr *nlh, void *data)
 {
 	struct rn_rdma_devs *devs = data;
-	struct rn_rdma_port *p, *v;
+	struct rn_rdma_port *p;
 	struct rn_rdma_dev *d;
 	struct attr_table t;
 
@@ -284,10 +277,8 @@ static int port_dump_cb(const struct nlmsghdr *nlh, void *data)
 	d = devs_by_index(devs, mnl_attr_get_u32(t.tb[RDMA_NLDEV_ATTR_DEV_INDEX]));
 	if (!d)
 		return 0; /* registered between the two dumps */
-	v = realloc(d->ports, (d->nports + 1) * sizeof(*v));
-	if (!v)
+	if (RN_GROW(d->ports, NULL, d->nports + 1) < 0)
 		return -ENOMEM;
-	d->ports = v;
 	p = &d->ports[d->nports++];
 	memset(p, 0, sizeof(*p));
 	p->index = mnl_attr_get_u32(t.tb[RDMA_NLDEV_ATTR_PORT_INDEX]);
@@ -624,15 +615,8 @@ static int stat_add(struct stat_collect *c, const char *name, uint64_t value)
 {
 	struct rn_rdma_stat *s;
 
-	if (c->out->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 32;
-		struct rn_rdma_stat *v = realloc(c->out->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		c->out->v = v;
-		c->cap = cap;
-	}
+	if (RN_GROW(c->out->v, &c->cap, c->out->n + 1) < 0)
+		return -ENOMEM;
 	s = &c->out->v[c->out->n++];
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	s->value = value;

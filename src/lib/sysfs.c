@@ -88,15 +88,8 @@ static int strv_add(struct strv *s, const char *str)
 
 	if (strv_contains(s, str))
 		return 0;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 8;
-		char **v = realloc(s->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->v = v;
-		s->cap = cap;
-	}
+	if (RN_GROW(s->v, &s->cap, s->n + 1) < 0)
+		return -ENOMEM;
 	copy = strdup(str);
 	if (!copy)
 		return -ENOMEM;

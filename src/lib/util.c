@@ -328,6 +328,30 @@ int rn_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 	return walk_beneath(dirfd, path, flags, mode);
 }
 
+int rn_grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t n = need;
+	void *v;
+
+	if (cap) {
+		if (need <= *cap)
+			return 0;
+		if (*cap <= SIZE_MAX / 2 && n < *cap * 2)
+			n = *cap * 2;
+		if (n < 8)
+			n = 8;
+	}
+	if (size && n > SIZE_MAX / size)
+		return -ENOMEM;
+	v = realloc(*p, n * size > 0 ? n * size : 1);
+	if (!v)
+		return -ENOMEM;
+	*p = v;
+	if (cap)
+		*cap = n;
+	return 0;
+}
+
 ssize_t rn_strscpy(char *dst, size_t len, const char *src)
 {
 	size_t n;

@@ -5,6 +5,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,6 +213,33 @@ static void strscpy_copies_what_fits_and_says_when_it_cut(void)
 	CHECK_INT(buf[0], 'q');
 }
 
+static void grow_doubles_with_a_cap_and_is_exact_without(void)
+{
+	uint32_t *v = NULL;
+	size_t cap = 0;
+
+	CHECK_INT(RN_GROW(v, &cap, 1), 0);
+	CHECK(v != NULL);
+	CHECK_INT((int)cap, 8);
+	v[7] = 7;
+	CHECK_INT(RN_GROW(v, &cap, 8), 0);
+	CHECK_INT((int)cap, 8);
+	CHECK_INT(RN_GROW(v, &cap, 9), 0);
+	CHECK_INT((int)cap, 16);
+	CHECK_INT((int)v[7], 7);
+	CHECK_INT(RN_GROW(v, &cap, 100), 0);
+	CHECK_INT((int)cap, 100);
+	v[99] = 99;
+	CHECK_INT(RN_GROW(v, NULL, 101), 0);
+	v[100] = 100;
+	CHECK_INT((int)v[99], 99);
+	/* an absurd count is refused and leaves the array as it was */
+	CHECK_INT(RN_GROW(v, &cap, SIZE_MAX / 2), -ENOMEM);
+	CHECK_INT((int)cap, 100);
+	CHECK_INT((int)v[7], 7);
+	free(v);
+}
+
 RN_TEST_MAIN(T(name_check_accepts_real_device_names), T(name_check_refuses_empty_names),
 	     T(name_check_refuses_path_tricks), T(name_check_refuses_spaces_and_control_characters),
 	     T(name_check_refuses_names_over_the_limit),
@@ -219,4 +247,5 @@ RN_TEST_MAIN(T(name_check_accepts_real_device_names), T(name_check_refuses_empty
 	     T(parse_pid_refuses_anything_else),
 	     T(open_beneath_refuses_symlinks_on_the_way_and_escapes),
 	     T(open_beneath_without_openat2_refuses_the_same),
-	     T(strscpy_copies_what_fits_and_says_when_it_cut))
+	     T(strscpy_copies_what_fits_and_says_when_it_cut),
+	     T(grow_doubles_with_a_cap_and_is_exact_without))
