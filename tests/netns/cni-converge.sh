@@ -16,13 +16,7 @@ IPAM=$RDMANS_BUILD_DIR/src/ipam/rdma-netns-ipam
 DENY=$RDMANS_BUILD_DIR/tests/netns/deny-netlink
 for b in "$PLUGIN" "$IPAM" "$DENY"; do [ -x "$b" ] || vm_fail "no binary at $b"; done
 
-tmp=$(mktemp -d /tmp/rnv.XXXXXX)
-mkdir "$tmp/bin"
-ln -s "$PLUGIN" "$tmp/bin/rdma-netns"
-ln -s "$IPAM" "$tmp/bin/rdma-netns-ipam"
-CNI_BIN=$tmp/bin
-CNI_TMP=$tmp
-export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
+cni_netns_setup rnv "$IPAM"
 cleanup() {
 	local ns
 	for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^rnv/ { print $1 }'); do ip netns del "$ns"; done

@@ -25,12 +25,7 @@ seed=${TEST_CNI_FAULT_SEED:-$(date +%s)}
 RANDOM=$seed
 vm_diag "random seed $seed (TEST_CNI_FAULT_SEED=$seed repeats this run)"
 
-tmp=$(mktemp -d /tmp/rncf.XXXXXX)
-mkdir "$tmp/bin"
-ln -s "$PLUGIN" "$tmp/bin/rdma-netns"
-CNI_BIN=$tmp/bin
-CNI_TMP=$tmp
-export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
+cni_netns_setup rncf
 cleanup() {
 	ip netns del rncf-pod 2>/dev/null
 	ip link del rncf0 2>/dev/null

@@ -19,11 +19,28 @@
 #                 a conflist ({"cniVersion","name","plugins":[...]}) as libcni runs
 #                 it: ADD in order passing prevResult on, DEL in reverse with the
 #                 cached result as prevResult (0.4.0+). Result in CNI_LIST_RESULT.
+#   cni_netns_setup PREFIX [BINARY...]
+#                 the netns tests' scratch: tmp=/tmp/PREFIX.XXXXXX whose bin/ holds
+#                 rdma-netns ($PLUGIN) and each BINARY under its own name; CNI_BIN,
+#                 CNI_TMP, and the plugin's state and devinfo directories in tmp.
 
 CNI_CID=${CNI_CID:-rnc-c1}
 CNI_NS=${CNI_NS:-}
 CNI_IF=${CNI_IF:-net1}
 CNI_ARGS_DEFAULT=${CNI_ARGS_DEFAULT:-IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=pod-a}
+
+cni_netns_setup() {
+	local b
+	tmp=$(mktemp -d "/tmp/$1.XXXXXX") || vm_fail "cannot make a scratch directory in /tmp"
+	shift
+	mkdir "$tmp/bin"
+	# shellcheck disable=SC2153 # PLUGIN is set by the sourcing test
+	ln -s "$PLUGIN" "$tmp/bin/rdma-netns"
+	for b in "$@"; do ln -s "$b" "$tmp/bin/${b##*/}"; done
+	CNI_BIN=$tmp/bin
+	CNI_TMP=$tmp
+	export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
+}
 
 cni_run() {
 	local cmd=$1 conf=$2 type='' plugin kv k errf=${CNI_TMP:-${TMPDIR:-/tmp}}/cni-err.$BASHPID

@@ -15,12 +15,7 @@ PLUGIN=${RDMA_NETNS:-$RDMANS_BUILD_DIR/src/cni/rdma-netns}
 [ -x "$PLUGIN" ] || vm_fail "no rdma-netns binary at $PLUGIN"
 [ -x /usr/lib/cni/host-local ] || vm_fail "containernetworking-plugins is not installed (tools/install-deps.sh)"
 
-tmp=$(mktemp -d /tmp/rnc.XXXXXX)
-mkdir "$tmp/bin"
-ln -s "$PLUGIN" "$tmp/bin/rdma-netns"
-CNI_BIN=$tmp/bin
-CNI_TMP=$tmp
-export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
+cni_netns_setup rnc
 HL=$tmp/hl
 
 cleanup() {
