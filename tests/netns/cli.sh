@@ -3,7 +3,7 @@
 # its own exit code, and changes nothing. Root, real namespaces.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../vm/guest-lib.sh"
+. "$here/../lib/tap.sh"
 RDMANS=${RDMANS:-$RDMANS_BUILD_DIR/src/cli/rdmans}
 
 [ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root"; exit 77; }

@@ -7,7 +7,7 @@
 # "rnv". (Each failure path of ADD killed at each step: cni-faults.sh.)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../vm/guest-lib.sh"
+. "$here/../lib/tap.sh"
 . "$here/cni-lib.sh"
 
 [ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root"; exit 77; }

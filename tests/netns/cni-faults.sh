@@ -14,7 +14,7 @@
 #   TEST_CNI_FAULT_SEED   RANDOM seed (default: time; printed)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../vm/guest-lib.sh"
+. "$here/../lib/tap.sh"
 . "$here/cni-lib.sh"
 
 [ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root"; exit 77; }

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Runs CNI plugins the way a runtime (libcni) does: CNI_* in the
 # environment, the network configuration on stdin, the result or error on
-# stdout. Source after guest-lib.sh. Used by tests/netns/cni*.sh,
+# stdout. Source after tests/lib/tap.sh (or tests/vm/guest-lib.sh). Used by tests/netns/cni*.sh,
 # tests/vm/cni.sh and bench/cni-*.sh.
 #
 #   CNI_BIN       directory with rdma-netns (and the other plugins) first in CNI_PATH

@@ -7,7 +7,7 @@
 # Root, real namespaces and veths. Every name here starts with "rnc".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../vm/guest-lib.sh"
+. "$here/../lib/tap.sh"
 . "$here/cni-lib.sh"
 
 [ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root"; exit 77; }

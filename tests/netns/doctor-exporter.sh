@@ -6,7 +6,7 @@
 # Root, real processes and namespaces. TAP.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../vm/guest-lib.sh"
+. "$here/../lib/tap.sh"
 R=${RDMANS:-$RDMANS_BUILD_DIR/src/cli/rdmans}
 
 [ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root"; exit 77; }

@@ -6,7 +6,7 @@
 # Also `rdmans env` against that netns. Root, runc, busybox-static, jq.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../vm/guest-lib.sh"
+. "$here/../lib/tap.sh"
 . "$here/hook-lib.sh"
 B=${RDMANS_BUILD_DIR:?}
 HOOK=$B/src/hook/rdmans-hook

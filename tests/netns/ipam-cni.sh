@@ -4,7 +4,7 @@
 # parallel ADDs, whereabouts' flat-file search, the log, and rdmans ipam.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../vm/guest-lib.sh"
+. "$here/../lib/tap.sh"
 . "$here/ipam-lib.sh"
 
 STORE=$IPAM_TMP/store

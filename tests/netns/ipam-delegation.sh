@@ -6,7 +6,7 @@
 # (tests/netns/cni.sh covers the same with the local store.) Names: "rni".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../vm/guest-lib.sh"
+. "$here/../lib/tap.sh"
 . "$here/cni-lib.sh"
 . "$here/ipam-lib.sh"
 

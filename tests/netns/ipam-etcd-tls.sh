@@ -6,7 +6,7 @@
 # (debug level), stdout, stderr or the records.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../vm/guest-lib.sh"
+. "$here/../lib/tap.sh"
 . "$here/ipam-lib.sh"
 
 pki=$IPAM_TMP/pki

@@ -5,7 +5,7 @@
 # CHECK, STATUS and GC over etcd; an unreachable store fails clearly.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../vm/guest-lib.sh"
+. "$here/../lib/tap.sh"
 . "$here/ipam-lib.sh"
 
 etcd_cluster 1

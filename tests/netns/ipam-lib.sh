@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Helpers for the rdma-netns-ipam tests: the plugin, a scratch directory, and
 # real etcd members (Debian's etcd-server) on loopback ports, killed on exit.
-# Source after guest-lib.sh.
+# Source after tests/lib/tap.sh (or tests/vm/guest-lib.sh).
 
 IPAM=${IPAM:-$RDMANS_BUILD_DIR/src/ipam/rdma-netns-ipam}
 RDMANS=${RDMANS:-$RDMANS_BUILD_DIR/src/cli/rdmans}

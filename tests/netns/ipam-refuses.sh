@@ -5,7 +5,7 @@
 # its records anywhere.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../vm/guest-lib.sh"
+. "$here/../lib/tap.sh"
 . "$here/ipam-lib.sh"
 
 STORE=$IPAM_TMP/store

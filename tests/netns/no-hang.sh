@@ -6,7 +6,7 @@
 # `timeout 20` only guards the run: a hang fails the check, nothing is timed.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../vm/guest-lib.sh"
+. "$here/../lib/tap.sh"
 B=$RDMANS_BUILD_DIR
 R=$B/src/cli/rdmans
 

@@ -1,0 +1,103 @@
+# shellcheck shell=bash
+# TAP helpers for every shell test suite (netns on the host, VM guests through
+# tests/vm/guest-lib.sh, node and image). POSIX sh where guest scripts need it.
+#
+# vm_check NAME CMD... runs CMD and prints "ok N - NAME" or "not ok N - NAME"
+# followed by CMD's output as "# " lines; vm_ok/vm_not_ok print a result
+# directly; vm_done prints the plan "1..N" and exits non-zero if any check
+# failed. Diagnostics go to stdout as "# " lines so the output stays valid TAP.
+
+VM_TAP_N=0
+VM_TAP_FAILED=0
+
+# vm_diag TEXT...: print TEXT as TAP comment lines.
+vm_diag() {
+	printf '%s\n' "$*" | sed 's/^/# /'
+}
+
+# vm_fail MSG: give up (TAP "Bail out!"), exit 1.
+vm_fail() {
+	echo "Bail out! $*"
+	exit 1
+}
+
+vm_ok() {
+	VM_TAP_N=$((VM_TAP_N + 1))
+	echo "ok $VM_TAP_N - $*"
+}
+
+vm_not_ok() {
+	VM_TAP_N=$((VM_TAP_N + 1))
+	VM_TAP_FAILED=$((VM_TAP_FAILED + 1))
+	echo "not ok $VM_TAP_N - $*"
+}
+
+# vm_check NAME CMD [ARGS...]: one TAP result for CMD's exit status.
+# CMD's output is kept in $VM_OUT (stdout+stderr) and shown on failure.
+vm_check() {
+	local name=$1 rc=0
+	shift
+	VM_OUT=$("$@" 2>&1) || rc=$?
+	if [ "$rc" = 0 ]; then
+		vm_ok "$name"
+	else
+		vm_not_ok "$name"
+		vm_diag "command: $* (exit $rc)"
+		[ -z "$VM_OUT" ] || vm_diag "$VM_OUT"
+	fi
+	return "$rc"
+}
+
+# vm_expect_eq WANT GOT [WHAT]: succeed if WANT = GOT, else say why.
+vm_expect_eq() {
+	[ "$1" = "$2" ] && return 0
+	vm_diag "${3:-value}: expected '$1', got '$2'"
+	return 1
+}
+
+# vm_expect_contains HAYSTACK NEEDLE [WHAT]: succeed if NEEDLE is in HAYSTACK.
+vm_expect_contains() {
+	case "$1" in *"$2"*) return 0 ;; esac
+	vm_diag "${3:-output} does not contain '$2':"
+	vm_diag "$1"
+	return 1
+}
+
+# vm_run_code WANT NAME CMD...: one TAP result: CMD exits with WANT.
+# CMD's stdout is kept in $OUT and its stderr in $ERR for later checks.
+vm_run_code() {
+	local want=$1 name=$2 rc=0 errf
+	shift 2
+	errf=$(mktemp)
+	OUT=$("$@" 2>"$errf") || rc=$?
+	ERR=$(cat "$errf")
+	rm -f "$errf"
+	if [ "$rc" = "$want" ]; then
+		vm_ok "$name"
+	else
+		vm_not_ok "$name"
+		vm_diag "command: $* (exit $rc, expected $want)"
+		vm_diag "stdout: $OUT"
+		vm_diag "stderr: $ERR"
+	fi
+}
+
+# vm_poll SECS CMD...: runs CMD every 0.1 s until it succeeds or SECS pass
+# (then once more, so its output and status reach the caller).
+vm_poll() { # POSIX sh: guest scripts also source this from `sh -c`
+	local tries=$(($1 * 10))
+	shift
+	while [ "$tries" -gt 0 ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+		tries=$((tries - 1))
+	done
+	"$@"
+}
+
+# vm_done: print the TAP plan; exit 0 if every check passed, else 1.
+vm_done() {
+	echo "1..$VM_TAP_N"
+	[ "$VM_TAP_FAILED" = 0 ] || { vm_diag "$VM_TAP_FAILED of $VM_TAP_N checks failed"; exit 1; }
+	exit 0
+}
