@@ -122,7 +122,8 @@ IDX1=$(gid_index "$dev1" pod1 10.56.1.2)
 vm_check "$dev1 is invisible to the host's sysfs" test ! -e "/sys/class/infiniband/$dev1"
 
 # the CNI plugin's state for pod1 (format: include/rdmans/cni_state.h)
-mkdir -p /var/lib/cni && mkdir -m 0700 /var/lib/cni/rdma-netns
+# a clean state dir of its own: the host's (seen through the overlay) may hold other tests' files
+mkdir -p /var/lib/cni/rdma-netns && mount -t tmpfs -o mode=0700 none /var/lib/cni/rdma-netns
 cat >/var/lib/cni/rdma-netns/rdma:4f3c2a1b9e8d:net1 <<EOF
 format=1
 network=rdma
