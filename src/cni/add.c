@@ -171,7 +171,9 @@ static int resolve_and_lock(struct add_job *job)
 	struct rn_attach_plan first, again;
 	struct rn_error err = { 0 };
 
-	if (resolve(job, &first) < 0 || check_policy(job, &first) < 0)
+	/* the policy is checked under the locks only: before them, a racing ADD may move the
+	 * device away between two lookups, and "gone" must be told as "in use" (101) */
+	if (resolve(job, &first) < 0)
 		return -1;
 	for (int attempt = 0; attempt < 4; attempt++) {
 		if (rn_attach_lock(ctx->state_dir, &first, LOCK_TIMEOUT_MS, job->locks,
