@@ -10,10 +10,8 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
-. "$here/../vm/guest-lib.sh"
 . "$here/../node/node-lib.sh"
-
-[ "$(id -u)" = 0 ] || vm_fail "needs root (podman, chroot)"
+tap_fail_unless_root "podman, chroot"
 for p in podman mmdebstrap runc curl jq; do
 	command -v "$p" >/dev/null || vm_fail "$p is not installed (tools/install-deps.sh)"
 done

@@ -10,6 +10,24 @@
 VM_TAP_N=0
 VM_TAP_FAILED=0
 
+# tap_skip_unless_root: a test that needs root and runs as another user says
+# so in its plan ("1..0 # SKIP needs root") and exits 77 (meson: skipped).
+tap_skip_unless_root() {
+	[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root"; exit 77; }
+}
+
+# tap_fail_unless_root WHY: a test that must not be skipped gives up (vm_fail)
+# unless it runs as root.
+tap_fail_unless_root() {
+	[ "$(id -u)" = 0 ] || vm_fail "needs root ($1)"
+}
+
+# tap_require_exec PATH...: give up (vm_fail) unless each PATH is executable.
+tap_require_exec() {
+	local b
+	for b in "$@"; do [ -x "$b" ] || vm_fail "no executable at $b (build first)"; done
+}
+
 # vm_diag TEXT...: print TEXT as TAP comment lines.
 vm_diag() {
 	printf '%s\n' "$*" | sed 's/^/# /'

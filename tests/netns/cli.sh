@@ -6,7 +6,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/tap.sh"
 RDMANS=${RDMANS:-$RDMANS_BUILD_DIR/src/cli/rdmans}
 
-[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root"; exit 77; }
+tap_skip_unless_root
 
 # expect_fail NAME CODE NEEDLE CMD...: CMD exits with CODE, prints one stderr line containing NEEDLE
 expect_fail() {

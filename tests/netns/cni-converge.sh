@@ -7,23 +7,13 @@
 # "rnv". (Each failure path of ADD killed at each step: cni-faults.sh.)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/tap.sh"
 . "$here/cni-lib.sh"
-
-[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root"; exit 77; }
-PLUGIN=${RDMA_NETNS:-$RDMANS_BUILD_DIR/src/cni/rdma-netns}
 IPAM=$RDMANS_BUILD_DIR/src/ipam/rdma-netns-ipam
 DENY=$RDMANS_BUILD_DIR/tests/netns/deny-netlink
-for b in "$PLUGIN" "$IPAM" "$DENY"; do [ -x "$b" ] || vm_fail "no binary at $b"; done
-
 cni_netns_setup rnv "$IPAM"
-cleanup() {
-	local ns
-	for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^rnv/ { print $1 }'); do ip netns del "$ns"; done
-	ip link del rnv0 2>/dev/null
-}
-cleanup
-trap 'cleanup; rm -rf "$tmp"' EXIT
+tap_require_exec "$DENY"
+cni_netns_clean rnv
+trap 'cni_netns_clean rnv; rm -rf "$tmp"' EXIT
 
 ip link add rnv0 type veth peer name rnv0p
 ip netns add rnv-pod

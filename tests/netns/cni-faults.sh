@@ -14,25 +14,14 @@
 #   TEST_CNI_FAULT_SEED   RANDOM seed (default: time; printed)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/tap.sh"
 . "$here/cni-lib.sh"
-
-[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root"; exit 77; }
-PLUGIN=${RDMA_NETNS:-$RDMANS_BUILD_DIR/src/cni/rdma-netns}
-[ -x "$PLUGIN" ] || vm_fail "no rdma-netns binary at $PLUGIN"
+cni_netns_setup rncf
 runs=${TEST_CNI_FAULT_RUNS:-200}
 seed=${TEST_CNI_FAULT_SEED:-$(date +%s)}
 RANDOM=$seed
 vm_diag "random seed $seed (TEST_CNI_FAULT_SEED=$seed repeats this run)"
-
-cni_netns_setup rncf
-cleanup() {
-	ip netns del rncf-pod 2>/dev/null
-	ip link del rncf0 2>/dev/null
-	ip link del rncfbr0 2>/dev/null
-}
-cleanup
-trap 'cleanup; rm -rf "$tmp"' EXIT
+cni_netns_clean rncf
+trap 'cni_netns_clean rncf; rm -rf "$tmp"' EXIT
 
 ip link add rncf0 type veth peer name rncf0p
 ip link set rncf0 alias "fault test"

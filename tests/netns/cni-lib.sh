@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # Runs CNI plugins the way a runtime (libcni) does: CNI_* in the
 # environment, the network configuration on stdin, the result or error on
-# stdout. Source after tests/lib/tap.sh (or tests/vm/guest-lib.sh). Used by tests/netns/cni*.sh,
-# tests/vm/cni.sh and bench/cni-*.sh.
+# stdout. Sources tests/lib/tap.sh unless its helpers are there already (VM
+# guests have them from tests/vm/guest-lib.sh). Used by tests/netns/cni*.sh,
+# tests/vm/cni.sh, tests/vm/acceptance.sh and bench/cni-*.sh.
 #
 #   CNI_BIN       directory with rdma-netns (and the other plugins) first in CNI_PATH
 #   CNI_TMP       scratch directory the caller removes (stderr of each run)
@@ -20,9 +21,17 @@
 #                 it: ADD in order passing prevResult on, DEL in reverse with the
 #                 cached result as prevResult (0.4.0+). Result in CNI_LIST_RESULT.
 #   cni_netns_setup PREFIX [BINARY...]
-#                 the netns tests' scratch: tmp=/tmp/PREFIX.XXXXXX whose bin/ holds
+#                 the netns tests' start: skipped unless root; PLUGIN (default
+#                 $RDMA_NETNS, else the build's rdma-netns) and each BINARY must
+#                 be executable; scratch tmp=/tmp/PREFIX.XXXXXX whose bin/ holds
 #                 rdma-netns ($PLUGIN) and each BINARY under its own name; CNI_BIN,
 #                 CNI_TMP, and the plugin's state and devinfo directories in tmp.
+#   cni_netns_clean PREFIX
+#                 deletes every netns and every host netdev whose name starts
+#                 with PREFIX (what a test made, or a killed run left)
+
+# shellcheck source=../lib/tap.sh
+declare -F vm_ok >/dev/null || . "${BASH_SOURCE[0]%/*}/../lib/tap.sh"
 
 CNI_CID=${CNI_CID:-rnc-c1}
 CNI_NS=${CNI_NS:-}
@@ -31,15 +40,25 @@ CNI_ARGS_DEFAULT=${CNI_ARGS_DEFAULT:-IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K
 
 cni_netns_setup() {
 	local b
+	tap_skip_unless_root
+	PLUGIN=${RDMA_NETNS:-$RDMANS_BUILD_DIR/src/cni/rdma-netns}
+	tap_require_exec "$PLUGIN" "${@:2}"
 	tmp=$(mktemp -d "/tmp/$1.XXXXXX") || vm_fail "cannot make a scratch directory in /tmp"
 	shift
 	mkdir "$tmp/bin"
-	# shellcheck disable=SC2153 # PLUGIN is set by the sourcing test
 	ln -s "$PLUGIN" "$tmp/bin/rdma-netns"
 	for b in "$@"; do ln -s "$b" "$tmp/bin/${b##*/}"; done
 	CNI_BIN=$tmp/bin
 	CNI_TMP=$tmp
 	export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
+}
+
+cni_netns_clean() {
+	local ns l
+	for ns in $(ip netns list 2>/dev/null | awk -v p="^$1" '$1 ~ p { print $1 }'); do ip netns del "$ns"; done
+	for l in $(ip -o link 2>/dev/null | awk -F': ' -v p="^$1" '$2 ~ p { sub(/@.*/, "", $2); print $2 }'); do
+		ip link del "$l" 2>/dev/null
+	done
 }
 
 cni_run() {

@@ -11,32 +11,20 @@
 #   TEST_CNI_STRESS_SEED     RANDOM seed (default: time)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/tap.sh"
 . "$here/cni-lib.sh"
-
-[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root"; exit 77; }
-PLUGIN=$RDMANS_BUILD_DIR/src/cni/rdma-netns
 IPAM=$RDMANS_BUILD_DIR/src/ipam/rdma-netns-ipam
 RDMANS=$RDMANS_BUILD_DIR/src/cli/rdmans
-for b in "$PLUGIN" "$IPAM" "$RDMANS"; do [ -x "$b" ] || vm_fail "no binary at $b"; done
+cni_netns_setup rnst "$IPAM"
+tap_require_exec "$RDMANS"
+mkdir "$tmp/out"
 rounds=${TEST_CNI_STRESS_ROUNDS:-30}
 seed=${TEST_CNI_STRESS_SEED:-$(date +%s)}
 RANDOM=$seed
 vm_diag "random seed $seed (TEST_CNI_STRESS_SEED=$seed repeats the choices, not the timing)"
 NDEV=3 NPOD=6 NOPS=8
 
-tmp=$(mktemp -d /tmp/rnst.XXXXXX)
-mkdir "$tmp/bin" "$tmp/out"
-ln -s "$PLUGIN" "$tmp/bin/rdma-netns"
-ln -s "$IPAM" "$tmp/bin/rdma-netns-ipam"
-export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
-cleanup() {
-	local i
-	for ((i = 0; i < NPOD; i++)); do ip netns del "rnst-p$i" 2>/dev/null; done
-	for ((i = 0; i < NDEV; i++)); do ip link del "rnst$i" 2>/dev/null; done
-}
-cleanup
-trap 'cleanup; rm -rf "$tmp"' EXIT
+cni_netns_clean rnst
+trap 'cni_netns_clean rnst; rm -rf "$tmp"' EXIT
 
 declare -A mac
 for ((i = 0; i < NDEV; i++)); do

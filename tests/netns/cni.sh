@@ -7,26 +7,13 @@
 # Root, real namespaces and veths. Every name here starts with "rnc".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/tap.sh"
 . "$here/cni-lib.sh"
-
-[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root"; exit 77; }
-PLUGIN=${RDMA_NETNS:-$RDMANS_BUILD_DIR/src/cni/rdma-netns}
-[ -x "$PLUGIN" ] || vm_fail "no rdma-netns binary at $PLUGIN"
-[ -x /usr/lib/cni/host-local ] || vm_fail "containernetworking-plugins is not installed (tools/install-deps.sh)"
-
 cni_netns_setup rnc
+[ -x /usr/lib/cni/host-local ] || vm_fail "containernetworking-plugins is not installed (tools/install-deps.sh)"
 HL=$tmp/hl
 
-cleanup() {
-	local ns l
-	for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^rnc/ { print $1 }'); do ip netns del "$ns"; done
-	for l in $(ip -o link 2>/dev/null | awk -F': ' '$2 ~ /^rnc/ { sub(/@.*/, "", $2); print $2 }'); do
-		ip link del "$l" 2>/dev/null
-	done
-}
-cleanup
-trap 'cleanup; rm -rf "$tmp"' EXIT
+cni_netns_clean rnc
+trap 'cni_netns_clean rnc; rm -rf "$tmp"' EXIT
 
 veth() { # veth NAME: NAME (to attach) and NAMEp (its peer, left down: no carrier noise), on the host
 	ip link add "$1" type veth peer name "$1p"

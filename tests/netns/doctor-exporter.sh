@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/tap.sh"
 R=${RDMANS:-$RDMANS_BUILD_DIR/src/cli/rdmans}
 
-[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root"; exit 77; }
+tap_skip_unless_root
 
 status() { echo "$OUT" | jq -r --arg id "$1" '[.checks[] | select(.id == $id)][0].status'; }
 message() { echo "$OUT" | jq -r --arg id "$1" '[.checks[] | select(.id == $id)][0].message'; }

@@ -12,7 +12,7 @@ B=${RDMANS_BUILD_DIR:?}
 HOOK=$B/src/hook/rdmans-hook
 R=$B/src/cli/rdmans
 
-[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root"; exit 77; }
+tap_skip_unless_root
 for t in runc jq busybox; do
 	command -v "$t" >/dev/null || vm_fail "$t is not installed (tools/install-deps.sh)"
 done

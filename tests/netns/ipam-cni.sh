@@ -4,7 +4,6 @@
 # parallel ADDs, whereabouts' flat-file search, the log, and rdmans ipam.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/tap.sh"
 . "$here/ipam-lib.sh"
 
 STORE=$IPAM_TMP/store
@@ -114,14 +113,9 @@ vm_check "... the record" vm_expect_eq 0 "$(grep -l '^container_id=c-020$' "$STO
 # 100 parallel ADDs on the local store, in another network
 NET=rdma-local
 CONF=$(conf 1.1.0 '"range":"10.65.0.0/24"')
-jobs=()
-for i in $(seq 1 100); do
-	(ipam_run ADD "par$i" net1 "ns/par-$i"; echo "$? $(ip_of)" >"$IPAM_TMP/lpar.$i") &
-	jobs+=($!)
-done
-wait "${jobs[@]}"
-vm_check "100 parallel local ADDs all succeed" vm_expect_eq 0 "$(cat "$IPAM_TMP"/lpar.* | grep -cv '^0 ')"
-vm_check "... with 100 distinct addresses" vm_expect_eq 100 "$(cat "$IPAM_TMP"/lpar.* | awk '{print $2}' | sort -u | grep -c .)"
+ipam_parallel_adds 100 par-
+vm_check "100 parallel local ADDs all succeed" vm_expect_eq 0 "$PAR_FAILS"
+vm_check "... with 100 distinct addresses" vm_expect_eq 100 "$(printf '%s\n' "$PAR_ADDRS" | sort -u | grep -c .)"
 
 # GC: what is not in the valid list goes (this node, this network only)
 valid=$(for i in $(seq 1 50); do printf '{"containerID":"par%s","ifname":"net1"},' "$i"; done)

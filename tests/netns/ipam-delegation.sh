@@ -6,29 +6,12 @@
 # (tests/netns/cni.sh covers the same with the local store.) Names: "rni".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/tap.sh"
 . "$here/cni-lib.sh"
 . "$here/ipam-lib.sh"
+cni_netns_setup rni "$IPAM"
 
-[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root"; exit 77; }
-PLUGIN=${RDMA_NETNS:-$RDMANS_BUILD_DIR/src/cni/rdma-netns}
-[ -x "$PLUGIN" ] || vm_fail "no rdma-netns binary at $PLUGIN"
-
-mkdir "$IPAM_TMP/bin"
-ln -s "$PLUGIN" "$IPAM_TMP/bin/rdma-netns"
-ln -s "$IPAM" "$IPAM_TMP/bin/rdma-netns-ipam"
-CNI_BIN=$IPAM_TMP/bin
-export RDMA_NETNS_STATE_DIR=$IPAM_TMP/state RDMA_NETNS_DEVINFO_DIR=$IPAM_TMP/devinfo
-
-links_cleanup() {
-	local ns l
-	for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^rni/ { print $1 }'); do ip netns del "$ns"; done
-	for l in $(ip -o link 2>/dev/null | awk -F': ' '$2 ~ /^rni/ { sub(/@.*/, "", $2); print $2 }'); do
-		ip link del "$l" 2>/dev/null
-	done
-}
-links_cleanup
-trap 'links_cleanup; ipam_cleanup' EXIT
+cni_netns_clean rni
+trap 'cni_netns_clean rni; ipam_cleanup; rm -rf "$tmp"' EXIT
 
 etcd_cluster 1
 EP=${ETCD_CLIENT[0]}

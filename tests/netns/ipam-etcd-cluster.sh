@@ -4,7 +4,6 @@
 # nodes, and no address is handed out twice.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/tap.sh"
 . "$here/ipam-lib.sh"
 
 etcd_cluster 3

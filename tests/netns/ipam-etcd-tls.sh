@@ -6,7 +6,6 @@
 # (debug level), stdout, stderr or the records.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/tap.sh"
 . "$here/ipam-lib.sh"
 
 pki=$IPAM_TMP/pki

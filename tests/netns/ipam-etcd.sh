@@ -5,7 +5,6 @@
 # CHECK, STATUS and GC over etcd; an unreachable store fails clearly.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/tap.sh"
 . "$here/ipam-lib.sh"
 
 etcd_cluster 1
@@ -15,18 +14,11 @@ CONF='{"cniVersion":"1.1.0","name":"rdma-etcd","type":"rdma-netns","ipam":{"type
  "etcd":{"endpoints":'"$EP"',"key_prefix":"/t"}}}'
 
 # 100 ADDs at once, each its own pod (as 100 kubelets would send them)
-jobs=()
-for i in $(seq 1 100); do
-	(ipam_run ADD "par$i" net1 "ns/pod-$i"; echo "$? $IPAM_OUT" >"$IPAM_TMP/par.$i") &
-	jobs+=($!)
-done
-wait "${jobs[@]}"
-fails=$(cat "$IPAM_TMP"/par.* | grep -cv '^0 ')
-addrs=$(for f in "$IPAM_TMP"/par.*; do cut -d' ' -f2- "$f" | jq -r '.ips[0].address'; done | sort)
-vm_check "100 parallel ADDs all succeed" vm_expect_eq 0 "$fails" "failed ADDs"
-vm_check "100 parallel ADDs give 100 distinct addresses" vm_expect_eq 100 "$(printf '%s\n' "$addrs" | sort -u | grep -c .)" "distinct"
+ipam_parallel_adds 100 pod-
+vm_check "100 parallel ADDs all succeed" vm_expect_eq 0 "$PAR_FAILS" "failed ADDs"
+vm_check "100 parallel ADDs give 100 distinct addresses" vm_expect_eq 100 "$(printf '%s\n' "$PAR_ADDRS" | sort -u | grep -c .)" "distinct"
 vm_check "every address is in 10.60.0.2-254 with prefix 24" vm_expect_eq 0 \
-	"$(printf '%s\n' "$addrs" | grep -cvE '^10\.60\.0\.([2-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-4])/24$')" "addresses out of range"
+	"$(printf '%s\n' "$PAR_ADDRS" | grep -cvE '^10\.60\.0\.([2-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-4])/24$')" "addresses out of range"
 vm_check "etcd holds 100 address keys" vm_expect_eq 100 \
 	"$(etcdctl_ 0 get --prefix /t/_default/addr/ --keys-only | grep -c .)" "keys"
 vm_check "rdmans ipam ls sees the 100" vm_expect_eq 100 \

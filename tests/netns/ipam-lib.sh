@@ -1,8 +1,11 @@
 # shellcheck shell=bash
 # Helpers for the rdma-netns-ipam tests: the plugin, a scratch directory, and
 # real etcd members (Debian's etcd-server) on loopback ports, killed on exit.
-# Source after tests/lib/tap.sh (or tests/vm/guest-lib.sh).
+# Sources tests/lib/tap.sh unless its helpers are there already (bench and VM
+# guests have them from tests/vm/guest-lib.sh).
 
+# shellcheck source=../lib/tap.sh
+declare -F vm_ok >/dev/null || . "${BASH_SOURCE[0]%/*}/../lib/tap.sh"
 IPAM=${IPAM:-$RDMANS_BUILD_DIR/src/ipam/rdma-netns-ipam}
 RDMANS=${RDMANS:-$RDMANS_BUILD_DIR/src/cli/rdmans}
 [ -x "$IPAM" ] || vm_fail "no plugin at $IPAM (build first)"
@@ -101,6 +104,22 @@ ipam_run() {
 	[ -z "$pod" ] || args="IgnoreUnknown=1;K8S_POD_NAMESPACE=${pod%/*};K8S_POD_NAME=${pod#*/}"
 	IPAM_OUT=$(printf '%s' "$CONF" | CNI_COMMAND=$cmd CNI_CONTAINERID=$cid CNI_IFNAME=$ifname \
 		CNI_NETNS=/var/run/netns/none CNI_PATH=/nonexistent CNI_ARGS=$args "$IPAM" 2>>"$IPAM_TMP/stderr")
+}
+
+# ipam_parallel_adds N POD_PREFIX: N ADDs with $CONF at once, as N kubelets
+# would send them: containers par1..parN, pods ns/POD_PREFIX1..N. Each one's
+# "EXIT-STATUS RESULT" in $IPAM_TMP/par.I; PAR_FAILS gets how many failed,
+# PAR_ADDRS the addresses they got (CIDR), sorted, one a line.
+ipam_parallel_adds() {
+	local i jobs=()
+	rm -f "$IPAM_TMP"/par.*
+	for i in $(seq 1 "$1"); do
+		(ipam_run ADD "par$i" net1 "ns/$2$i"; echo "$? $IPAM_OUT" >"$IPAM_TMP/par.$i") &
+		jobs+=($!)
+	done
+	wait "${jobs[@]}"
+	PAR_FAILS=$(cat "$IPAM_TMP"/par.* | grep -cv '^0 ')
+	PAR_ADDRS=$(for i in "$IPAM_TMP"/par.*; do cut -d' ' -f2- "$i" | jq -r '.ips[0].address'; done | sort)
 }
 
 # ip_of: the first address of $IPAM_OUT (a 1.x result), without the prefix.

@@ -9,7 +9,6 @@
 # result never depends on timing.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/tap.sh"
 . "$here/ipam-lib.sh"
 
 STORE=$IPAM_TMP/store

@@ -10,7 +10,6 @@
 # item 3) through the CLI and the plugin on both stores.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/tap.sh"
 . "$here/ipam-lib.sh"
 
 NS_PREFIX=rnrc

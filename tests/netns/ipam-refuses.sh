@@ -5,7 +5,6 @@
 # its records anywhere.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/tap.sh"
 . "$here/ipam-lib.sh"
 
 STORE=$IPAM_TMP/store

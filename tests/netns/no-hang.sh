@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 B=$RDMANS_BUILD_DIR
 R=$B/src/cli/rdmans
 
-[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root"; exit 77; }
+tap_skip_unless_root
 
 tmp=$(mktemp -d)
 sock_pid=

@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # Helpers for the node and image suites: a host root with no libc and no
 # library at all (busybox-static only), and commands run inside it as the
-# kubelet or a runtime would run them on such a host. Source after
-# tests/vm/guest-lib.sh.
+# kubelet or a runtime would run them on such a host. Sources tests/lib/tap.sh
+# unless its helpers are there already.
 #
 #   node_root DIR        makes DIR: /bin/busybox (static) and /bin/sh, empty
 #                        /proc /sys /dev /tmp /run/netns /etc, /var/run -> /run
@@ -12,6 +12,9 @@
 #                        namespace with proc, sysfs and the host's /run/netns
 #                        mounted; stdin, stdout and the exit status are CMD's
 #   node_elf_interp FILE the program interpreter FILE asks for (none: static)
+
+# shellcheck source=../lib/tap.sh
+declare -F vm_ok >/dev/null || . "${BASH_SOURCE[0]%/*}/../lib/tap.sh"
 
 node_root() {
 	local r=$1

@@ -10,10 +10,8 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
-. "$here/../vm/guest-lib.sh"
 . "$here/node-lib.sh"
-
-[ "$(id -u)" = 0 ] || vm_fail "needs root (chroot, namespaces)"
+tap_fail_unless_root "chroot, namespaces"
 : "${RDMANS_BUILD_DIR:?}"
 tmp=$(mktemp -d /tmp/rnn.XXXXXX)
 root=$tmp/host
