@@ -106,6 +106,21 @@ static int resolve(const struct rn_nccl_node *node, const struct rn_nccl_layer *
 	return rn_nccl_resolve(node, &req, res, err);
 }
 
+/* resolve() with one layer, l, that says NCCL is `version` (--nccl-version). */
+static int resolve_for(const struct rn_nccl_node *node, struct rn_nccl_layer *l,
+		       const char *version, struct rn_nccl_result *res, struct rn_error *err)
+{
+	int r;
+
+	rn_nccl_layer_init(l, RN_NCCL_SRC_OPTION, "--nccl-version");
+	r = rn_nccl_layer_set_version(l, version, err);
+	if (r < 0) {
+		printf("# rn_nccl_layer_set_version(%s): %s\n", version, err->msg);
+		return r;
+	}
+	return resolve(node, l, 1, res, err);
+}
+
 static const char *value(const struct rn_nccl_result *res, const char *name)
 {
 	const struct rn_nccl_setting *s = rn_nccl_result_get(res, name);
@@ -793,9 +808,7 @@ static void mixed_node_gid_indices_depend_on_the_nccl_version(void)
 	CHECK_CONTAINS(res21.version_why, "named by config /etc/rdmans/nccl.json");
 
 	/* NCCL 2.18: no selection of its own */
-	rn_nccl_layer_init(&l18, RN_NCCL_SRC_OPTION, "--nccl-version");
-	REQUIRE(rn_nccl_layer_set_version(&l18, "2.18.5", &err) == 0);
-	REQUIRE(resolve(&node, &l18, 1, &res18, &err) == 0);
+	REQUIRE(resolve_for(&node, &l18, "2.18.5", &res18, &err) == 0);
 	CHECK_STR(value(&res18, "NCCL_IB_GID_INDEX"), "1");
 	CHECK(warned(&res18, "NCCL 2.18.5 takes one NCCL_IB_GID_INDEX for every device"));
 
@@ -815,9 +828,7 @@ static void disagreeing_devices_on_two_subnets_get_a_covering_range(void)
 	load(&node);
 	addr(&node, "net1", "10.100.100.1/24");
 	addr(&node, "eth0", "10.100.101.2/24");
-	rn_nccl_layer_init(&l, RN_NCCL_SRC_OPTION, "--nccl-version");
-	REQUIRE(rn_nccl_layer_set_version(&l, "2.28.3", &err) == 0);
-	REQUIRE(resolve(&node, &l, 1, &res, &err) == 0);
+	REQUIRE(resolve_for(&node, &l, "2.28.3", &res, &err) == 0);
 	CHECK_STR(value(&res, "NCCL_IB_ADDR_RANGE"), "10.100.100.0/23");
 	oracle_all_versions(root, &node, NULL, AF_INET, 1);
 }
@@ -842,9 +853,7 @@ static void mixed_ipv6_devices_get_an_ipv6_range(void)
 	load(&node);
 	addr(&node, "eth0", "fd00:100::10/64");
 	addr(&node, "eth1", "fd00:100::20/64");
-	rn_nccl_layer_init(&l, RN_NCCL_SRC_OPTION, "--nccl-version");
-	REQUIRE(rn_nccl_layer_set_version(&l, "2.26.2", &err) == 0);
-	REQUIRE(resolve(&node, &l, 1, &res, &err) == 0);
+	REQUIRE(resolve_for(&node, &l, "2.26.2", &res, &err) == 0);
 	CHECK_STR(value(&res, "NCCL_IB_HCA"), "=mlx5_0,mlx5_1");
 	CHECK(!value(&res, "NCCL_IB_GID_INDEX"));
 	CHECK_STR(value(&res, "NCCL_IB_ADDR_FAMILY"), "AF_INET6");
@@ -876,9 +885,7 @@ static void sparse_table_ipv4(void)
 	REQUIRE(resolve(&node, NULL, 0, &res, &err) == 0);
 	oracle_all_versions(root, &node, NULL, AF_INET, 1);
 	/* IPv4: even NCCL 2.21 gets through (its search never reads an empty slot's type) */
-	rn_nccl_layer_init(&l, RN_NCCL_SRC_OPTION, "--nccl-version");
-	REQUIRE(rn_nccl_layer_set_version(&l, "2.21.5", &err) == 0);
-	REQUIRE(resolve(&node, &l, 1, &res2, &err) == 0);
+	REQUIRE(resolve_for(&node, &l, "2.21.5", &res2, &err) == 0);
 	CHECK_STR(value(&res2, "NCCL_IB_HCA"), "=mlx5_0,mlx5_1");
 	CHECK_STR(value(&res2, "NCCL_IB_ADDR_RANGE"), "11.0.4.0/30");
 	oracle_check(root, &node, &res2, RN_NCCL_VER_AUTO, AF_INET, 2);
@@ -905,17 +912,13 @@ static void sparse_table_ipv6_needs_2_26_2_for_automatic_selection(void)
 	addr(&node, "net1", "fd00:100::10/64");
 	addr(&node, "net2", "fd00:100::20/64");
 
-	rn_nccl_layer_init(&l21, RN_NCCL_SRC_OPTION, "--nccl-version");
-	REQUIRE(rn_nccl_layer_set_version(&l21, "2.26.1", &err) == 0);
-	REQUIRE(resolve(&node, &l21, 1, &r21, &err) == 0);
+	REQUIRE(resolve_for(&node, &l21, "2.26.1", &r21, &err) == 0);
 	CHECK_STR(value(&r21, "NCCL_IB_GID_INDEX"), "5");
 	CHECK_STR(value(&r21, "NCCL_IB_HCA"), "=mlx5_0");
 	CHECK(warned(&r21, "NCCL 2.26.1 stops its GID search with an error on the empty slot 0 "
 			   "of mlx5_0 port 1's sparse GID table"));
 	/* what rdmans would have written for 2.26.2 makes 2.26.1 fail: the oracle says so */
-	rn_nccl_layer_init(&l26, RN_NCCL_SRC_OPTION, "--nccl-version");
-	REQUIRE(rn_nccl_layer_set_version(&l26, "2.26.2", &err) == 0);
-	REQUIRE(resolve(&node, &l26, 1, &r26, &err) == 0);
+	REQUIRE(resolve_for(&node, &l26, "2.26.2", &r26, &err) == 0);
 	CHECK_STR(value(&r26, "NCCL_IB_HCA"), "=mlx5_0,mlx5_1");
 	CHECK(!value(&r26, "NCCL_IB_GID_INDEX"));
 	CHECK_INT(oracle_gid_index(root, "mlx5_0", 1, &r26, RN_NCCL_VER_AUTO), ORACLE_ABORT);
@@ -946,9 +949,7 @@ static void range_holding_another_pods_gid_first_is_not_used(void)
 	load(&node);
 	addr(&node, "eth0", "10.0.0.5/24");
 	addr(&node, "net1", "10.0.0.6/24");
-	rn_nccl_layer_init(&l, RN_NCCL_SRC_OPTION, "--nccl-version");
-	REQUIRE(rn_nccl_layer_set_version(&l, "2.28.3", &err) == 0);
-	REQUIRE(resolve(&node, &l, 1, &res, &err) == 0);
+	REQUIRE(resolve_for(&node, &l, "2.28.3", &res, &err) == 0);
 	CHECK(warned(&res, "RoCE v2 GID 3 of mlx5_0 port 1 (10.0.0.7 of eth0v) is inside "
 			   "10.0.0.4/30 and comes before the pod's own"));
 	CHECK(!value(&res, "NCCL_IB_ADDR_RANGE"));
