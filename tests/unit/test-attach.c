@@ -268,19 +268,32 @@ int __wrap_rn_link_by_mac(const char *mac, struct rn_link *out, struct rn_error 
 	return fill(found, out);
 }
 
+/* The netdev `op` changes: ifindex, named `name`, in the calling thread's netns. */
+static int link_to_change(const char *op, int ifindex, const char *name, struct fake_link **ret,
+			  struct rn_error *err)
+{
+	int r = fault(op, err);
+
+	if (r < 0)
+		return r;
+	*ret = link_index(W.cur, ifindex);
+	if (!*ret || strcmp((*ret)->name, name) != 0)
+		return rn_error_set(err, ENODEV, "test: no netdev %s (%d) here for %s", name,
+				    ifindex, op);
+	return 0;
+}
+
 int __wrap_rn_link_move(int ifindex, const char *name, int nsfd, const char *new_name,
 			struct rn_error *err);
 int __wrap_rn_link_move(int ifindex, const char *name, int nsfd, const char *new_name,
 			struct rn_error *err)
 {
-	struct fake_link *f = link_index(W.cur, ifindex);
+	struct fake_link *f;
 	const char *final = new_name ? new_name : name;
-	int r = fault("link_move", err);
+	int r = link_to_change("link_move", ifindex, name, &f, err);
 
 	if (r < 0)
 		return r;
-	if (!f || strcmp(f->name, name) != 0)
-		return rn_error_set(err, ENODEV, "test: no netdev %s (%d) to move", name, ifindex);
 	if (ns_of(nsfd) == NS_NONE)
 		return rn_error_set(err, EBADF, "test: not a netns fd");
 	if (link_named(ns_of(nsfd), final))
@@ -296,13 +309,11 @@ int __wrap_rn_link_rename(int ifindex, const char *name, const char *new_name,
 			  struct rn_error *err);
 int __wrap_rn_link_rename(int ifindex, const char *name, const char *new_name, struct rn_error *err)
 {
-	struct fake_link *f = link_index(W.cur, ifindex);
-	int r = fault("link_rename", err);
+	struct fake_link *f;
+	int r = link_to_change("link_rename", ifindex, name, &f, err);
 
 	if (r < 0)
 		return r;
-	if (!f || strcmp(f->name, name) != 0)
-		return rn_error_set(err, ENODEV, "test: no netdev %s to rename", name);
 	if (f->up)
 		return rn_error_set(err, EBUSY, "test: %s is up", name); /* as dev_change_name() */
 	if (link_named(W.cur, new_name))
@@ -316,13 +327,11 @@ int __wrap_rn_link_set_alias(int ifindex, const char *name, const char *alias,
 			     struct rn_error *err);
 int __wrap_rn_link_set_alias(int ifindex, const char *name, const char *alias, struct rn_error *err)
 {
-	struct fake_link *f = link_index(W.cur, ifindex);
-	int r = fault("link_set_alias", err);
+	struct fake_link *f;
+	int r = link_to_change("link_set_alias", ifindex, name, &f, err);
 
 	if (r < 0)
 		return r;
-	if (!f || strcmp(f->name, name) != 0)
-		return rn_error_set(err, ENODEV, "test: no netdev %s for an alias", name);
 	(void)rn_strscpy(f->alias, sizeof(f->alias), alias);
 	W.changes++;
 	return 0;
@@ -331,13 +340,11 @@ int __wrap_rn_link_set_alias(int ifindex, const char *name, const char *alias, s
 int __wrap_rn_link_set_up(int ifindex, const char *name, bool up, struct rn_error *err);
 int __wrap_rn_link_set_up(int ifindex, const char *name, bool up, struct rn_error *err)
 {
-	struct fake_link *f = link_index(W.cur, ifindex);
-	int r = fault("link_set_up", err);
+	struct fake_link *f;
+	int r = link_to_change("link_set_up", ifindex, name, &f, err);
 
 	if (r < 0)
 		return r;
-	if (!f || strcmp(f->name, name) != 0)
-		return rn_error_set(err, ENODEV, "test: no netdev %s to bring up", name);
 	f->up = up;
 	W.changes++;
 	return 0;
