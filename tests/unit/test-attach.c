@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,19 @@
 #include "rdmans/rdma.h"
 #include "rdmans/util.h"
 #include "test.h"
+
+/*
+ * A kernel call attach.c makes that the fake does not replace (a new one,
+ * say) must not reach the host's netdevs: the test runs in a network
+ * namespace of its own (as root; another user cannot change netdevs).
+ */
+__attribute__((constructor)) static void own_netns(void)
+{
+	if (geteuid() == 0 && unshare(CLONE_NEWNET) < 0) {
+		printf("Bail out! unshare(CLONE_NEWNET): %s\n", strerror(errno));
+		exit(1);
+	}
+}
 
 /* ---- the fake kernel ---- */
 
