@@ -23,12 +23,8 @@ conf=$(jq -nc --arg d "$tmp/ri" '{cniVersion: "1.0.0", name: "rnvnet", type: "rd
 	device: "rnv0", requireRdma: false, returnTimeout: 2,
 	ipam: {type: "rdma-netns-ipam", range: "10.197.0.0/29", dataDir: $d}}')
 
-snap() {
-	ip -o link | grep -E '^[0-9]+: (rnv|lo)' | sed -E 's/^[0-9]+: //'
-	ip -o addr | grep -E '^[0-9]+: rnv' | grep -v 'inet6 fe80'
-	echo "pod:"
-	ip -n rnv-pod -o link | sed -E 's/^[0-9]+: //'
-	ip -n rnv-pod -o addr | grep -v 'inet6 fe80'
+snap() { # the host's lo too: an old ADD of "device": "lo" may move it
+	cni_netns_snap rnv 'rnv|lo'
 	(cd "$tmp" && find state devinfo ri -type f ! -path 'state/locks/*' ! -path 'ri/.locks/*' \
 		2>/dev/null | sort)
 }

@@ -34,12 +34,7 @@ conf=$(jq -nc --arg hl "$tmp/hl" '{cniVersion: "1.0.0", name: "rncfnet", type: "
 	       routes: [{dst: "0.0.0.0/0"}, {dst: "10.190.0.0/16"}]}}')
 
 snap() {
-	ip -o link | grep -E '^[0-9]+: rncf' | sed -E 's/^[0-9]+: //'
-	ip -o addr | grep -E '^[0-9]+: rncf' | grep -v 'inet6 fe80'
-	echo "pod:"
-	ip -n rncf-pod -o link | sed -E 's/^[0-9]+: //'
-	ip -n rncf-pod -o addr | grep -v 'inet6 fe80'
-	ip -n rncf-pod route
+	cni_netns_snap rncf
 	(cd "$tmp" && find state devinfo hl ri -type f ! -path 'state/locks/*' \
 		! -path 'ri/.locks/*' ! -name 'last_reserved_ip*' ! -name lock 2>/dev/null | sort)
 }

@@ -26,6 +26,11 @@
 #                 be executable; scratch tmp=/tmp/PREFIX.XXXXXX whose bin/ holds
 #                 rdma-netns ($PLUGIN) and each BINARY under its own name; CNI_BIN,
 #                 CNI_TMP, and the plugin's state and devinfo directories in tmp.
+#   cni_netns_snap PREFIX [HOST_LINK_RE]
+#                 what a test may have changed in the kernel, to compare before and
+#                 after: the host's netdevs named PREFIX* (or matching the ERE
+#                 HOST_LINK_RE) and addresses of PREFIX*, then each netns named
+#                 PREFIX*: its netdevs, addresses and routes
 #   cni_netns_clean PREFIX
 #                 deletes every netns and every host netdev whose name starts
 #                 with PREFIX (what a test made, or a killed run left)
@@ -51,6 +56,18 @@ cni_netns_setup() {
 	CNI_BIN=$tmp/bin
 	CNI_TMP=$tmp
 	export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
+}
+
+cni_netns_snap() {
+	local ns
+	ip -o link | grep -E "^[0-9]+: (${2:-$1})" | sed -E 's/^[0-9]+: //'
+	ip -o addr | grep -E "^[0-9]+: $1" | grep -v 'inet6 fe80'
+	for ns in $(ip netns list | awk -v p="^$1" '$1 ~ p { print $1 }' | sort); do
+		echo "netns $ns"
+		ip -n "$ns" -o link | sed -E 's/^[0-9]+: //'
+		ip -n "$ns" -o addr | grep -v 'inet6 fe80'
+		ip -n "$ns" route
+	done
 }
 
 cni_netns_clean() {

@@ -23,15 +23,7 @@ pod() { ip netns add "$1"; }
 # What this test may have changed: its links, addresses, namespaces and their
 # contents, state files, device-info files, host-local leases.
 snap() {
-	local ns
-	ip -o link | grep -E '^[0-9]+: rnc' | sed -E 's/^[0-9]+: //'
-	ip -o addr | grep -E '^[0-9]+: rnc' | grep -v 'inet6 fe80'
-	for ns in $(ip netns list | awk '$1 ~ /^rnc/ { print $1 }' | sort); do
-		echo "netns $ns"
-		ip -n "$ns" -o link | sed -E 's/^[0-9]+: //'
-		ip -n "$ns" -o addr | grep -v 'inet6 fe80'
-		ip -n "$ns" route
-	done
+	cni_netns_snap rnc
 	(cd "$tmp" && find state devinfo hl -type f ! -path 'state/locks/*' \
 		! -name 'last_reserved_ip*' ! -name lock 2>/dev/null | sort)
 }
