@@ -12,9 +12,13 @@
  * Reading gid_attrs/types/I or ndevs/I of an empty GID slot fails (EINVAL)
  * on real kernels: such read errors mean "empty", never a failure.
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,11 +32,14 @@
 
 static char root_override[PATH_MAX];
 static bool root_overridden;
+static __thread const char *thread_root;
 
 const char *rn_sysfs_root(void)
 {
 	const char *env;
 
+	if (thread_root)
+		return thread_root;
 	if (root_overridden)
 		return root_override;
 	env = secure_getenv("RDMANS_SYSFS_ROOT");
@@ -54,6 +61,11 @@ void rn_sysfs_set_root(const char *root)
 	memcpy(root_override, root, len);
 	root_override[len] = '\0';
 	root_overridden = true;
+}
+
+void rn_sysfs_set_thread_root(const char *root)
+{
+	thread_root = root;
 }
 
 /* ---- small helpers ---- */
@@ -561,19 +573,18 @@ static int bus_device_dir(const char *bus_id, char *buf, size_t len, struct rn_e
 			    bus_id, rn_sysfs_root());
 }
 
-int rn_sysfs_rdma_by_bus_id(const char *bus_id, char (*names)[RN_RDMA_NAME_MAX], size_t max,
-			    size_t *ret_n, struct rn_error *err)
+/* Whether the device (netdevs not filled) is one the caller looks for: 1, 0, or -errno. */
+typedef int (*rdma_match_fn)(const struct rdma_info *info, const char *key, struct rn_error *err);
+
+/* The names of the RDMA devices `match` accepts, as rn_sysfs_rdma_by_*() give them. */
+static int rdma_find(const char *key, rdma_match_fn match, char (*names)[RN_RDMA_NAME_MAX],
+		     size_t max, size_t *ret_n, struct rn_error *err)
 {
 	_cleanup_(strv_free) struct strv all = { 0 };
 	_cleanup_free_ struct rdma_info *info = NULL;
-	char path[PATH_MAX];
 	size_t n = 0;
 	int r;
 
-	*ret_n = 0;
-	r = rn_name_check("bus device", bus_id, RN_BUS_ID_MAX - 1, err);
-	if (r < 0)
-		return r;
 	r = rdma_names(&all, err);
 	if (r < 0)
 		return r;
@@ -586,11 +597,48 @@ int rn_sysfs_rdma_by_bus_id(const char *bus_id, char (*names)[RN_RDMA_NAME_MAX],
 			continue;
 		if (r < 0)
 			return r;
-		if (strcmp(info->pub.parent_id, bus_id) == 0 ||
-		    strcmp(info->pub.pci_bdf, bus_id) == 0)
+		r = match(info, key, err);
+		if (r < 0)
+			return r;
+		if (r > 0)
 			put_rdma_name(names, max, &n, info->pub.name);
 	}
 	rn_error_clear(err);
+	*ret_n = n;
+	return 0;
+}
+
+static int match_bus_id(const struct rdma_info *info, const char *bus_id, struct rn_error *err)
+{
+	(void)err;
+	return strcmp(info->pub.parent_id, bus_id) == 0 || strcmp(info->pub.pci_bdf, bus_id) == 0;
+}
+
+static int match_netdev(const struct rdma_info *info, const char *ifname, struct rn_error *err)
+{
+	_cleanup_(strv_free) struct strv nets = { 0 };
+	int r;
+
+	r = rdma_collect_netdevs(info, &nets, err);
+	if (r < 0)
+		return r;
+	return strv_contains(&nets, ifname);
+}
+
+int rn_sysfs_rdma_by_bus_id(const char *bus_id, char (*names)[RN_RDMA_NAME_MAX], size_t max,
+			    size_t *ret_n, struct rn_error *err)
+{
+	char path[PATH_MAX];
+	size_t n = 0;
+	int r;
+
+	*ret_n = 0;
+	r = rn_name_check("bus device", bus_id, RN_BUS_ID_MAX - 1, err);
+	if (r < 0)
+		return r;
+	r = rdma_find(bus_id, match_bus_id, names, max, &n, err);
+	if (r < 0)
+		return r;
 	if (n == 0) {
 		r = bus_device_dir(bus_id, path, sizeof(path), err);
 		if (r < 0)
@@ -603,8 +651,6 @@ int rn_sysfs_rdma_by_bus_id(const char *bus_id, char (*names)[RN_RDMA_NAME_MAX],
 int rn_sysfs_rdma_by_netdev(const char *ifname, char (*names)[RN_RDMA_NAME_MAX], size_t max,
 			    size_t *ret_n, struct rn_error *err)
 {
-	_cleanup_(strv_free) struct strv all = { 0 };
-	_cleanup_free_ struct rdma_info *info = NULL;
 	char path[PATH_MAX];
 	size_t n = 0;
 	int r;
@@ -613,27 +659,9 @@ int rn_sysfs_rdma_by_netdev(const char *ifname, char (*names)[RN_RDMA_NAME_MAX],
 	r = rn_name_check("netdev", ifname, IF_NAMESIZE - 1, err);
 	if (r < 0)
 		return r;
-	r = rdma_names(&all, err);
+	r = rdma_find(ifname, match_netdev, names, max, &n, err);
 	if (r < 0)
 		return r;
-	info = malloc(sizeof(*info));
-	if (!info)
-		return rn_error_set(err, ENOMEM, "out of memory");
-	for (size_t i = 0; i < all.n; i++) {
-		_cleanup_(strv_free) struct strv nets = { 0 };
-
-		r = rdma_fill(all.v[i], info, false, err);
-		if (r == -ENODEV)
-			continue;
-		if (r < 0)
-			return r;
-		r = rdma_collect_netdevs(info, &nets, err);
-		if (r < 0)
-			return r;
-		if (strv_contains(&nets, ifname))
-			put_rdma_name(names, max, &n, info->pub.name);
-	}
-	rn_error_clear(err);
 	if (n == 0) {
 		r = sys_path(path, sizeof(path), err, "class/net/%s", ifname);
 		if (r < 0)
@@ -923,6 +951,208 @@ int rn_sysfs_gids(const char *dev, struct rn_gid_table *out, struct rn_error *er
 		qsort(t.entries, t.n, sizeof(*t.entries), cmp_gid_entry);
 	*out = t;
 	t = (struct rn_gid_table){ 0 };
+	return 0;
+}
+
+/* ---- per-port facts ---- */
+
+/* A small non-negative int attribute (ifindex, mtu) of ROOT/class/net/IF; -1 when unreadable. */
+static int netdev_int(const char *ifname, const char *name)
+{
+	char path[PATH_MAX], text[64];
+	uint32_t v;
+
+	if (sys_path(path, sizeof(path), NULL, "class/net/%s/%s", ifname, name) < 0 ||
+	    rn_read_line(path, text, sizeof(text)) < 0 || parse_u32(text, &v) < 0 || v > INT_MAX)
+		return -1;
+	return (int)v;
+}
+
+/* IFF_UP of ROOT/class/net/IF/flags ("0x1003"): 1, 0, -1 when unreadable. */
+static int netdev_admin_up(const char *ifname)
+{
+	char path[PATH_MAX], text[64];
+	unsigned long long v;
+	char *end;
+
+	if (sys_path(path, sizeof(path), NULL, "class/net/%s/flags", ifname) < 0 ||
+	    rn_read_line(path, text, sizeof(text)) < 0 || !isxdigit((unsigned char)text[0]))
+		return -1;
+	errno = 0;
+	v = strtoull(text, &end, 16);
+	if (errno || *end)
+		return -1;
+	return (v & IFF_UP) != 0;
+}
+
+void rn_sysfs_netdev_read(const char *ifname, struct rn_sysfs_netdev *out)
+{
+	char path[PATH_MAX], text[64];
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	out->mtu = out->admin_up = out->oper_up = -1;
+	if (!ifname || !*ifname)
+		return;
+	(void)rn_strscpy(out->name, sizeof(out->name), ifname);
+	out->here = sys_path(path, sizeof(path), NULL, "class/net/%s", ifname) == 0 &&
+		    path_exists(path);
+	r = netdev_int(ifname, "ifindex");
+	out->ifindex = r > 0 ? r : 0;
+	out->mtu = netdev_int(ifname, "mtu");
+	out->admin_up = netdev_admin_up(ifname);
+	if (sys_path(path, sizeof(path), NULL, "class/net/%s/operstate", ifname) == 0 &&
+	    rn_read_line(path, text, sizeof(text)) == 0) {
+		out->oper_up = strcmp(text, "up") == 0;
+		(void)rn_strscpy(out->operstate, sizeof(out->operstate), text);
+	}
+}
+
+/* ROOT/class/infiniband/DEV/ports/PORT/NAME into buf; -errno when unreadable. */
+static int port_attr(const char *dev, uint32_t port, const char *name, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	int r;
+
+	r = sys_path(path, sizeof(path), NULL, "class/infiniband/%s/ports/%" PRIu32 "/%s", dev,
+		     port, name);
+	if (r < 0)
+		return r;
+	return rn_read_line(path, buf, len);
+}
+
+/* "4: ACTIVE" -> 4 ("N:" only, else 0) and the name after the colon (or the whole text). */
+static uint8_t parse_port_state(const char *text, char *name, size_t len)
+{
+	const char *colon = strchr(text, ':');
+	const char *rest = colon ? colon + 1 : text;
+	unsigned long v;
+	char *end;
+
+	while (*rest == ' ')
+		rest++;
+	if (name)
+		(void)rn_strscpy(name, len, rest);
+	errno = 0;
+	v = strtoul(text, &end, 10);
+	if (errno || end == text || *end != ':' || v > 255)
+		return 0;
+	return (uint8_t)v;
+}
+
+/* Entries of a directory whose names start with a digit. */
+static unsigned count_numeric(const char *path)
+{
+	_cleanup_closedir_ DIR *d = opendir(path);
+	struct dirent *de;
+	unsigned n = 0;
+
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] >= '0' && de->d_name[0] <= '9';
+	return n;
+}
+
+/* The netdev of the lowest GID slot that names one; "" when none. */
+static void port_gid_netdev(const char *dev, uint32_t port, char *buf, size_t len)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	char path[PATH_MAX], value[64];
+	unsigned long best = ULONG_MAX;
+	struct dirent *de;
+
+	buf[0] = '\0';
+	if (sys_path(path, sizeof(path), NULL,
+		     "class/infiniband/%s/ports/%" PRIu32 "/gid_attrs/ndevs", dev, port) == 0)
+		d = opendir(path);
+	while (d && (de = readdir(d))) {
+		char file[PATH_MAX];
+		unsigned long idx;
+		char *end;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		idx = strtoul(de->d_name, &end, 10);
+		if (*end || idx >= best)
+			continue;
+		/* Empty slots fail to read (EINVAL): nothing bound there. */
+		if (rn_path(file, sizeof(file), "%s/%s", path, de->d_name) < 0 ||
+		    rn_read_line(file, value, sizeof(value)) < 0 ||
+		    rn_name_check("netdev", value, IF_NAMESIZE - 1, NULL) < 0)
+			continue;
+		best = idx;
+		(void)rn_strscpy(buf, len, value);
+	}
+}
+
+void rn_sysfs_port_read(const char *dev, uint32_t port, const char *netdev,
+			struct rn_sysfs_port *out)
+{
+	char path[PATH_MAX], text[128], bound[IF_NAMESIZE] = "";
+
+	memset(out, 0, sizeof(*out));
+	(void)rn_strscpy(out->dev, sizeof(out->dev), dev);
+	out->port = port;
+	if (port_attr(dev, port, "state", text, sizeof(text)) == 0)
+		out->state = parse_port_state(text, out->state_name, sizeof(out->state_name));
+	if (port_attr(dev, port, "phys_state", text, sizeof(text)) == 0)
+		out->phys_state = parse_port_state(text, NULL, 0);
+	if (port_attr(dev, port, "link_layer", text, sizeof(text)) == 0)
+		(void)rn_strscpy(out->link_layer, sizeof(out->link_layer), text);
+	if (port_attr(dev, port, "rate", text, sizeof(text)) == 0)
+		(void)rn_strscpy(out->rate, sizeof(out->rate), text);
+	if (sys_path(path, sizeof(path), NULL, "class/infiniband/%s/ports/%" PRIu32 "/gids", dev,
+		     port) == 0)
+		out->gid_tbl_len = count_numeric(path);
+
+	if (netdev && *netdev) {
+		(void)rn_strscpy(bound, sizeof(bound), netdev);
+		out->netdev_source = RN_PORT_NETDEV_CALLER;
+	} else {
+		port_gid_netdev(dev, port, bound, sizeof(bound));
+		if (bound[0]) {
+			out->netdev_source = RN_PORT_NETDEV_GID;
+		} else if (sys_path(path, sizeof(path), NULL, "class/infiniband/%s/parent", dev) ==
+				   0 &&
+			   rn_read_line(path, text, sizeof(text)) == 0 &&
+			   rn_name_check("netdev", text, IF_NAMESIZE - 1, NULL) == 0) {
+			/* rdma_rxe names the netdev it runs on in DEV/parent. */
+			(void)rn_strscpy(bound, sizeof(bound), text);
+			out->netdev_source = RN_PORT_NETDEV_PARENT;
+		}
+	}
+	rn_sysfs_netdev_read(bound, &out->netdev);
+}
+
+int rn_sysfs_port_list(const char *dev, uint32_t **ret, size_t *ret_n, struct rn_error *err)
+{
+	_cleanup_(strv_free) struct strv names = { 0 };
+	_cleanup_free_ uint32_t *v = NULL;
+	char path[PATH_MAX];
+	size_t n = 0;
+	int r;
+
+	*ret = NULL;
+	*ret_n = 0;
+	r = sys_path(path, sizeof(path), err, "class/infiniband/%s/ports", dev);
+	if (r < 0)
+		return r;
+	r = list_dir(path, true, &names);
+	if (r == -ENOENT)
+		return r;
+	if (r < 0)
+		return rn_error_errno(err, -r, "cannot list %s", path);
+	for (size_t i = 0; i < names.n; i++) {
+		uint32_t port;
+
+		if (parse_u32(names.v[i], &port) < 0 || port == 0)
+			continue;
+		if (RN_GROW(v, NULL, n + 1) < 0)
+			return rn_error_set(err, ENOMEM, "out of memory listing the ports of %s",
+					    dev);
+		v[n++] = port; /* list_dir sorts numeric names in natural order: ascending */
+	}
+	*ret = TAKE_PTR(v);
+	*ret_n = n;
 	return 0;
 }
 
