@@ -24,6 +24,7 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/cni_state.h"
 #include "rdmans/counters.h"
+#include "rdmans/discover.h"
 #include "rdmans/rdma.h"
 #include "rdmans/util.h"
 
@@ -426,15 +427,7 @@ static int scrape_netlink(struct rn_scrape *s, size_t nsi, bool read_mode, struc
 	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
 	int r;
 
-	r = rn_rdma_open(&rdma, err);
-	if (r < 0)
-		return r;
-	if (read_mode) {
-		r = rn_rdma_netns_mode_get(rdma, &s->exclusive, err);
-		if (r < 0)
-			return r;
-	}
-	r = rn_rdma_dev_dump(rdma, &devs, err);
+	r = rn_rdma_open_dump(&rdma, read_mode ? &s->exclusive : NULL, &devs, err);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < devs.n; i++) {
@@ -611,41 +604,61 @@ failed:
 	return 0;
 }
 
+/*
+ * Lists the namespaces and opens each: named ones relative to the open
+ * /var/run/netns (one walk of its symlink, not one per netns). A netns may
+ * vanish meanwhile: its open error is recorded, it is marked failed later
+ * and the rest goes on; setns() refuses anything that is not one.
+ */
+static int open_nets(struct rn_netns_entry **ret, size_t *ret_n, int **ret_fds, int **ret_errors,
+		     struct rn_error *err)
+{
+	_cleanup_free_ struct rn_netns_entry *nets = NULL;
+	_cleanup_free_ int *fds = NULL, *errors = NULL;
+	_cleanup_close_ int run_dir = -1;
+	size_t n = 0;
+	int r;
+
+	r = rn_netns_list(&nets, &n, err);
+	if (r < 0)
+		return r;
+	fds = calloc(n ? n : 1, sizeof(*fds));
+	errors = calloc(n ? n : 1, sizeof(*errors));
+	if (!fds || !errors)
+		return rn_error_set(err, ENOMEM, "out of memory while scraping RDMA counters");
+	run_dir = open(RN_NETNS_RUN_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (size_t i = 0; i < n; i++) {
+		if (run_dir >= 0 && nets[i].name[0] && !nets[i].is_host)
+			fds[i] = rn_netns_open_at(run_dir, nets[i].name, NULL);
+		else
+			fds[i] = rn_netns_open_path(nets[i].path, NULL);
+		errors[i] = fds[i] < 0 ? fds[i] : 0;
+	}
+	*ret = TAKE_PTR(nets);
+	*ret_n = n;
+	*ret_fds = TAKE_PTR(fds);
+	*ret_errors = TAKE_PTR(errors);
+	return 0;
+}
+
 int rn_scrape_all(const struct rn_scrape_options *opts, struct rn_scrape *out, struct rn_error *err)
 {
 	_cleanup_free_ struct rn_netns_entry *nets = NULL;
 	_cleanup_(cni_labels_free) struct cni_labels labels = { 0 };
 	_cleanup_free_ int *fds = NULL, *open_errors = NULL;
-	_cleanup_close_ int self_fd = -1, run_dir = -1;
+	_cleanup_close_ int self_fd = -1;
 	struct walk w = { .s = out };
 	double t0 = now_seconds();
 	size_t n_nets = 0;
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	r = rn_netns_list(&nets, &n_nets, err);
+	if (cni_labels_load(opts && opts->cni_state_dir ? opts->cni_state_dir : RN_CNI_STATE_DIR,
+			    &labels) < 0)
+		return rn_error_set(err, ENOMEM, "out of memory while scraping RDMA counters");
+	r = open_nets(&nets, &n_nets, &fds, &open_errors, err); /* closed below */
 	if (r < 0)
 		return r;
-	r = cni_labels_load(opts && opts->cni_state_dir ? opts->cni_state_dir : RN_CNI_STATE_DIR,
-			    &labels);
-	fds = calloc(n_nets ? n_nets : 1, sizeof(*fds));
-	open_errors = calloc(n_nets ? n_nets : 1, sizeof(*open_errors));
-	if (r < 0 || !fds || !open_errors)
-		return rn_error_set(err, ENOMEM, "out of memory while scraping RDMA counters");
-	run_dir = open(RN_NETNS_RUN_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	for (size_t i = 0; i < n_nets; i++) {
-		/*
-		 * Named ones relative to the open /var/run/netns (one walk of its
-		 * symlink, not one per netns). A netns may vanish while we walk:
-		 * it is marked failed, the rest goes on; setns() refuses anything
-		 * that is not one.
-		 */
-		if (run_dir >= 0 && nets[i].name[0] && !nets[i].is_host)
-			fds[i] = rn_netns_open_at(run_dir, nets[i].name, NULL);
-		else
-			fds[i] = rn_netns_open_path(nets[i].path, NULL);
-		open_errors[i] = fds[i] < 0 ? fds[i] : 0;
-	}
 	self_fd = rn_netns_open_self(NULL);
 	/* our own /sys stands for our netns only when it shows it (not after nsenter -n) */
 	w.have_self = self_fd >= 0 && rn_netns_id(self_fd, &w.self, NULL) == 0 &&
