@@ -229,7 +229,8 @@ int rn_nccl_node_from_sysfs(struct rn_nccl_node *out, struct rn_error *err)
 			(void)rn_strscpy(port->dev, sizeof(port->dev), d->name);
 			port->port = ports[p];
 			(void)rn_strscpy(port->state, sizeof(port->state), sp.state_name);
-			port->active = sp.state == 4 || strcmp(sp.state_name, "ACTIVE") == 0;
+			port->active = sp.state == 4 /* IB_PORT_ACTIVE */ ||
+				       strcmp(sp.state_name, "ACTIVE") == 0;
 			(void)rn_strscpy(port->link_layer, sizeof(port->link_layer), sp.link_layer);
 
 			/*
