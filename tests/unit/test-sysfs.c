@@ -890,6 +890,16 @@ static void set_netdev_attrs(const char *root, const char *ifname, const char *f
 	fakesys_write(root, rel, mtu);
 }
 
+/* The netdev facts that can be unknown: its MTU and both meanings of up. */
+static void check_netdev(const struct rn_sysfs_netdev *nd, int mtu, int admin_up, int oper_up,
+			 const char *operstate)
+{
+	CHECK_INT(nd->mtu, mtu);
+	CHECK_INT(nd->admin_up, admin_up);
+	CHECK_INT(nd->oper_up, oper_up);
+	CHECK_STR(nd->operstate, operstate);
+}
+
 static void port_reads_state_link_layer_rate_gid_table_and_bound_netdev(void)
 {
 	_cleanup_fake_ char *root = fake_start();
@@ -911,10 +921,7 @@ static void port_reads_state_link_layer_rate_gid_table_and_bound_netdev(void)
 	CHECK_STR(p.netdev.name, "eth0");
 	CHECK(p.netdev.here);
 	CHECK_INT(p.netdev.ifindex, 2);
-	CHECK_INT(p.netdev.mtu, 9000);
-	CHECK_INT(p.netdev.admin_up, 1);
-	CHECK_INT(p.netdev.oper_up, 1);
-	CHECK_STR(p.netdev.operstate, "up");
+	check_netdev(&p.netdev, 9000, 1, 1, "up");
 }
 
 static void admin_up_is_iff_up_and_oper_up_is_operstate_read_apart(void)
@@ -927,24 +934,16 @@ static void admin_up_is_iff_up_and_oper_up_is_operstate_read_apart(void)
 	set_netdev_attrs(root, "eth0", "0x1003", "down", "1500");
 	rn_sysfs_port_read("mlx5_0", 1, NULL, &p);
 	CHECK_STR(p.netdev.name, "eth0");
-	CHECK_INT(p.netdev.admin_up, 1);
-	CHECK_INT(p.netdev.oper_up, 0);
-	CHECK_STR(p.netdev.operstate, "down");
-	CHECK_INT(p.netdev.mtu, 1500);
+	check_netdev(&p.netdev, 1500, 1, 0, "down");
 	/* the reverse: flags without IFF_UP (0x1002), operstate up */
 	set_netdev_attrs(root, "eth1", "0x1002", "up", "4200");
 	rn_sysfs_port_read("mlx5_1", 1, NULL, &p);
 	CHECK_STR(p.netdev.name, "eth1");
-	CHECK_INT(p.netdev.admin_up, 0);
-	CHECK_INT(p.netdev.oper_up, 1);
-	CHECK_STR(p.netdev.operstate, "up");
-	CHECK_INT(p.netdev.mtu, 4200);
+	check_netdev(&p.netdev, 4200, 0, 1, "up");
 	/* neither: operstate is a word other than "up" */
 	set_netdev_attrs(root, "eth1", "0x1002", "lowerlayerdown", "4200");
 	rn_sysfs_port_read("mlx5_1", 1, NULL, &p);
-	CHECK_INT(p.netdev.admin_up, 0);
-	CHECK_INT(p.netdev.oper_up, 0);
-	CHECK_STR(p.netdev.operstate, "lowerlayerdown");
+	check_netdev(&p.netdev, 4200, 0, 0, "lowerlayerdown");
 }
 
 static void port_without_netdev_has_every_netdev_fact_unknown(void)
@@ -962,10 +961,7 @@ static void port_without_netdev_has_every_netdev_fact_unknown(void)
 	CHECK_STR(p.netdev.name, "");
 	CHECK(!p.netdev.here);
 	CHECK_INT(p.netdev.ifindex, 0);
-	CHECK_INT(p.netdev.mtu, -1);
-	CHECK_INT(p.netdev.admin_up, -1);
-	CHECK_INT(p.netdev.oper_up, -1);
-	CHECK_STR(p.netdev.operstate, "");
+	check_netdev(&p.netdev, -1, -1, -1, "");
 }
 
 static void named_netdev_that_is_not_here_is_bound_but_unknown(void)
@@ -981,9 +977,7 @@ static void named_netdev_that_is_not_here_is_bound_but_unknown(void)
 	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_CALLER);
 	CHECK_STR(p.netdev.name, "net1");
 	CHECK(!p.netdev.here);
-	CHECK_INT(p.netdev.mtu, -1);
-	CHECK_INT(p.netdev.admin_up, -1);
-	CHECK_INT(p.netdev.oper_up, -1);
+	check_netdev(&p.netdev, -1, -1, -1, "");
 	/* rxe whose parent netdev has gone: bound through DEV/parent, not here */
 	fakesys_add_rdma_virtual(root, "rxe2", "gone0", NULL, "Ethernet");
 	rn_sysfs_port_read("rxe2", 1, NULL, &p);
@@ -1001,9 +995,10 @@ static void named_netdev_that_is_not_here_is_bound_but_unknown(void)
 	rn_sysfs_netdev_read("", &nd);
 	CHECK_STR(nd.name, "");
 	CHECK(!nd.here);
-	CHECK_INT(nd.mtu, -1);
+	check_netdev(&nd, -1, -1, -1, "");
 	rn_sysfs_netdev_read(NULL, &nd);
-	CHECK_INT(nd.oper_up, -1);
+	CHECK_STR(nd.name, "");
+	check_netdev(&nd, -1, -1, -1, "");
 }
 
 static void unreadable_or_malformed_files_leave_their_facts_unknown(void)
@@ -1029,10 +1024,7 @@ static void unreadable_or_malformed_files_leave_their_facts_unknown(void)
 	CHECK_STR(p.netdev.name, "eth0"); /* the GID table still binds it */
 	CHECK(p.netdev.here);
 	CHECK_INT(p.netdev.ifindex, 0);
-	CHECK_INT(p.netdev.mtu, -1);
-	CHECK_INT(p.netdev.admin_up, -1);
-	CHECK_INT(p.netdev.oper_up, -1);
-	CHECK_STR(p.netdev.operstate, "");
+	check_netdev(&p.netdev, -1, -1, -1, "");
 
 	/* malformed: no "N:" before the state name, flags not hex, a negative MTU */
 	fakesys_write(root, "class/infiniband/mlx5_1/ports/1/state", "ACTIVE");
