@@ -80,19 +80,15 @@ $(diff <(echo "$baseline") <(echo "$now"))"; return 1; }
 	return 0
 }
 
-for ((n = 1; n <= add_steps; n++)); do
-	if kill_at ADD "$n"; then vm_ok "ADD killed after step $n, then DEL: nothing left"; else
-		vm_not_ok "ADD killed after step $n, then DEL: nothing left"
-		vm_diag "$WHY"
-		cni_run DEL "$conf"
-	fi
-done
-for ((n = 1; n <= del_steps; n++)); do
-	if kill_at DEL "$n"; then vm_ok "DEL killed after step $n, then DEL again: nothing left"; else
-		vm_not_ok "DEL killed after step $n, then DEL again: nothing left"
-		vm_diag "$WHY"
-		cni_run DEL "$conf"
-	fi
+for verb in ADD DEL; do
+	if [ "$verb" = ADD ]; then total=$add_steps then="then DEL"; else total=$del_steps then="then DEL again"; fi
+	for ((n = 1; n <= total; n++)); do
+		if kill_at "$verb" "$n"; then vm_ok "$verb killed after step $n, $then: nothing left"; else
+			vm_not_ok "$verb killed after step $n, $then: nothing left"
+			vm_diag "$WHY"
+			cni_run DEL "$conf"
+		fi
+	done
 done
 
 bad=0

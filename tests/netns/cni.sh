@@ -242,14 +242,18 @@ for i in 1 2 3 4 5 6 7 8; do
 	veth "rncp$i"
 	pod "rnc-par$i"
 done
+# par_run CMD: CMD for pods rnc-par1..8 (netdevs rncp1..8) at once; each one's "RC OUT" in $tmp/parI
+par_run() {
+	local i pids=()
+	for i in 1 2 3 4 5 6 7 8; do
+		(cni_run "$1" "$(conf 1.0.0 ".device = \"rncp$i\"")" CNI_CONTAINERID="rnc-par$i" CNI_NETNS="/var/run/netns/rnc-par$i"
+			echo "$RC $OUT" >"$tmp/par$i") &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+}
 before_par=$(snap)
-pids=()
-for i in 1 2 3 4 5 6 7 8; do
-	(cni_run ADD "$(conf 1.0.0 ".device = \"rncp$i\"")" CNI_CONTAINERID="rnc-par$i" CNI_NETNS="/var/run/netns/rnc-par$i"
-		echo "$RC $OUT" >"$tmp/par$i") &
-	pids+=($!)
-done
-wait "${pids[@]}"
+par_run ADD
 ok=0
 for i in 1 2 3 4 5 6 7 8; do
 	read -r rc _ <"$tmp/par$i"
@@ -258,13 +262,7 @@ done
 vm_check "8 parallel ADDs on 8 netdevs all land" vm_expect_eq 8 "$ok"
 vm_check "8 pods got 8 different addresses" vm_expect_eq 8 \
 	"$(for i in 1 2 3 4 5 6 7 8; do ip -n "rnc-par$i" -o -4 addr show dev net1 | awk '{ print $4 }'; done | sort -u | wc -l)"
-pids=()
-for i in 1 2 3 4 5 6 7 8; do
-	(cni_run DEL "$(conf 1.0.0 ".device = \"rncp$i\"")" CNI_CONTAINERID="rnc-par$i" CNI_NETNS="/var/run/netns/rnc-par$i"
-		echo "$RC" >"$tmp/par$i") &
-	pids+=($!)
-done
-wait "${pids[@]}"
+par_run DEL
 vm_check "8 parallel DELs: node as before" vm_expect_eq "$before_par" "$(snap)"
 
 # two pods, one device, at the same time: one wins, the other is told who has it
