@@ -82,16 +82,6 @@ static void now_utc(char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static bool copy(char *dst, size_t size, const char *src)
-{
-	size_t n = strlen(src ? src : "");
-
-	if (n >= size)
-		return false;
-	memcpy(dst, src ? src : "", n + 1);
-	return true;
-}
-
 /* Printable, no spaces and no '/': what may go into ids and records. */
 static int check_token(const char *what, const char *v, size_t max, struct rn_error *err)
 {
@@ -180,19 +170,21 @@ static void fill_attachment(struct rn_ipam_attachment *a, const struct rn_ipam_c
 			    const struct rn_ipam_owner *o, const char *id)
 {
 	memset(a, 0, sizeof(*a));
-	copy(a->id, sizeof(a->id), id);
-	copy(a->scope, sizeof(a->scope), c->scope);
-	copy(a->network, sizeof(a->network), c->network);
-	copy(a->container_id, sizeof(a->container_id), o->container_id);
-	copy(a->ifname, sizeof(a->ifname), o->ifname);
+	rn_strscpy(a->id, sizeof(a->id), id);
+	rn_strscpy(a->scope, sizeof(a->scope), c->scope);
+	rn_strscpy(a->network, sizeof(a->network), c->network);
+	rn_strscpy(a->container_id, sizeof(a->container_id), o->container_id);
+	rn_strscpy(a->ifname, sizeof(a->ifname), o->ifname);
 	if (has_pod(o))
 		snprintf(a->pod, sizeof(a->pod), "%s/%s", o->pod_namespace, o->pod_name);
-	copy(a->node, sizeof(a->node), c->node);
+	rn_strscpy(a->node, sizeof(a->node), c->node);
 	now_utc(a->time, sizeof(a->time));
-	if (o->netns && o->netns[0] == '/' && copy(a->netns, sizeof(a->netns), o->netns)) {
+	if (o->netns && o->netns[0] == '/') {
 		uint64_t ino;
 
-		if (rn_netns_path_ino(o->netns, &ino) == 0)
+		if (rn_strscpy(a->netns, sizeof(a->netns), o->netns) < 0)
+			a->netns[0] = '\0'; /* too long to record: none, as in older records */
+		else if (rn_netns_path_ino(o->netns, &ino) == 0)
 			snprintf(a->netns_ino, sizeof(a->netns_ino), "%llu",
 				 (unsigned long long)ino);
 	}
@@ -202,19 +194,19 @@ static void fill_record(struct rn_ipam_record *r, const struct rn_ipam_attachmen
 			const struct rn_ipam_held *h)
 {
 	memset(r, 0, sizeof(*r));
-	copy(r->ip, sizeof(r->ip), h->ip);
-	copy(r->range, sizeof(r->range), h->range);
-	copy(r->scope, sizeof(r->scope), a->scope);
-	copy(r->pool, sizeof(r->pool), h->pool);
-	copy(r->attachment, sizeof(r->attachment), a->id);
-	copy(r->network, sizeof(r->network), a->network);
-	copy(r->container_id, sizeof(r->container_id), a->container_id);
-	copy(r->ifname, sizeof(r->ifname), a->ifname);
-	copy(r->pod, sizeof(r->pod), a->pod);
-	copy(r->node, sizeof(r->node), a->node);
-	copy(r->time, sizeof(r->time), a->time);
-	copy(r->netns, sizeof(r->netns), a->netns);
-	copy(r->netns_ino, sizeof(r->netns_ino), a->netns_ino);
+	rn_strscpy(r->ip, sizeof(r->ip), h->ip);
+	rn_strscpy(r->range, sizeof(r->range), h->range);
+	rn_strscpy(r->scope, sizeof(r->scope), a->scope);
+	rn_strscpy(r->pool, sizeof(r->pool), h->pool);
+	rn_strscpy(r->attachment, sizeof(r->attachment), a->id);
+	rn_strscpy(r->network, sizeof(r->network), a->network);
+	rn_strscpy(r->container_id, sizeof(r->container_id), a->container_id);
+	rn_strscpy(r->ifname, sizeof(r->ifname), a->ifname);
+	rn_strscpy(r->pod, sizeof(r->pod), a->pod);
+	rn_strscpy(r->node, sizeof(r->node), a->node);
+	rn_strscpy(r->time, sizeof(r->time), a->time);
+	rn_strscpy(r->netns, sizeof(r->netns), a->netns);
+	rn_strscpy(r->netns_ino, sizeof(r->netns_ino), a->netns_ino);
 }
 
 static bool same_ip(const char *x, const char *y);
@@ -307,9 +299,9 @@ static int walk_claim(void *ctx, rn_u128 a)
 	int r;
 
 	memset(h, 0, sizeof(*h));
-	copy(h->pool, sizeof(h->pool), cc->pool);
+	rn_strscpy(h->pool, sizeof(h->pool), cc->pool);
 	rn_ip_format(ip.family, a, h->ip, sizeof(h->ip));
-	copy(h->range, sizeof(h->range), cc->range->cidr);
+	rn_strscpy(h->range, sizeof(h->range), cc->range->cidr);
 	fill_record(&rec, cc->att, h);
 	cc->att->n++;
 	r = rn_ipam_attachment_format(cc->att, &att_text);
@@ -768,38 +760,20 @@ struct collect {
 	size_t n_damaged, cap_damaged;
 };
 
-static int grow(void **p, size_t *cap, size_t n, size_t size)
-{
-	size_t c;
-	void *g;
-
-	if (n < *cap)
-		return 0;
-	c = *cap ? *cap * 2 : 64;
-	g = realloc(*p, c * size);
-	if (!g)
-		return -ENOMEM;
-	*p = g;
-	*cap = c;
-	return 0;
-}
-
 static int add_damaged(struct collect *c, const struct rn_ipam_item *it, const char *why)
 {
 	struct rn_ipam_damaged *d;
-	size_t cap = c->cap_damaged;
 	struct rn_ip ip;
 
-	if (grow((void **)&c->damaged, &cap, c->n_damaged, sizeof(*d)) < 0)
+	if (RN_GROW(c->damaged, &c->cap_damaged, c->n_damaged + 1) < 0)
 		return -ENOMEM;
-	c->cap_damaged = cap;
 	d = &c->damaged[c->n_damaged++];
 	memset(d, 0, sizeof(*d));
 	d->attachment = c->kind == RN_IPAM_KIND_ATTACHMENT;
-	copy(d->scope, sizeof(d->scope), it->scope);
-	copy(d->pool, sizeof(d->pool), it->pool ? it->pool : "");
-	if (!copy(d->key, sizeof(d->key), it->key))
-		copy(d->key, sizeof(d->key), "(name too long)");
+	rn_strscpy(d->scope, sizeof(d->scope), it->scope);
+	rn_strscpy(d->pool, sizeof(d->pool), it->pool ? it->pool : "");
+	if (rn_strscpy(d->key, sizeof(d->key), it->key) < 0)
+		rn_strscpy(d->key, sizeof(d->key), "(name too long)");
 	d->takes_address = !d->attachment && it->pool && rn_ip_parse(d->key, &ip) == 0;
 	snprintf(d->why, sizeof(d->why), "%s", why);
 	d->version = it->version;
@@ -834,9 +808,9 @@ static int collect_fn(void *ctx, const struct rn_ipam_item *it)
 	if (c->n == c->cap) {
 		size_t cap = c->cap, vcap = c->cap, tcap = c->cap;
 
-		if (grow(&c->items, &cap, c->n, size) < 0 ||
-		    grow((void **)&c->versions, &vcap, c->n, sizeof(*c->versions)) < 0 ||
-		    (c->keep_text && grow((void **)&c->texts, &tcap, c->n, sizeof(char *)) < 0))
+		if (rn_grow(&c->items, &cap, c->n + 1, size) < 0 ||
+		    RN_GROW(c->versions, &vcap, c->n + 1) < 0 ||
+		    (c->keep_text && RN_GROW(c->texts, &tcap, c->n + 1) < 0))
 			return -ENOMEM;
 		c->cap = cap;
 	}
@@ -903,8 +877,8 @@ static int rebuild_attachment(struct rn_ipam_store *s, const char *scope, const 
 	int r;
 
 	memset(att, 0, sizeof(*att));
-	copy(att->id, sizeof(att->id), id);
-	copy(att->scope, sizeof(att->scope), scope);
+	rn_strscpy(att->id, sizeof(att->id), id);
+	rn_strscpy(att->scope, sizeof(att->scope), scope);
 	r = collect_all(s, scope, &addrs, err);
 	recs = addrs.items;
 	for (size_t i = 0; r == 0 && i < addrs.n; i++)
@@ -919,22 +893,22 @@ static int rebuild_attachment(struct rn_ipam_store *s, const char *scope, const 
 		    strcmp(recs[i].container_id, pick->container_id) ||
 		    att->n >= RN_IPAM_MAX_RANGES)
 			continue;
-		copy(h->pool, sizeof(h->pool), recs[i].pool);
-		copy(h->ip, sizeof(h->ip), recs[i].ip);
-		copy(h->range, sizeof(h->range), recs[i].range);
+		rn_strscpy(h->pool, sizeof(h->pool), recs[i].pool);
+		rn_strscpy(h->ip, sizeof(h->ip), recs[i].ip);
+		rn_strscpy(h->range, sizeof(h->range), recs[i].range);
 		att->n++;
 	}
 	if (r == 0 && pick) {
-		copy(att->network, sizeof(att->network), pick->network);
-		copy(att->container_id, sizeof(att->container_id), pick->container_id);
-		copy(att->ifname, sizeof(att->ifname), pick->ifname);
-		copy(att->pod, sizeof(att->pod), pick->pod);
-		copy(att->node, sizeof(att->node), pick->node);
-		copy(att->time, sizeof(att->time), pick->time);
-		copy(att->netns, sizeof(att->netns), pick->netns);
-		copy(att->netns_ino, sizeof(att->netns_ino), pick->netns_ino);
+		rn_strscpy(att->network, sizeof(att->network), pick->network);
+		rn_strscpy(att->container_id, sizeof(att->container_id), pick->container_id);
+		rn_strscpy(att->ifname, sizeof(att->ifname), pick->ifname);
+		rn_strscpy(att->pod, sizeof(att->pod), pick->pod);
+		rn_strscpy(att->node, sizeof(att->node), pick->node);
+		rn_strscpy(att->time, sizeof(att->time), pick->time);
+		rn_strscpy(att->netns, sizeof(att->netns), pick->netns);
+		rn_strscpy(att->netns_ino, sizeof(att->netns_ino), pick->netns_ino);
 	} else if (r == 0) {
-		copy(att->container_id, sizeof(att->container_id), container);
+		rn_strscpy(att->container_id, sizeof(att->container_id), container);
 	}
 	collect_free(&addrs);
 	return r;
@@ -1003,15 +977,12 @@ static int take_damaged(struct collect *c, const struct rn_ipam_filter *f,
 {
 	for (size_t i = 0; i < c->n_damaged; i++) {
 		const struct rn_ipam_damaged *d = &c->damaged[i];
-		struct rn_ipam_damaged *g;
 
 		if (owner_filter(f) || (f && f->scope && strcmp(f->scope, d->scope)) ||
 		    (f && f->ip && (d->attachment || !same_ip(f->ip, d->key))))
 			continue;
-		g = realloc(*out, (*n_out + 1) * sizeof(**out));
-		if (!g)
+		if (RN_GROW(*out, NULL, *n_out + 1) < 0)
 			return -ENOMEM;
-		*out = g;
 		(*out)[(*n_out)++] = *d;
 	}
 	return 0;
