@@ -353,7 +353,7 @@ static void endpoint_redacted(const char *text, size_t len, char *buf, size_t si
 static int add_endpoint(struct rn_ipam_config *c, const char *text, size_t len, bool tls,
 			struct rn_error *err)
 {
-	char **grown, shown[256];
+	char shown[256];
 	char *ep;
 	size_t at, n;
 
@@ -386,12 +386,10 @@ static int add_endpoint(struct rn_ipam_config *c, const char *text, size_t len, 
 	} else if (asprintf(&ep, "%s://%.*s", tls ? "https" : "http", (int)len, text) < 0) {
 		return rn_error_set(err, ENOMEM, "out of memory");
 	}
-	grown = realloc(c->etcd.endpoints, (c->etcd.n_endpoints + 1) * sizeof(*grown));
-	if (!grown) {
+	if (RN_GROW(c->etcd.endpoints, NULL, c->etcd.n_endpoints + 1) < 0) {
 		free(ep);
 		return rn_error_set(err, ENOMEM, "out of memory");
 	}
-	c->etcd.endpoints = grown;
 	c->etcd.endpoints[c->etcd.n_endpoints++] = ep;
 	return 0;
 }

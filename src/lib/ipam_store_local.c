@@ -590,15 +590,8 @@ static int local_probe(struct rn_ipam_store *s, const char *scope, const char *p
 		if (addr_path(scope, pool, family, a, rel, sizeof(rel)) < 0)
 			return rn_error_set(err, ENAMETOOLONG, "pool path too long");
 		if (faccessat(l->dirfd, rel, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-			if (n == cap) {
-				rn_u128 *grown;
-
-				cap = cap ? cap * 2 : 8;
-				grown = realloc(taken, cap * sizeof(*taken));
-				if (!grown)
-					return rn_error_set(err, ENOMEM, "out of memory");
-				taken = grown;
-			}
+			if (RN_GROW(taken, &cap, n + 1) < 0)
+				return rn_error_set(err, ENOMEM, "out of memory");
 			taken[n++] = a;
 		} else if (errno != ENOENT) {
 			return rn_error_errno(err, errno, "cannot check %s/%s", l->path, rel);
