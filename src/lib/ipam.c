@@ -357,73 +357,116 @@ static void undo_failed(struct rn_error *err, const char *id, const struct rn_er
 		 first, undo->msg, id);
 }
 
-static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
-		    const struct rn_ipam_owner *o, const char *id, struct rn_ipam_lease *lease,
-		    struct rn_error *err)
-{
+/*
+ * One ADD's plan: what the attachment held (prev, checked against the
+ * address records), what each configured range keeps of it (match) and
+ * what it claims anew.
+ */
+struct add_plan {
 	struct rn_ipam_attachment prev, att;
-	struct held_state st[RN_IPAM_MAX_RANGES];
+	struct held_state st[RN_IPAM_MAX_RANGES]; /* of prev.held[] */
+	char pools[RN_IPAM_MAX_RANGES][RN_CIDR_STRLEN + 8]; /* of c->ranges[] */
+	int match[RN_IPAM_MAX_RANGES]; /* the prev.held[] a range keeps, or -1 */
+	bool used[RN_IPAM_MAX_RANGES]; /* prev.held[i] is kept by a range */
 	struct rn_ip claimed_ip[RN_IPAM_MAX_RANGES];
 	uint64_t claimed_version[RN_IPAM_MAX_RANGES];
-	struct rn_ipam_ref refs[2 * RN_IPAM_MAX_RANGES];
-	char *texts[RN_IPAM_MAX_RANGES] = { 0 };
-	char pools[RN_IPAM_MAX_RANGES][RN_CIDR_STRLEN + 8];
-	int match[RN_IPAM_MAX_RANGES];
-	bool used[RN_IPAM_MAX_RANGES] = { false }, have_prev, rewrite = false, attempted = false;
-	bool rebuilt = false;
-	size_t n_claimed = 0, n_refs = 0, n_matched;
-	uint64_t att_version = 0;
+	size_t n_matched, n_claimed;
+	uint64_t att_version;
+	bool have_prev, rebuilt, attempted;
+};
+
+/* Match: reads what the attachment holds; each range keeps an address of it that is still ours. */
+static int add_match(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+		     const struct rn_ipam_owner *o, const char *id, struct add_plan *p,
+		     struct rn_error *err)
+{
 	int r;
 
-	memset(lease, 0, sizeof(*lease));
-	memset(&prev, 0, sizeof(prev));
-	r = load_attachment(s, c->scope, id, &prev, &att_version, err);
+	memset(p, 0, sizeof(*p));
+	r = load_attachment(s, c->scope, id, &p->prev, &p->att_version, err);
 	if (r == -EBADMSG) {
 		/* damaged: what the address records naming it say is the truth */
 		rn_error_clear(err);
-		r = rebuild_attachment(s, c->scope, id, o->container_id, &prev, err);
-		rebuilt = r == 0;
+		r = rebuild_attachment(s, c->scope, id, o->container_id, &p->prev, err);
+		p->rebuilt = r == 0;
 	}
 	if (r < 0 && r != -ENOENT)
 		return r;
-	have_prev = r == 0;
-	for (size_t i = 0; i < prev.n; i++) {
-		r = verify_held(s, c->scope, id, &prev.held[i], &st[i], err);
+	p->have_prev = r == 0;
+	for (size_t i = 0; i < p->prev.n; i++) {
+		r = verify_held(s, c->scope, id, &p->prev.held[i], &p->st[i], err);
 		if (r < 0)
 			return r;
 	}
-	fill_attachment(&att, c, o, id);
+	fill_attachment(&p->att, c, o, id);
 	for (size_t k = 0; k < c->n_ranges; k++) {
-		rn_ipam_pool_name(c, &c->ranges[k], pools[k], sizeof(pools[k]));
-		match[k] = -1;
-		for (size_t i = 0; i < prev.n; i++) {
-			if (!used[i] && st[i].ours && st[i].ip.family == c->ranges[k].family &&
-			    strcmp(prev.held[i].pool, pools[k]) == 0 &&
-			    rn_ipam_range_usable(&c->ranges[k], st[i].ip.v)) {
-				match[k] = (int)i;
-				used[i] = true;
-				att.held[att.n++] = prev.held[i];
+		rn_ipam_pool_name(c, &c->ranges[k], p->pools[k], sizeof(p->pools[k]));
+		p->match[k] = -1;
+		for (size_t i = 0; i < p->prev.n; i++) {
+			const struct held_state *st = &p->st[i];
+
+			if (!p->used[i] && st->ours && st->ip.family == c->ranges[k].family &&
+			    strcmp(p->prev.held[i].pool, p->pools[k]) == 0 &&
+			    rn_ipam_range_usable(&c->ranges[k], st->ip.v)) {
+				p->match[k] = (int)i;
+				p->used[i] = true;
+				p->att.held[p->att.n++] = p->prev.held[i];
 				break;
 			}
 		}
 	}
-	n_matched = att.n;
+	p->n_matched = p->att.n;
+	return 0;
+}
 
-	/* a range without an address: search it from this attachment's hint */
+/* Undo: this ADD's claims are released; the attachment goes back to what it kept. */
+static void add_undo(struct rn_ipam_store *s, const struct rn_ipam_config *c, const char *id,
+		     struct add_plan *p, struct rn_error *err)
+{
+	struct rn_ipam_ref refs[RN_IPAM_MAX_RANGES];
+	struct rn_error undo_err = { 0 };
+	_cleanup_free_ char *att_text = NULL;
+	int u = 0;
+
+	for (size_t i = 0; i < p->n_claimed; i++)
+		refs[i] = (struct rn_ipam_ref){ p->att.held[p->n_matched + i].pool,
+						p->claimed_ip[i], NULL, p->claimed_version[i] };
+	p->att.n = p->n_matched;
+	if (p->n_matched && rn_ipam_attachment_format(&p->att, &att_text) < 0)
+		u = rn_error_set(&undo_err, ENOMEM, "out of memory");
+	if (u == 0)
+		u = s->ops->commit(s, c->scope, refs, p->n_claimed, id, p->att_version,
+				   p->n_matched ? RN_IPAM_ATT_PUT : RN_IPAM_ATT_DELETE, att_text,
+				   &undo_err);
+	if (u < 0)
+		undo_failed(err, id, &undo_err);
+}
+
+/* Claim: a range without an address is searched from this attachment's hint. */
+static int add_claim(struct rn_ipam_store *s, const struct rn_ipam_config *c, const char *id,
+		     struct add_plan *p, struct rn_error *err)
+{
 	for (size_t k = 0; k < c->n_ranges; k++) {
-		struct claim_ctx cc = { s,   c,		&c->ranges[k], pools[k], &att, &att_version,
-					err, &attempted };
+		struct claim_ctx cc = { s,
+					c,
+					&c->ranges[k],
+					p->pools[k],
+					&p->att,
+					&p->att_version,
+					err,
+					&p->attempted };
 		const struct rn_ipam_walk_ops ops = { walk_probe, walk_claim };
 		rn_u128 got;
+		int r;
 
-		if (match[k] >= 0)
+		if (p->match[k] >= 0)
 			continue;
 		r = rn_ipam_range_walk(&c->ranges[k], rn_ipam_range_hint(&c->ranges[k], id),
 				       s->window, &ops, &cc, &got);
 		if (r == 0) {
-			claimed_ip[n_claimed].family = c->ranges[k].family;
-			claimed_ip[n_claimed].v = got;
-			claimed_version[n_claimed++] = att_version;
+			p->claimed_ip[p->n_claimed].family = c->ranges[k].family;
+			p->claimed_ip[p->n_claimed].v = got;
+			p->claimed_version[p->n_claimed++] = p->att_version;
 			continue;
 		}
 		if (r == -ENOSPC) {
@@ -444,87 +487,97 @@ static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 		 */
 		if (r == -ESTALE)
 			return r;
-		/* undo this ADD's claims; the attachment goes back to what it held */
-		if (n_claimed > 0 || attempted) {
-			struct rn_error undo_err = { 0 };
-			_cleanup_free_ char *att_text = NULL;
-			int u = 0;
-
-			for (size_t i = 0; i < n_claimed; i++)
-				refs[i] = (struct rn_ipam_ref){ att.held[n_matched + i].pool,
-								claimed_ip[i], NULL,
-								claimed_version[i] };
-			att.n = n_matched;
-			if (n_matched && rn_ipam_attachment_format(&att, &att_text) < 0)
-				u = rn_error_set(&undo_err, ENOMEM, "out of memory");
-			if (u == 0)
-				u = s->ops->commit(s, c->scope, refs, n_claimed, id, att_version,
-						   n_matched ? RN_IPAM_ATT_PUT : RN_IPAM_ATT_DELETE,
-						   att_text, &undo_err);
-			if (u < 0)
-				undo_failed(err, id, &undo_err);
-		}
+		if (p->n_claimed > 0 || p->attempted)
+			add_undo(s, c, id, p, err);
 		return r;
 	}
+	return 0;
+}
 
-	/* addresses kept from before carry the new owner details; stale ones go */
+/* Rewrite: addresses kept from before carry the new owner details; stale ones go. */
+static int add_rewrite(struct rn_ipam_store *s, const struct rn_ipam_config *c, const char *id,
+		       const struct add_plan *p, struct rn_error *err)
+{
+	const struct rn_ipam_attachment *prev = &p->prev, *att = &p->att;
+	struct rn_ipam_ref refs[2 * RN_IPAM_MAX_RANGES];
+	char *texts[RN_IPAM_MAX_RANGES] = { 0 };
+	_cleanup_free_ char *att_text = NULL;
+	size_t n_refs = 0;
+	bool rewrite = false;
+	int r = 0;
+
 	for (size_t k = 0; k < c->n_ranges; k++) {
 		struct rn_ipam_record rec;
-		int i = match[k];
+		int i = p->match[k];
 
-		if (i < 0 || !owner_changed(&st[i].rec, &att))
+		if (i < 0 || !owner_changed(&p->st[i].rec, att))
 			continue;
-		fill_record(&rec, &att, &prev.held[i]);
+		fill_record(&rec, att, &prev->held[i]);
 		r = rn_ipam_record_format(&rec, &texts[n_refs]);
 		if (r < 0)
 			goto out;
-		refs[n_refs] = (struct rn_ipam_ref){ prev.held[i].pool, st[i].ip, texts[n_refs],
-						     st[i].version };
+		refs[n_refs] = (struct rn_ipam_ref){ prev->held[i].pool, p->st[i].ip, texts[n_refs],
+						     p->st[i].version };
 		n_refs++;
 		rewrite = true;
 	}
-	for (size_t i = 0; i < prev.n; i++) {
-		if (st[i].ours && !used[i]) {
-			refs[n_refs++] = (struct rn_ipam_ref){ prev.held[i].pool, st[i].ip, NULL,
-							       st[i].version };
+	for (size_t i = 0; i < prev->n; i++) {
+		if (p->st[i].ours && !p->used[i]) {
+			refs[n_refs++] = (struct rn_ipam_ref){ prev->held[i].pool, p->st[i].ip,
+							       NULL, p->st[i].version };
 			rewrite = true;
 		}
 	}
-	if (n_claimed == 0 && have_prev &&
-	    (rebuilt || prev.n != att.n || strcmp(prev.container_id, att.container_id) ||
-	     strcmp(prev.node, att.node) || strcmp(prev.network, att.network) ||
-	     strcmp(prev.pod, att.pod) || strcmp(prev.netns, att.netns) ||
-	     strcmp(prev.netns_ino, att.netns_ino)))
+	if (p->n_claimed == 0 && p->have_prev &&
+	    (p->rebuilt || prev->n != att->n || strcmp(prev->container_id, att->container_id) ||
+	     strcmp(prev->node, att->node) || strcmp(prev->network, att->network) ||
+	     strcmp(prev->pod, att->pod) || strcmp(prev->netns, att->netns) ||
+	     strcmp(prev->netns_ino, att->netns_ino)))
 		rewrite = true;
 	if (rewrite) {
-		_cleanup_free_ char *att_text = NULL;
-
-		r = rn_ipam_attachment_format(&att, &att_text);
-		if (r < 0)
-			goto out;
-		r = s->ops->commit(s, c->scope, refs, n_refs, id, att_version, RN_IPAM_ATT_PUT,
-				   att_text, err);
-		if (r < 0)
-			goto out;
+		r = rn_ipam_attachment_format(att, &att_text);
+		if (r == 0)
+			r = s->ops->commit(s, c->scope, refs, n_refs, id, p->att_version,
+					   RN_IPAM_ATT_PUT, att_text, err);
 	}
-
-	/* the lease, in range order */
-	{
-		size_t next_claim = 0;
-
-		for (size_t k = 0; k < c->n_ranges; k++) {
-			if (match[k] >= 0)
-				lease_add(lease, c, k, &st[match[k]].ip);
-			else
-				lease_add(lease, c, k, &claimed_ip[next_claim++]);
-		}
-	}
-	lease->existing = n_claimed == 0;
-	r = 0;
 out:
 	for (size_t i = 0; i < RN_IPAM_MAX_RANGES; i++)
 		free(texts[i]);
 	return r;
+}
+
+/* The lease, in range order. */
+static void add_lease(const struct rn_ipam_config *c, const struct add_plan *p,
+		      struct rn_ipam_lease *lease)
+{
+	size_t next_claim = 0;
+
+	for (size_t k = 0; k < c->n_ranges; k++) {
+		if (p->match[k] >= 0)
+			lease_add(lease, c, k, &p->st[p->match[k]].ip);
+		else
+			lease_add(lease, c, k, &p->claimed_ip[next_claim++]);
+	}
+	lease->existing = p->n_claimed == 0;
+}
+
+static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+		    const struct rn_ipam_owner *o, const char *id, struct rn_ipam_lease *lease,
+		    struct rn_error *err)
+{
+	struct add_plan p;
+	int r;
+
+	memset(lease, 0, sizeof(*lease));
+	r = add_match(s, c, o, id, &p, err);
+	if (r == 0)
+		r = add_claim(s, c, id, &p, err);
+	if (r == 0)
+		r = add_rewrite(s, c, id, &p, err);
+	if (r < 0)
+		return r;
+	add_lease(c, &p, lease);
+	return 0;
 }
 
 int rn_ipam_add(struct rn_ipam_store *s, const struct rn_ipam_config *c,
