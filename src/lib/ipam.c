@@ -561,10 +561,45 @@ static void add_lease(const struct rn_ipam_config *c, const struct add_plan *p,
 	lease->existing = p->n_claimed == 0;
 }
 
-static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
-		    const struct rn_ipam_owner *o, const char *id, struct rn_ipam_lease *lease,
-		    struct rn_error *err)
+/* One try of an ADD or DEL of attachment id; -ESTALE: it changed meanwhile, try again. */
+typedef int attachment_try(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+			   const struct rn_ipam_owner *o, const char *id, void *ret,
+			   struct rn_error *err);
+
+/*
+ * Runs try on the owner's attachment under its lock, again while it reports
+ * -ESTALE (at most MAX_RETRIES times); then EAGAIN, "kept changing" and what
+ * while says.
+ */
+static int attachment_locked(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+			     const struct rn_ipam_owner *o, attachment_try *try, void *ret,
+			     const char *while_, struct rn_error *err)
 {
+	char id[RN_IPAM_ID_MAX];
+	int token, r;
+
+	r = rn_ipam_attachment_id(o, id, sizeof(id), err);
+	if (r < 0)
+		return r;
+	r = lock_att(s, c->scope, id, &token, err);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < MAX_RETRIES; i++) {
+		r = try(s, c, o, id, ret, err);
+		if (r != -ESTALE)
+			break;
+	}
+	unlock_att(s, token);
+	if (r == -ESTALE)
+		return rn_error_set(err, EAGAIN, "attachment %s kept changing%s; try again", id,
+				    while_);
+	return r;
+}
+
+static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+		    const struct rn_ipam_owner *o, const char *id, void *ret, struct rn_error *err)
+{
+	struct rn_ipam_lease *lease = ret;
 	struct add_plan p;
 	int r;
 
@@ -583,29 +618,10 @@ static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 int rn_ipam_add(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 		const struct rn_ipam_owner *o, struct rn_ipam_lease *ret, struct rn_error *err)
 {
-	char id[RN_IPAM_ID_MAX];
-	int token, r;
-
 	if (c->n_ranges == 0)
 		return rn_error_set(err, EINVAL,
 				    "no range configured (set ipam.range or ipam.ipRanges)");
-	r = rn_ipam_attachment_id(o, id, sizeof(id), err);
-	if (r < 0)
-		return r;
-	r = lock_att(s, c->scope, id, &token, err);
-	if (r < 0)
-		return r;
-	for (int i = 0; i < MAX_RETRIES; i++) {
-		r = add_once(s, c, o, id, ret, err);
-		if (r != -ESTALE)
-			break;
-	}
-	unlock_att(s, token);
-	if (r == -ESTALE)
-		return rn_error_set(
-			err, EAGAIN,
-			"attachment %s kept changing while it was being stored; try again", id);
-	return r;
+	return attachment_locked(s, c, o, add_once, ret, " while it was being stored", err);
 }
 
 /* Releases what the attachment (at version) holds, and the attachment. */
@@ -645,13 +661,14 @@ static int release_attachment(struct rn_ipam_store *s, const char *scope, const 
 }
 
 static int del_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
-		    const struct rn_ipam_owner *o, const char *id, size_t *released,
-		    struct rn_error *err)
+		    const struct rn_ipam_owner *o, const char *id, void *ret, struct rn_error *err)
 {
+	size_t *released = ret;
 	struct rn_ipam_attachment att;
 	uint64_t version;
 	int r;
 
+	*released = 0;
 	r = load_attachment(s, c->scope, id, &att, &version, err);
 	if (r == -ENOENT)
 		return 0; /* nothing held: DEL succeeds */
@@ -683,25 +700,9 @@ static int del_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 int rn_ipam_del(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 		const struct rn_ipam_owner *o, size_t *ret_released, struct rn_error *err)
 {
-	char id[RN_IPAM_ID_MAX];
 	size_t released = 0;
-	int token, r;
+	int r = attachment_locked(s, c, o, del_once, &released, "", err);
 
-	r = rn_ipam_attachment_id(o, id, sizeof(id), err);
-	if (r < 0)
-		return r;
-	r = lock_att(s, c->scope, id, &token, err);
-	if (r < 0)
-		return r;
-	for (int i = 0; i < MAX_RETRIES; i++) {
-		released = 0;
-		r = del_once(s, c, o, id, &released, err);
-		if (r != -ESTALE)
-			break;
-	}
-	unlock_att(s, token);
-	if (r == -ESTALE)
-		return rn_error_set(err, EAGAIN, "attachment %s kept changing; try again", id);
 	if (r == 0 && ret_released)
 		*ret_released = released;
 	return r;
