@@ -192,21 +192,14 @@ static int cdi_generate(struct rn_cli *cli)
 	struct hook_args hargs = { 0 };
 	struct rn_devnode cm;
 	struct rn_error err = { 0 };
-	const char *hook = RDMANS_HOOK_PATH, *output = NULL;
+	const char *hook = RDMANS_HOOK_PATH, *output = NULL, *a;
 	json_t *env, *edits, *devices, *all_nodes;
 	size_t n = 0;
 	bool have_cm;
 	int r;
 
 	nccl_opts_init(&opts);
-	while (rn_cli_peek(cli)) {
-		const char *a = rn_cli_next(cli);
-
-		r = nccl_opts_take(cli, a, &opts);
-		if (r > 1)
-			return r;
-		if (r == 1)
-			continue;
+	while ((a = nccl_opts_next(cli, &opts, &r))) {
 		if (strcmp(a, "--addr-range") == 0) {
 			req.addr_range = rn_cli_next(cli);
 			if (!req.addr_range)
@@ -227,6 +220,8 @@ static int cdi_generate(struct rn_cli *cli)
 			return rn_cli_usage("unexpected argument '%s' to 'cdi generate'", a);
 		}
 	}
+	if (r)
+		return r;
 	hargs.config = opts.config;
 	hargs.cni_config = opts.cni_config;
 	if ((hargs.config && hargs.config[0] != '/') ||
