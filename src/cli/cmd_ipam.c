@@ -391,6 +391,59 @@ static const char *const release_usage =
 	"--node NODE [--ifname IF] [--network NAME] | --damaged [ADDRESS] [--scope S] "
 	"[--config FILE | --data-dir DIR | --etcd ...]";
 
+/* Releases item and (without -j) says so; its key for the JSON list, or NULL with err set. */
+typedef const char *release_fn(const struct rn_cli *cli, struct rn_ipam_store *s, const void *item,
+			       struct rn_error *err);
+
+static const char *release_damaged_one(const struct rn_cli *cli, struct rn_ipam_store *s,
+				       const void *item, struct rn_error *err)
+{
+	const struct rn_ipam_damaged *d = item;
+
+	if (rn_ipam_release_damaged(s, d, err) < 0)
+		return NULL;
+	if (!cli->json)
+		printf("removed the damaged record of %s in scope %s (%s)\n", d->key, d->scope,
+		       d->why);
+	return d->key;
+}
+
+static const char *release_record_one(const struct rn_cli *cli, struct rn_ipam_store *s,
+				      const void *item, struct rn_error *err)
+{
+	const struct rn_ipam_record *rec = item;
+
+	if (rn_ipam_release(s, rec, err) < 0)
+		return NULL;
+	if (!cli->json)
+		printf("released %s (%s%s %s, node %s)\n", rec->ip,
+		       rec->pod[0] ? "pod " : "container ",
+		       rec->pod[0] ? rec->pod : rec->container_id, rec->ifname, rec->node);
+	return rec->ip;
+}
+
+/* Releases the n items (of size bytes each) in turn; {"released": [keys]} with -j. */
+static int release_each(struct rn_cli *cli, struct rn_ipam_store *s, const void *items, size_t n,
+			size_t size, release_fn *release)
+{
+	struct rn_error err = { 0 };
+	json_t *done = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		const char *key = release(cli, s, (const char *)items + i * size, &err);
+
+		if (!key) {
+			json_decref(done);
+			return rn_cli_fail(&err);
+		}
+		json_array_append_new(done, json_string(key));
+	}
+	if (cli->json)
+		return rn_cli_print_json(cli, json_pack("{s:o}", "released", done));
+	json_decref(done);
+	return 0;
+}
+
 /* release --damaged [ADDRESS]: damaged address records, each only while still damaged. */
 static int release_damaged(struct rn_cli *cli, struct ipam_opts *o)
 {
@@ -400,7 +453,6 @@ static int release_damaged(struct rn_cli *cli, struct ipam_opts *o)
 	struct rn_ipam_config c = { 0 };
 	struct rn_error err = { 0 };
 	size_t n = 0, n_bad = 0, k = 0;
-	json_t *done;
 	int r;
 
 	if (o->filter.node || o->filter.network || o->filter.container_id || o->filter.pod ||
@@ -434,22 +486,7 @@ static int release_damaged(struct rn_cli *cli, struct ipam_opts *o)
 			     o->address);
 		return rn_cli_fail(&err);
 	}
-	done = json_array();
-	for (size_t i = 0; i < k; i++) {
-		r = rn_ipam_release_damaged(s, &bad[i], &err);
-		if (r < 0) {
-			json_decref(done);
-			return rn_cli_fail(&err);
-		}
-		json_array_append_new(done, json_string(bad[i].key));
-		if (!cli->json)
-			printf("removed the damaged record of %s in scope %s (%s)\n", bad[i].key,
-			       bad[i].scope, bad[i].why);
-	}
-	if (cli->json)
-		return rn_cli_print_json(cli, json_pack("{s:o}", "released", done));
-	json_decref(done);
-	return 0;
+	return release_each(cli, s, bad, k, sizeof(*bad), release_damaged_one);
 }
 
 static int ipam_release(struct rn_cli *cli)
@@ -459,7 +496,6 @@ static int ipam_release(struct rn_cli *cli)
 	struct ipam_opts o = { 0 };
 	struct rn_ipam_config c = { 0 };
 	struct rn_error err = { 0 };
-	json_t *done = NULL;
 	size_t n = 0;
 	int r;
 
@@ -489,24 +525,7 @@ static int ipam_release(struct rn_cli *cli)
 	rn_ipam_config_free(&c);
 	if (r < 0)
 		return rn_cli_fail(&err);
-	done = json_array();
-	for (size_t i = 0; i < n; i++) {
-		r = rn_ipam_release(s, &recs[i], &err);
-		if (r < 0) {
-			json_decref(done);
-			return rn_cli_fail(&err);
-		}
-		json_array_append_new(done, json_string(recs[i].ip));
-		if (!cli->json)
-			printf("released %s (%s%s %s, node %s)\n", recs[i].ip,
-			       recs[i].pod[0] ? "pod " : "container ",
-			       recs[i].pod[0] ? recs[i].pod : recs[i].container_id, recs[i].ifname,
-			       recs[i].node);
-	}
-	if (cli->json)
-		return rn_cli_print_json(cli, json_pack("{s:o}", "released", done));
-	json_decref(done);
-	return 0;
+	return release_each(cli, s, recs, n, sizeof(*recs), release_record_one);
 }
 
 static int ipam_gc(struct rn_cli *cli)
