@@ -419,52 +419,37 @@ static const char *const release_usage =
 	"--node NODE [--ifname IF] [--network NAME] | --damaged [ADDRESS] [--scope S] "
 	"[--config FILE | --data-dir DIR | --etcd ...]";
 
-/* Releases item and (without -j) says so; its key for the JSON list, or NULL with err set. */
-typedef const char *release_fn(const struct rn_cli *cli, struct rn_ipam_store *s, const void *item,
-			       struct rn_error *err);
-
-static const char *release_damaged_one(const struct rn_cli *cli, struct rn_ipam_store *s,
-				       const void *item, struct rn_error *err)
-{
-	const struct rn_ipam_damaged *d = item;
-
-	if (rn_ipam_release_damaged(s, d, err) < 0)
-		return NULL;
-	if (!cli->json)
-		printf("removed the damaged record of %s in scope %s (%s)\n", d->key, d->scope,
-		       d->why);
-	return d->key;
-}
-
-static const char *release_record_one(const struct rn_cli *cli, struct rn_ipam_store *s,
-				      const void *item, struct rn_error *err)
-{
-	const struct rn_ipam_record *rec = item;
-
-	if (rn_ipam_release(s, rec, err) < 0)
-		return NULL;
-	if (!cli->json)
-		printf("released %s (%s%s %s, node %s)\n", rec->ip,
-		       rec->pod[0] ? "pod " : "container ",
-		       rec->pod[0] ? rec->pod : rec->container_id, rec->ifname, rec->node);
-	return rec->ip;
-}
-
-/* Releases the n items (of size bytes each) in turn; {"released": [keys]} with -j. */
-static int release_each(struct rn_cli *cli, struct rn_ipam_store *s, const void *items, size_t n,
-			size_t size, release_fn *release)
+/*
+ * Releases the n address records recs[] or (recs NULL) the n damaged ones
+ * bad[] in turn, saying so (a line each; {"released": [...]} with -j).
+ */
+static int release_each(struct rn_cli *cli, struct rn_ipam_store *s,
+			const struct rn_ipam_record *recs, const struct rn_ipam_damaged *bad,
+			size_t n)
 {
 	struct rn_error err = { 0 };
 	json_t *done = json_array();
 
 	for (size_t i = 0; i < n; i++) {
-		const char *key = release(cli, s, (const char *)items + i * size, &err);
+		const char *key = recs ? recs[i].ip : bad[i].key;
+		int r = recs ? rn_ipam_release(s, &recs[i], &err)
+			     : rn_ipam_release_damaged(s, &bad[i], &err);
 
-		if (!key) {
+		if (r < 0) {
 			json_decref(done);
 			return rn_cli_fail(&err);
 		}
 		json_array_append_new(done, json_string(key));
+		if (cli->json)
+			continue;
+		if (recs)
+			printf("released %s (%s%s %s, node %s)\n", key,
+			       recs[i].pod[0] ? "pod " : "container ",
+			       recs[i].pod[0] ? recs[i].pod : recs[i].container_id, recs[i].ifname,
+			       recs[i].node);
+		else
+			printf("removed the damaged record of %s in scope %s (%s)\n", key,
+			       bad[i].scope, bad[i].why);
 	}
 	if (cli->json)
 		return rn_cli_print_json(cli, json_pack("{s:o}", "released", done));
@@ -499,7 +484,7 @@ static int release_damaged(struct rn_cli *cli, struct ipam_opts *o)
 			     o->address);
 		return rn_cli_fail(&err);
 	}
-	return release_each(cli, f.s, f.bad, k, sizeof(*f.bad), release_damaged_one);
+	return release_each(cli, f.s, NULL, f.bad, k);
 }
 
 static int ipam_release(struct rn_cli *cli)
@@ -526,7 +511,7 @@ static int ipam_release(struct rn_cli *cli)
 		r = rn_error_set(&err, ENXIO, "no record matches (see 'rdmans ipam ls')");
 	if (r < 0)
 		return rn_cli_fail(&err);
-	return release_each(cli, f.s, f.recs, f.n, sizeof(*f.recs), release_record_one);
+	return release_each(cli, f.s, f.recs, NULL, f.n);
 }
 
 static int ipam_gc(struct rn_cli *cli)
