@@ -402,8 +402,8 @@ static int fsync_dir(const char *dir)
 	return 0;
 }
 
-int rn_cni_state_write(const char *dir, const char *name, const struct rn_cni_state *st,
-		       struct rn_error *err)
+static int state_write(const char *dir, const char *name, const struct rn_cni_state *st,
+		       bool durable, struct rn_error *err)
 {
 	char path[PATH_MAX], tmp[PATH_MAX];
 	_cleanup_close_ int fd = -1;
@@ -433,7 +433,7 @@ int rn_cni_state_write(const char *dir, const char *name, const struct rn_cni_st
 		    fputc('\n', f) == EOF)
 			r = -1;
 	}
-	if (r == 0 && (fflush(f) != 0 || fsync(fileno(f)) < 0))
+	if (r == 0 && (fflush(f) != 0 || (durable && fsync(fileno(f)) < 0)))
 		r = -1;
 	e = errno ? errno : EIO;
 	if (fclose(f) != 0 && r == 0) {
@@ -449,8 +449,21 @@ int rn_cni_state_write(const char *dir, const char *name, const struct rn_cni_st
 		(void)unlink(tmp);
 		return rn_error_errno(err, e, "cannot rename %s to %s", tmp, path);
 	}
-	(void)fsync_dir(dir);
+	if (durable)
+		(void)fsync_dir(dir);
 	return 0;
+}
+
+int rn_cni_state_write(const char *dir, const char *name, const struct rn_cni_state *st,
+		       struct rn_error *err)
+{
+	return state_write(dir, name, st, true, err);
+}
+
+int rn_cni_state_write_nosync(const char *dir, const char *name, const struct rn_cni_state *st,
+			      struct rn_error *err)
+{
+	return state_write(dir, name, st, false, err);
 }
 
 /* ".NAME.PID.tmp" of a writer killed before its rename: its PID is gone. */
