@@ -786,14 +786,39 @@ static int roce_probe_here(void *arg, struct rn_error *err)
 	return 0;
 }
 
+struct gid_wait {
+	struct roce_probe probe;
+	long deadline;
+};
+
+/* In the pod (one thread and one sysfs for the whole wait): until every GID is there, or the deadline. */
+static int gid_wait_here(void *arg, struct rn_error *err)
+{
+	struct gid_wait *w = arg;
+	struct gid_job *job = w->probe.job;
+	unsigned int pause_us = 2000;
+	int r;
+
+	r = roce_probe_here(&w->probe, err);
+	if (r < 0 || job->n_devs == 0)
+		return r; /* InfiniBand, or no device bound to the pod interface */
+	for (;;) {
+		r = gid_probe_here(job, err);
+		if (r < 0 || !job->missing[0] || now_ms() >= w->deadline)
+			return r;
+		usleep(pause_us);
+		if (pause_us < 50000)
+			pause_us *= 2;
+	}
+}
+
 static int gid_check(int pod_nsfd, const struct rn_attach_plan *plan, const char *const *addrs,
 		     size_t n_addrs, int timeout_ms, struct rn_error *err)
 {
 	_cleanup_free_ struct gid_addr *parsed = NULL;
 	struct gid_job job = { 0 };
-	struct roce_probe probe = { .plan = plan, .job = &job };
-	long deadline = now_ms() + timeout_ms;
-	unsigned int pause_us = 2000;
+	struct gid_wait w = { .probe = { .plan = plan, .job = &job },
+			      .deadline = now_ms() + timeout_ms };
 	int r;
 
 	if (plan->n_rdma == 0 || n_addrs == 0 || plan->n_netdevs == 0)
@@ -806,23 +831,9 @@ static int gid_check(int pod_nsfd, const struct rn_attach_plan *plan, const char
 		return r;
 	job.addrs = parsed;
 	job.n_addrs = n_addrs;
-	r = rn_netns_run_sysfs(pod_nsfd, roce_probe_here, &probe, err);
-	if (r < 0)
+	r = rn_netns_run_sysfs(pod_nsfd, gid_wait_here, &w, err);
+	if (r < 0 || !job.missing[0])
 		return r;
-	if (job.n_devs == 0)
-		return 0; /* InfiniBand, or no device bound to the pod interface */
-	for (;;) {
-		r = rn_netns_run_sysfs(pod_nsfd, gid_probe_here, &job, err);
-		if (r < 0)
-			return r;
-		if (!job.missing[0])
-			return 0;
-		if (now_ms() >= deadline)
-			break;
-		usleep(pause_us);
-		if (pause_us < 50000)
-			pause_us *= 2;
-	}
 	return rn_error_set(err, ETIMEDOUT,
 			    "no RoCE v2 GID for the pod address on RDMA device %s after %d ms "
 			    "(is the port up? 'rdmans gids --netns' shows the table)",
