@@ -16,21 +16,33 @@ struct dump_job {
 	bool *exclusive; /* optional: also read the mode */
 };
 
-static int dump_here(void *arg, struct rn_error *err)
+int rn_rdma_open_dump(struct rn_rdma **ret, bool *exclusive, struct rn_rdma_devs *out,
+		      struct rn_error *err)
 {
-	struct dump_job *job = arg;
 	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
 	int r;
 
 	r = rn_rdma_open(&rdma, err);
 	if (r < 0)
 		return r;
-	if (job->exclusive) {
-		r = rn_rdma_netns_mode_get(rdma, job->exclusive, err);
+	if (exclusive) {
+		r = rn_rdma_netns_mode_get(rdma, exclusive, err);
 		if (r < 0)
 			return r;
 	}
-	return rn_rdma_dev_dump(rdma, job->out, err);
+	r = rn_rdma_dev_dump(rdma, out, err);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(rdma);
+	return 0;
+}
+
+static int dump_here(void *arg, struct rn_error *err)
+{
+	struct dump_job *job = arg;
+	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
+
+	return rn_rdma_open_dump(&rdma, job->exclusive, job->out, err);
 }
 
 int rn_rdma_dump_in(int nsfd, struct rn_rdma_devs *out, struct rn_error *err)
@@ -55,14 +67,10 @@ void rn_located_devs_free(struct rn_located_devs *devs)
 static int append_devs(struct rn_located_devs *out, struct rn_rdma_devs *devs,
 		       const struct rn_netns_entry *ns, struct rn_error *err)
 {
-	struct rn_located_dev *v;
-
 	if (devs->n == 0)
 		return 0;
-	v = realloc(out->v, (out->n + devs->n) * sizeof(*v));
-	if (!v)
+	if (RN_GROW(out->v, NULL, out->n + devs->n) < 0)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	out->v = v;
 	for (size_t i = 0; i < devs->n; i++) {
 		out->v[out->n].dev = devs->devs[i];
 		out->v[out->n].netns = *ns;
