@@ -9,18 +9,6 @@
 #include "cni.h"
 #include "rdmans/util.h"
 
-const char *const cni_versions[CNI_VERSIONS_N] = { "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0" };
-
-int cni_version_parse(const char *v)
-{
-	static const int codes[CNI_VERSIONS_N] = { 30, 31, 40, 100, 110 };
-
-	for (size_t i = 0; v && i < CNI_VERSIONS_N; i++)
-		if (strcmp(v, cni_versions[i]) == 0)
-			return codes[i];
-	return -1;
-}
-
 void cni_conf_free(struct cni_conf *conf)
 {
 	if (conf->root)
@@ -273,6 +261,7 @@ int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
 	struct cni_conf *c = &ctx->conf;
 	json_t *rc = NULL;
 	const char *rc_device = NULL, *device_id = NULL, *pci_bus = NULL;
+	struct rn_error err = { 0 };
 	json_error_t jerr;
 
 	memset(c, 0, sizeof(*c));
@@ -298,16 +287,10 @@ int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
 	if (get_string(ctx, c->root, "cniVersion", "", &c->version) < 0)
 		return -1;
 	if (c->version) {
-		c->ver = cni_version_parse(c->version);
+		c->ver = rn_cni_version_check(c->version, CNI_OLDEST, "rdma-netns", &err);
 		if (c->ver < 0) {
-			const char *v = c->version;
-
-			c->version = NULL;
-			return cni_fail(
-				ctx, CNI_ERR_INCOMPATIBLE,
-				"CNI version %s is not supported by rdma-netns (it supports "
-				"0.3.0, 0.3.1, 0.4.0, 1.0.0 and 1.1.0)",
-				v);
+			c->version = NULL; /* the error in a version the caller reads */
+			return cni_fail(ctx, CNI_ERR_INCOMPATIBLE, "%s", err.msg);
 		}
 	}
 	if (strcmp(ctx->command, "VERSION") == 0)
