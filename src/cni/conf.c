@@ -256,12 +256,10 @@ static int parse_attachments(struct cni_ctx *ctx, json_t *root)
 	return 0;
 }
 
-int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
+/* Phase 1: stdin is one JSON object; the defaults are set. */
+static int conf_decode(struct cni_ctx *ctx, const char *raw, size_t len)
 {
 	struct cni_conf *c = &ctx->conf;
-	json_t *rc = NULL;
-	const char *rc_device = NULL, *device_id = NULL, *pci_bus = NULL;
-	struct rn_error err = { 0 };
 	json_error_t jerr;
 
 	memset(c, 0, sizeof(*c));
@@ -283,6 +281,14 @@ int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
 		return cni_fail(ctx, CNI_ERR_DECODE,
 				"the network configuration must be a JSON object, not %s",
 				type_name(c->root));
+	return 0;
+}
+
+/* Phase 2: cniVersion, one of ours when given (VERSION needs none). */
+static int conf_version(struct cni_ctx *ctx)
+{
+	struct cni_conf *c = &ctx->conf;
+	struct rn_error err = { 0 };
 
 	if (get_string(ctx, c->root, "cniVersion", "", &c->version) < 0)
 		return -1;
@@ -293,8 +299,14 @@ int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
 			return cni_fail(ctx, CNI_ERR_INCOMPATIBLE, "%s", err.msg);
 		}
 	}
-	if (strcmp(ctx->command, "VERSION") == 0)
-		return 0;
+	return 0;
+}
+
+/* Phase 3: no misspelt keys; the network's name and type. */
+static int conf_identity(struct cni_ctx *ctx)
+{
+	struct cni_conf *c = &ctx->conf;
+
 	if (!c->version)
 		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
 				"the network configuration has no 'cniVersion'");
@@ -306,6 +318,16 @@ int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
 	if (!c->name)
 		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
 				"the network configuration has no 'name'");
+	return 0;
+}
+
+/* Phase 4: the device to attach (device, hwaddr, rdmaDevice, one bus id) and the devinfo file. */
+static int conf_select(struct cni_ctx *ctx)
+{
+	struct cni_conf *c = &ctx->conf;
+	const char *rc_device = NULL, *device_id = NULL, *pci_bus = NULL;
+	json_t *rc = NULL;
+
 	if (get_string(ctx, c->root, "device", "", &c->sel.netdev) < 0 ||
 	    get_string(ctx, c->root, "hwaddr", "", &c->sel.hwaddr) < 0 ||
 	    get_string(ctx, c->root, "rdmaDevice", "", &c->sel.rdma_dev) < 0 ||
@@ -332,11 +354,26 @@ int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
 	    check_name(ctx, "rdmaDevice", c->sel.rdma_dev, 63) < 0 ||
 	    check_name(ctx, "deviceID", c->sel.bus_id, 63) < 0 || check_mac(ctx, c->sel.hwaddr) < 0)
 		return -1;
+	return 0;
+}
+
+/* Phase 5: the switches and timeouts. */
+static int conf_options(struct cni_ctx *ctx)
+{
+	struct cni_conf *c = &ctx->conf;
+
 	if (get_bool(ctx, c->root, "requireRdma", &c->require_rdma) < 0 ||
 	    get_bool(ctx, c->root, "allowDefaultRoute", &c->allow_default_route) < 0 ||
 	    get_seconds(ctx, c->root, "gidTimeout", &c->gid_timeout_ms) < 0 ||
 	    get_seconds(ctx, c->root, "returnTimeout", &c->return_timeout_ms) < 0)
 		return -1;
+	return 0;
+}
+
+/* Phase 6: the blocks: ipam, prevResult, nccl, the devinfo path, GC's attachments. */
+static int conf_blocks(struct cni_ctx *ctx)
+{
+	struct cni_conf *c = &ctx->conf;
 
 	if (get_object(ctx, c->root, "ipam", "", &c->ipam) < 0)
 		return -1;
@@ -364,7 +401,17 @@ int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
 				"without '..', not %s",
 				c->devinfo_file);
 	}
-	if (parse_attachments(ctx, c->root) < 0)
+	return parse_attachments(ctx, c->root);
+}
+
+int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
+{
+	if (conf_decode(ctx, raw, len) < 0 || conf_version(ctx) < 0)
+		return -1;
+	if (strcmp(ctx->command, "VERSION") == 0)
+		return 0;
+	if (conf_identity(ctx) < 0 || conf_select(ctx) < 0 || conf_options(ctx) < 0 ||
+	    conf_blocks(ctx) < 0)
 		return -1;
 	return 0;
 }
