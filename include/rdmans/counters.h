@@ -7,7 +7,7 @@
  *   - sysfs ports/P/hw_counters (the same hw_stats; names netlink lacks are
  *     added), ports/P/counters (the IB PMA counters), ports/P/rate, and the
  *     device-wide DEV/hw_counters;
- *   - the bound netdev's class/net/IF/{mtu,operstate}.
+ *   - the port's facts and its bound netdev's (rn_sysfs_port_read()).
  * sysfs is read under rn_sysfs_root(); for another netns, through a sysfs
  * instance made for it and mounted nowhere (rn_netns_sysfs_fd(); without
  * fsmount(), rn_netns_run_sysfs()), since devices that moved into a pod are
@@ -65,7 +65,7 @@ struct rn_port_metrics {
 	char rate[64]; /* sysfs text: "100 Gb/sec (4X EDR)" */
 	uint64_t rate_bps; /* bits per second, 0 unknown */
 	int netdev_mtu; /* -1 unknown */
-	int netdev_up; /* operstate up: 1, else 0; -1 unknown */
+	int netdev_up; /* operstate up (rn_sysfs_netdev.oper_up): 1, else 0; -1 unknown */
 	struct rn_counters hw; /* netlink statistics and sysfs hw_counters */
 	struct rn_counters pma; /* sysfs counters/ */
 };
@@ -110,12 +110,6 @@ static inline void rn_scrape_freep(struct rn_scrape *s)
 	rn_scrape_free(s);
 }
 #define _cleanup_scrape_ _cleanup_(rn_scrape_freep)
-
-/*
- * The netdev sysfs binds to DEV/PORT: the one named by the lowest GID slot
- * that names one (gid_attrs/ndevs), else rxe's DEV/parent; "" when none.
- */
-void rn_port_netdev_sysfs(const char *dev, uint32_t port, char *buf, size_t len);
 
 /*
  * Fills the sysfs part of a port (counters, rate, link layer, netdev MTU

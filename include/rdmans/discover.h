@@ -32,6 +32,14 @@ static inline void rn_located_devs_freep(struct rn_located_devs *devs)
 }
 #define _cleanup_located_devs_ _cleanup_(rn_located_devs_freep)
 
+/*
+ * In the caller's netns: opens RDMA netlink, reads the netns mode when
+ * exclusive is not NULL, and dumps the devices into *out; the socket is left
+ * open in *ret for more requests (statistics). Nothing is kept on failure.
+ */
+int rn_rdma_open_dump(struct rn_rdma **ret, bool *exclusive, struct rn_rdma_devs *out,
+		      struct rn_error *err);
+
 /* Dumps the devices of the netns of nsfd (a thread joins it for the dump). */
 int rn_rdma_dump_in(int nsfd, struct rn_rdma_devs *out, struct rn_error *err);
 

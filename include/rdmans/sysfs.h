@@ -21,9 +21,15 @@
 #define RN_BUS_ID_MAX 64
 #define RN_SYSFS_MAX_NETDEVS 8
 
-/* "/sys", or $RDMANS_SYSFS_ROOT, or what rn_sysfs_set_root() set (NULL restores the default). */
+/*
+ * "/sys", or $RDMANS_SYSFS_ROOT, or what rn_sysfs_set_root() set (NULL
+ * restores the default); on a thread that rn_sysfs_set_thread_root() gave a
+ * root of its own (a sysfs instance made for another netns,
+ * "/proc/self/fd/N"), that one until it is set back to NULL.
+ */
 const char *rn_sysfs_root(void);
 void rn_sysfs_set_root(const char *root);
+void rn_sysfs_set_thread_root(const char *root);
 
 enum rn_gid_type {
 	RN_GID_UNKNOWN = 0,
@@ -107,6 +113,63 @@ int rn_sysfs_netdevs_by_bus_id(const char *bus_id, char (*names)[IF_NAMESIZE], s
 			       size_t *ret_n, struct rn_error *err);
 /* The PCI BDF behind netdev `ifname`; -ENOENT when it has none (veth, bridge). */
 int rn_sysfs_netdev_pci(const char *ifname, char *bdf, size_t len, struct rn_error *err);
+
+/* ---- per-port facts: the one reader of ports/P and of the bound netdev's class/net ---- */
+
+/*
+ * A netdev as ROOT/class/net/IF shows it. "Up" has two meanings and both are
+ * here: admin_up is IFF_UP of `flags` (`ip link set up`), oper_up is
+ * `operstate` "up" (RFC 2863: carrier and lower layers too). A file that
+ * cannot be read leaves its field unknown.
+ */
+struct rn_sysfs_netdev {
+	char name[IF_NAMESIZE]; /* "" when none */
+	bool here; /* class/net/IF exists: it is in this sysfs's netns */
+	int ifindex; /* 0 unknown */
+	int mtu; /* -1 unknown */
+	int admin_up; /* IFF_UP in flags: 1, 0, -1 unknown */
+	int oper_up; /* operstate is "up": 1, 0, -1 unknown */
+	char operstate[16]; /* "up", "down", "lowerlayerdown", ...; "" unknown */
+};
+
+/* Where rn_sysfs_port.netdev comes from. */
+enum rn_port_netdev_source {
+	RN_PORT_NETDEV_NONE = 0,
+	RN_PORT_NETDEV_CALLER, /* the caller named it (RDMA netlink's binding) */
+	RN_PORT_NETDEV_GID, /* the lowest GID slot that names one (gid_attrs/ndevs/N) */
+	RN_PORT_NETDEV_PARENT, /* rdma_rxe's DEV/parent */
+};
+
+/* One port of an RDMA device as ROOT/class/infiniband/DEV/ports/P shows it. */
+struct rn_sysfs_port {
+	char dev[RN_RDMA_NAME_MAX];
+	uint32_t port;
+	uint8_t state; /* IB_PORT_* of "4: ACTIVE", 0 unknown */
+	char state_name[24]; /* "ACTIVE", "DOWN", ... ("" unreadable) */
+	uint8_t phys_state; /* of "5: LinkUp", 0 unknown */
+	char link_layer[16]; /* "Ethernet", "InfiniBand", "" unreadable */
+	char rate[64]; /* "100 Gb/sec (4X EDR)", "" unreadable */
+	unsigned gid_tbl_len; /* slots in the GID table (gids/N entries) */
+	enum rn_port_netdev_source netdev_source;
+	struct rn_sysfs_netdev netdev; /* the bound netdev; name "" when none */
+};
+
+/* Reads class/net/IF of `ifname` ("" or NULL: nothing bound; every field unknown). */
+void rn_sysfs_netdev_read(const char *ifname, struct rn_sysfs_netdev *out);
+/*
+ * Reads port `port` of RDMA device `dev` and its bound netdev: `netdev` when
+ * the caller knows the binding (RDMA netlink names it), else ("" or NULL)
+ * the one sysfs binds (the lowest GID slot that names one, else rxe's
+ * DEV/parent). Unreadable files leave their fields unknown: never fails.
+ */
+void rn_sysfs_port_read(const char *dev, uint32_t port, const char *netdev,
+			struct rn_sysfs_port *out);
+/*
+ * The port numbers of `dev` (ports/N), ascending. *ret is NULL when there
+ * are none; free with free(). -ENOENT (no error set) when `dev` has no ports
+ * directory (gone since it was listed), other failures -errno with a message.
+ */
+int rn_sysfs_port_list(const char *dev, uint32_t **ret, size_t *ret_n, struct rn_error *err);
 
 /* ---- PCI topology (GPU-NIC affinity) ---- */
 

@@ -24,6 +24,7 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/cni_state.h"
 #include "rdmans/counters.h"
+#include "rdmans/discover.h"
 #include "rdmans/rdma.h"
 #include "rdmans/util.h"
 
@@ -106,35 +107,6 @@ static int parse_u64(const char *s, uint64_t *ret)
 	return 0;
 }
 
-/*
- * The sysfs this thread reads: rn_sysfs_root(), or, while the scrape's
- * worker reads a pod's, "/proc/self/fd/N" of a sysfs made for that netns.
- */
-static __thread const char *tls_root;
-
-static const char *sys_root(void)
-{
-	return tls_root ? tls_root : rn_sysfs_root();
-}
-
-/* ROOT/class/infiniband/DEV/NAME */
-static int dev_file(char *buf, size_t len, const char *dev, const char *name)
-{
-	return rn_path(buf, len, "%s/class/infiniband/%s/%s", sys_root(), dev, name);
-}
-
-/* ROOT/class/infiniband/DEV/ports/PORT/NAME */
-static int port_file(char *buf, size_t len, const char *dev, uint32_t port, const char *name)
-{
-	return rn_path(buf, len, "%s/class/infiniband/%s/ports/%u/%s", sys_root(), dev, port, name);
-}
-
-/* ROOT/class/net/IF/NAME */
-static int net_file(char *buf, size_t len, const char *ifname, const char *name)
-{
-	return rn_path(buf, len, "%s/class/net/%s/%s", sys_root(), ifname, name);
-}
-
 int rn_counters_read_dir(const char *relpath, struct rn_counters *c, struct rn_error *err)
 {
 	_cleanup_closedir_ DIR *d = NULL;
@@ -142,9 +114,9 @@ int rn_counters_read_dir(const char *relpath, struct rn_counters *c, struct rn_e
 	struct dirent *de;
 	int dfd, r;
 
-	r = rn_path(dir, sizeof(dir), "%s/%s", sys_root(), relpath);
+	r = rn_path(dir, sizeof(dir), "%s/%s", rn_sysfs_root(), relpath);
 	if (r < 0)
-		return rn_error_set(err, ENAMETOOLONG, "path %s/%s is too long", sys_root(),
+		return rn_error_set(err, ENAMETOOLONG, "path %s/%s is too long", rn_sysfs_root(),
 				    relpath);
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
@@ -204,57 +176,10 @@ static uint64_t parse_rate(const char *text)
 	return 0;
 }
 
-static uint8_t parse_state(const char *text)
-{
-	unsigned long v;
-	char *end;
-
-	errno = 0;
-	v = strtoul(text, &end, 10);
-	if (errno || end == text || *end != ':' || v > 255)
-		return 0;
-	return (uint8_t)v;
-}
-
-void rn_port_netdev_sysfs(const char *dev, uint32_t port, char *buf, size_t len)
-{
-	_cleanup_closedir_ DIR *d = NULL;
-	char path[PATH_MAX], value[64];
-	unsigned long best = ULONG_MAX;
-	struct dirent *de;
-
-	buf[0] = '\0';
-	if (port_file(path, sizeof(path), dev, port, "gid_attrs/ndevs") == 0)
-		d = opendir(path);
-	while (d && (de = readdir(d))) {
-		char file[PATH_MAX];
-		unsigned long idx;
-		char *end;
-
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		idx = strtoul(de->d_name, &end, 10);
-		if (*end || idx >= best)
-			continue;
-		if (rn_path(file, sizeof(file), "%s/%s", path, de->d_name) < 0 ||
-		    rn_read_line(file, value, sizeof(value)) < 0 ||
-		    rn_name_check("netdev", value, IF_NAMESIZE - 1, NULL) < 0)
-			continue;
-		best = idx;
-		(void)rn_strscpy(buf, len, value);
-	}
-	if (buf[0])
-		return;
-	if (dev_file(path, sizeof(path), dev, "parent") == 0 &&
-	    rn_read_line(path, value, sizeof(value)) == 0 &&
-	    rn_name_check("netdev", value, IF_NAMESIZE - 1, NULL) == 0)
-		(void)rn_strscpy(buf, len, value);
-}
-
 int rn_port_metrics_read_sysfs(const char *dev, struct rn_port_metrics *pm, struct rn_error *err)
 {
-	char rel[PATH_MAX], path[PATH_MAX], text[128];
-	uint64_t v;
+	struct rn_sysfs_port f;
+	char rel[PATH_MAX];
 	int r;
 
 	pm->netdev_mtu = -1;
@@ -270,31 +195,18 @@ int rn_port_metrics_read_sysfs(const char *dev, struct rn_port_metrics *pm, stru
 	if (r < 0)
 		return r;
 
-	if (port_file(path, sizeof(path), dev, pm->port, "rate") == 0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0) {
-		(void)rn_strscpy(pm->rate, sizeof(pm->rate), text);
-		pm->rate_bps = parse_rate(text);
-	}
-	if (port_file(path, sizeof(path), dev, pm->port, "link_layer") == 0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0)
-		(void)rn_strscpy(pm->link_layer, sizeof(pm->link_layer), text);
-	if (!pm->state && port_file(path, sizeof(path), dev, pm->port, "state") == 0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0)
-		pm->state = parse_state(text);
-	if (!pm->phys_state && port_file(path, sizeof(path), dev, pm->port, "phys_state") == 0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0)
-		pm->phys_state = parse_state(text);
-
-	if (!pm->netdev[0])
-		rn_port_netdev_sysfs(dev, pm->port, pm->netdev, sizeof(pm->netdev));
-	if (!pm->netdev[0])
-		return 0;
-	if (net_file(path, sizeof(path), pm->netdev, "mtu") == 0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0 && parse_u64(text, &v) == 0 && v <= INT_MAX)
-		pm->netdev_mtu = (int)v;
-	if (net_file(path, sizeof(path), pm->netdev, "operstate") == 0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0)
-		pm->netdev_up = strcmp(text, "up") == 0;
+	/* netlink's state and netdev binding, when it gave them, win over sysfs's */
+	rn_sysfs_port_read(dev, pm->port, pm->netdev, &f);
+	(void)rn_strscpy(pm->rate, sizeof(pm->rate), f.rate);
+	pm->rate_bps = parse_rate(f.rate);
+	(void)rn_strscpy(pm->link_layer, sizeof(pm->link_layer), f.link_layer);
+	if (!pm->state)
+		pm->state = f.state;
+	if (!pm->phys_state)
+		pm->phys_state = f.phys_state;
+	(void)rn_strscpy(pm->netdev, sizeof(pm->netdev), f.netdev.name);
+	pm->netdev_mtu = f.netdev.mtu;
+	pm->netdev_up = f.netdev.oper_up; /* the exporter's rdma_port_netdev_up: operstate */
 	return 0;
 }
 
@@ -362,35 +274,21 @@ static int read_sysfs_of(struct rn_scrape *s, size_t first, struct rn_error *err
 
 static int list_ports_sysfs(const char *dev, struct rn_dev_metrics *d, struct rn_error *err)
 {
-	_cleanup_closedir_ DIR *dir = NULL;
-	char path[PATH_MAX];
-	struct dirent *de;
+	_cleanup_free_ uint32_t *ports = NULL;
+	size_t n = 0;
+	int r;
 
-	if (dev_file(path, sizeof(path), dev, "ports") < 0)
-		return rn_error_set(err, ENAMETOOLONG, "RDMA device name %s is too long", dev);
-	dir = opendir(path);
-	if (!dir)
-		return errno == ENOENT ? 0 : rn_error_errno(err, errno, "cannot list %s", path);
-	while ((de = readdir(dir))) {
-		struct rn_port_metrics *v;
-		uint64_t port;
-
-		if (parse_u64(de->d_name, &port) < 0 || port == 0 || port > UINT32_MAX)
-			continue;
-		v = realloc(d->ports, (d->nports + 1) * sizeof(*v));
-		if (!v)
-			return rn_error_set(err, ENOMEM, "out of memory");
-		d->ports = v;
-		memset(&v[d->nports], 0, sizeof(*v));
-		v[d->nports++].port = (uint32_t)port;
+	r = rn_sysfs_port_list(dev, &ports, &n, err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	if (RN_GROW(d->ports, NULL, d->nports + n) < 0)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		memset(&d->ports[d->nports], 0, sizeof(*d->ports));
+		d->ports[d->nports++].port = ports[i];
 	}
-	for (size_t i = 1; i < d->nports; i++) /* few ports: insertion sort */
-		for (size_t j = i; j > 0 && d->ports[j - 1].port > d->ports[j].port; j--) {
-			struct rn_port_metrics t = d->ports[j];
-
-			d->ports[j] = d->ports[j - 1];
-			d->ports[j - 1] = t;
-		}
 	return 0;
 }
 
@@ -472,12 +370,10 @@ static int cni_labels_load(const char *dir, struct cni_labels *out)
 		netns = rn_cni_state_get(&st, "netns");
 		if (!netns || stat(netns, &sb) < 0)
 			continue;
-		l = realloc(out->v, (out->n + 1) * sizeof(*l));
-		if (!l) {
+		if (RN_GROW(out->v, NULL, out->n + 1) < 0) {
 			r = -ENOMEM;
 			break;
 		}
-		out->v = l;
 		l = &out->v[out->n++];
 		memset(l, 0, sizeof(*l));
 		l->id.dev = sb.st_dev;
@@ -531,15 +427,7 @@ static int scrape_netlink(struct rn_scrape *s, size_t nsi, bool read_mode, struc
 	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
 	int r;
 
-	r = rn_rdma_open(&rdma, err);
-	if (r < 0)
-		return r;
-	if (read_mode) {
-		r = rn_rdma_netns_mode_get(rdma, &s->exclusive, err);
-		if (r < 0)
-			return r;
-	}
-	r = rn_rdma_dev_dump(rdma, &devs, err);
+	r = rn_rdma_open_dump(&rdma, read_mode ? &s->exclusive : NULL, &devs, err);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < devs.n; i++) {
@@ -612,9 +500,9 @@ static int scrape_sysfs_here(struct rn_scrape *s, size_t first, int nsfd, bool s
 		return rn_netns_run_sysfs(nsfd, sysfs_job, &job, err);
 	}
 	snprintf(root, sizeof(root), "/proc/self/fd/%d", mnt);
-	tls_root = root;
+	rn_sysfs_set_thread_root(root);
 	r = read_sysfs_of(s, first, err);
-	tls_root = NULL;
+	rn_sysfs_set_thread_root(NULL);
 	return r;
 }
 
@@ -716,41 +604,61 @@ failed:
 	return 0;
 }
 
+/*
+ * Lists the namespaces and opens each: named ones relative to the open
+ * /var/run/netns (one walk of its symlink, not one per netns). A netns may
+ * vanish meanwhile: its open error is recorded, it is marked failed later
+ * and the rest goes on; setns() refuses anything that is not one.
+ */
+static int open_nets(struct rn_netns_entry **ret, size_t *ret_n, int **ret_fds, int **ret_errors,
+		     struct rn_error *err)
+{
+	_cleanup_free_ struct rn_netns_entry *nets = NULL;
+	_cleanup_free_ int *fds = NULL, *errors = NULL;
+	_cleanup_close_ int run_dir = -1;
+	size_t n = 0;
+	int r;
+
+	r = rn_netns_list(&nets, &n, err);
+	if (r < 0)
+		return r;
+	fds = calloc(n ? n : 1, sizeof(*fds));
+	errors = calloc(n ? n : 1, sizeof(*errors));
+	if (!fds || !errors)
+		return rn_error_set(err, ENOMEM, "out of memory while scraping RDMA counters");
+	run_dir = open(RN_NETNS_RUN_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (size_t i = 0; i < n; i++) {
+		if (run_dir >= 0 && nets[i].name[0] && !nets[i].is_host)
+			fds[i] = rn_netns_open_at(run_dir, nets[i].name, NULL);
+		else
+			fds[i] = rn_netns_open_path(nets[i].path, NULL);
+		errors[i] = fds[i] < 0 ? fds[i] : 0;
+	}
+	*ret = TAKE_PTR(nets);
+	*ret_n = n;
+	*ret_fds = TAKE_PTR(fds);
+	*ret_errors = TAKE_PTR(errors);
+	return 0;
+}
+
 int rn_scrape_all(const struct rn_scrape_options *opts, struct rn_scrape *out, struct rn_error *err)
 {
 	_cleanup_free_ struct rn_netns_entry *nets = NULL;
 	_cleanup_(cni_labels_free) struct cni_labels labels = { 0 };
 	_cleanup_free_ int *fds = NULL, *open_errors = NULL;
-	_cleanup_close_ int self_fd = -1, run_dir = -1;
+	_cleanup_close_ int self_fd = -1;
 	struct walk w = { .s = out };
 	double t0 = now_seconds();
 	size_t n_nets = 0;
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	r = rn_netns_list(&nets, &n_nets, err);
+	if (cni_labels_load(opts && opts->cni_state_dir ? opts->cni_state_dir : RN_CNI_STATE_DIR,
+			    &labels) < 0)
+		return rn_error_set(err, ENOMEM, "out of memory while scraping RDMA counters");
+	r = open_nets(&nets, &n_nets, &fds, &open_errors, err); /* closed below */
 	if (r < 0)
 		return r;
-	r = cni_labels_load(opts && opts->cni_state_dir ? opts->cni_state_dir : RN_CNI_STATE_DIR,
-			    &labels);
-	fds = calloc(n_nets ? n_nets : 1, sizeof(*fds));
-	open_errors = calloc(n_nets ? n_nets : 1, sizeof(*open_errors));
-	if (r < 0 || !fds || !open_errors)
-		return rn_error_set(err, ENOMEM, "out of memory while scraping RDMA counters");
-	run_dir = open(RN_NETNS_RUN_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	for (size_t i = 0; i < n_nets; i++) {
-		/*
-		 * Named ones relative to the open /var/run/netns (one walk of its
-		 * symlink, not one per netns). A netns may vanish while we walk:
-		 * it is marked failed, the rest goes on; setns() refuses anything
-		 * that is not one.
-		 */
-		if (run_dir >= 0 && nets[i].name[0] && !nets[i].is_host)
-			fds[i] = rn_netns_open_at(run_dir, nets[i].name, NULL);
-		else
-			fds[i] = rn_netns_open_path(nets[i].path, NULL);
-		open_errors[i] = fds[i] < 0 ? fds[i] : 0;
-	}
 	self_fd = rn_netns_open_self(NULL);
 	/* our own /sys stands for our netns only when it shows it (not after nsenter -n) */
 	w.have_self = self_fd >= 0 && rn_netns_id(self_fd, &w.self, NULL) == 0 &&

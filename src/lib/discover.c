@@ -16,21 +16,33 @@ struct dump_job {
 	bool *exclusive; /* optional: also read the mode */
 };
 
-static int dump_here(void *arg, struct rn_error *err)
+int rn_rdma_open_dump(struct rn_rdma **ret, bool *exclusive, struct rn_rdma_devs *out,
+		      struct rn_error *err)
 {
-	struct dump_job *job = arg;
 	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
 	int r;
 
 	r = rn_rdma_open(&rdma, err);
 	if (r < 0)
 		return r;
-	if (job->exclusive) {
-		r = rn_rdma_netns_mode_get(rdma, job->exclusive, err);
+	if (exclusive) {
+		r = rn_rdma_netns_mode_get(rdma, exclusive, err);
 		if (r < 0)
 			return r;
 	}
-	return rn_rdma_dev_dump(rdma, job->out, err);
+	r = rn_rdma_dev_dump(rdma, out, err);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(rdma);
+	return 0;
+}
+
+static int dump_here(void *arg, struct rn_error *err)
+{
+	struct dump_job *job = arg;
+	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
+
+	return rn_rdma_open_dump(&rdma, job->exclusive, job->out, err);
 }
 
 int rn_rdma_dump_in(int nsfd, struct rn_rdma_devs *out, struct rn_error *err)

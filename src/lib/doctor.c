@@ -119,56 +119,15 @@ static bool parse_uint(const char *s, unsigned long long *ret, int base)
 	return errno == 0 && *end == '\0';
 }
 
-static uint8_t parse_port_state(const char *text)
+/* The bound netdev's facts, as the checks use them: up is IFF_UP, running is operstate up. */
+static void set_netdev(struct rn_doctor_port *p, const struct rn_sysfs_netdev *nd)
 {
-	unsigned long v;
-	char *end;
-
-	errno = 0;
-	v = strtoul(text, &end, 10);
-	if (errno || end == text || *end != ':' || v > 255)
-		return 0;
-	return (uint8_t)v;
-}
-
-/* Entries of a directory whose names are decimal numbers. */
-static unsigned count_numeric(const char *path)
-{
-	_cleanup_closedir_ DIR *d = opendir(path);
-	struct dirent *de;
-	unsigned n = 0;
-
-	while (d && (de = readdir(d)))
-		n += isdigit((unsigned char)de->d_name[0]) != 0;
-	return n;
-}
-
-/* Netdev attributes from ROOT/class/net/IF. */
-static void read_netdev(struct rn_doctor_port *p)
-{
-	char path[PATH_MAX], text[64];
-	unsigned long long v;
-
-	p->netdev_here = false;
-	p->netdev_up = p->netdev_running = false;
-	p->netdev_mtu = -1;
-	p->netdev_ifindex = 0;
-	if (!p->netdev[0] || sysfs_file(path, sizeof(path), "class/net/%s", p->netdev) < 0 ||
-	    access(path, F_OK) < 0)
-		return;
-	p->netdev_here = true;
-	if (sysfs_file(path, sizeof(path), "class/net/%s/ifindex", p->netdev) == 0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0 && parse_uint(text, &v, 10) && v <= INT_MAX)
-		p->netdev_ifindex = (int)v;
-	if (sysfs_file(path, sizeof(path), "class/net/%s/mtu", p->netdev) == 0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0 && parse_uint(text, &v, 10) && v <= INT_MAX)
-		p->netdev_mtu = (int)v;
-	if (sysfs_file(path, sizeof(path), "class/net/%s/flags", p->netdev) == 0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0 && parse_uint(text, &v, 16))
-		p->netdev_up = (v & IFF_UP) != 0;
-	if (sysfs_file(path, sizeof(path), "class/net/%s/operstate", p->netdev) == 0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0)
-		p->netdev_running = strcmp(text, "up") == 0;
+	(void)rn_strscpy(p->netdev, sizeof(p->netdev), nd->name);
+	p->netdev_here = nd->name[0] && nd->here;
+	p->netdev_ifindex = p->netdev_here ? nd->ifindex : 0;
+	p->netdev_mtu = p->netdev_here ? nd->mtu : -1;
+	p->netdev_up = p->netdev_here && nd->admin_up == 1;
+	p->netdev_running = p->netdev_here && nd->oper_up == 1;
 }
 
 /* uverbsN of each port's device (class/infiniband_verbs is not netns-tagged). */
@@ -195,30 +154,20 @@ static void read_uverbs(struct rn_doctor_facts *f)
 static int add_port(struct rn_doctor_facts *f, const char *dev, uint32_t port, struct rn_error *err)
 {
 	struct rn_doctor_port *p;
-	char path[PATH_MAX], text[64];
+	struct rn_sysfs_port sp;
 
 	if (RN_GROW(f->ports, NULL, f->nports + 1) < 0)
 		return rn_error_set(err, ENOMEM, "out of memory");
 	p = &f->ports[f->nports++];
 	memset(p, 0, sizeof(*p));
+	rn_sysfs_port_read(dev, port, NULL, &sp);
 	(void)rn_strscpy(p->dev, sizeof(p->dev), dev);
 	p->port = port;
-	p->netdev_mtu = -1;
-	if (sysfs_file(path, sizeof(path), "class/infiniband/%s/ports/%u/link_layer", dev, port) ==
-		    0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0)
-		(void)rn_strscpy(p->link_layer, sizeof(p->link_layer), text);
-	if (sysfs_file(path, sizeof(path), "class/infiniband/%s/ports/%u/state", dev, port) == 0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0)
-		p->state = parse_port_state(text);
-	if (sysfs_file(path, sizeof(path), "class/infiniband/%s/ports/%u/phys_state", dev, port) ==
-		    0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0)
-		p->phys_state = parse_port_state(text);
-	if (sysfs_file(path, sizeof(path), "class/infiniband/%s/ports/%u/gids", dev, port) == 0)
-		p->gid_tbl_len = count_numeric(path);
-	rn_port_netdev_sysfs(dev, port, p->netdev, sizeof(p->netdev));
-	read_netdev(p);
+	(void)rn_strscpy(p->link_layer, sizeof(p->link_layer), sp.link_layer);
+	p->state = sp.state;
+	p->phys_state = sp.phys_state;
+	p->gid_tbl_len = sp.gid_tbl_len;
+	set_netdev(p, &sp.netdev);
 	return 0;
 }
 
@@ -1817,9 +1766,10 @@ static int gather_netns(void *arg, struct rn_error *err)
 					if (np->index != p->port)
 						continue;
 					if (np->ndev_name[0]) {
-						(void)rn_strscpy(p->netdev, sizeof(p->netdev),
-								 np->ndev_name);
-						read_netdev(p);
+						struct rn_sysfs_netdev nd;
+
+						rn_sysfs_netdev_read(np->ndev_name, &nd);
+						set_netdev(p, &nd);
 					} else {
 						/* netlink names the netdev only in its own netns */
 						p->netdev_here = false;

@@ -152,83 +152,6 @@ void rn_nccl_node_free(struct rn_nccl_node *node)
 	memset(node, 0, sizeof(*node));
 }
 
-static bool all_digits(const char *s)
-{
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (!isdigit((unsigned char)*s))
-			return false;
-	return true;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The numeric entries of DIR (port numbers), sorted. -errno of the open. */
-static int list_ports(const char *dir, uint32_t **ret, size_t *ret_n)
-{
-	_cleanup_closedir_ DIR *d = NULL;
-	_cleanup_free_ uint32_t *v = NULL;
-	struct dirent *de;
-	size_t n = 0;
-
-	d = opendir(dir);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		unsigned long p;
-
-		if (!all_digits(de->d_name))
-			continue;
-		p = strtoul(de->d_name, NULL, 10);
-		if (p == 0 || p > UINT32_MAX)
-			continue;
-		if (RN_GROW(v, NULL, n + 1) < 0)
-			return -ENOMEM;
-		v[n++] = (uint32_t)p;
-	}
-	if (n > 1)
-		qsort(v, n, sizeof(*v), cmp_u32);
-	*ret = TAKE_PTR(v);
-	*ret_n = n;
-	return 0;
-}
-
-/* "4: ACTIVE" -> "ACTIVE", active = (4). */
-static void parse_state(const char *text, char *state, size_t len, bool *active)
-{
-	const char *colon = strchr(text, ':');
-	const char *name = colon ? colon + 1 : text;
-
-	while (*name == ' ')
-		name++;
-	(void)rn_strscpy(state, len, name);
-	*active = atoi(text) == 4 || strcmp(name, "ACTIVE") == 0;
-}
-
-/* The netdev of the port's GID entries (the lowest index that names one). */
-static const char *gid_netdev(const struct rn_gid_table *t, const char *dev, uint32_t port)
-{
-	for (size_t i = 0; i < t->n; i++)
-		if (t->entries[i].port == port && t->entries[i].netdev[0] &&
-		    strcmp(t->entries[i].dev, dev) == 0)
-			return t->entries[i].netdev;
-	return NULL;
-}
-
-static bool netdev_listed(const struct rn_nccl_node *node, const char *name)
-{
-	for (size_t i = 0; i < node->n_netdevs; i++)
-		if (strcmp(node->netdevs[i], name) == 0)
-			return true;
-	return false;
-}
-
 static int read_netdevs(struct rn_nccl_node *node, struct rn_error *err)
 {
 	_cleanup_closedir_ DIR *d = NULL;
@@ -285,44 +208,44 @@ int rn_nccl_node_from_sysfs(struct rn_nccl_node *out, struct rn_error *err)
 	for (size_t i = 0; i < n_devs; i++) {
 		const struct rn_sysfs_rdma_dev *d = &devs[i];
 		_cleanup_free_ uint32_t *ports = NULL;
-		char dir[PATH_MAX], path[PATH_MAX], text[64];
 		size_t n_ports = 0;
 
-		if (rn_path(dir, sizeof(dir), "%s/class/infiniband/%s/ports", rn_sysfs_root(),
-			    d->name) < 0)
-			return rn_error_set(err, ENAMETOOLONG, "path of %s is too long", d->name);
-		r = list_ports(dir, &ports, &n_ports);
+		r = rn_sysfs_port_list(d->name, &ports, &n_ports, err);
 		if (r == -ENOENT)
 			continue; /* moved away since the listing */
 		if (r < 0)
-			return rn_error_errno(err, -r, "cannot list %s", dir);
+			return r;
 		for (size_t p = 0; p < n_ports; p++) {
 			struct rn_nccl_port *port;
-			const char *ndev;
+			struct rn_sysfs_port sp;
+			struct rn_sysfs_netdev nd;
+			const struct rn_sysfs_netdev *bound = NULL;
 
 			if (RN_GROW(node.ports, NULL, node.n_ports + 1) < 0)
 				return rn_error_set(err, ENOMEM, "out of memory");
 			port = &node.ports[node.n_ports++];
 			memset(port, 0, sizeof(*port));
+			rn_sysfs_port_read(d->name, ports[p], NULL, &sp);
 			(void)rn_strscpy(port->dev, sizeof(port->dev), d->name);
 			port->port = ports[p];
-			if (rn_path(path, sizeof(path), "%s/%u/state", dir, ports[p]) == 0 &&
-			    rn_read_line(path, text, sizeof(text)) == 0)
-				parse_state(text, port->state, sizeof(port->state), &port->active);
-			if (rn_path(path, sizeof(path), "%s/%u/link_layer", dir, ports[p]) == 0 &&
-			    rn_read_line(path, text, sizeof(text)) == 0)
-				(void)rn_strscpy(port->link_layer, sizeof(port->link_layer), text);
+			(void)rn_strscpy(port->state, sizeof(port->state), sp.state_name);
+			port->active = sp.state == 4 /* IB_PORT_ACTIVE */ ||
+				       strcmp(sp.state_name, "ACTIVE") == 0;
+			(void)rn_strscpy(port->link_layer, sizeof(port->link_layer), sp.link_layer);
 
 			/*
 			 * RoCE: the netdev of the port's GIDs. Otherwise (IPoIB,
 			 * rxe before GIDs exist) the device's only netdev.
 			 */
-			ndev = gid_netdev(&node.gids, d->name, ports[p]);
-			if (!ndev && d->n_netdevs == 1 && n_ports == 1)
-				ndev = d->netdevs[0];
-			if (ndev) {
-				(void)rn_strscpy(port->netdev, sizeof(port->netdev), ndev);
-				port->netdev_here = netdev_listed(&node, ndev);
+			if (sp.netdev_source == RN_PORT_NETDEV_GID) {
+				bound = &sp.netdev;
+			} else if (d->n_netdevs == 1 && n_ports == 1) {
+				rn_sysfs_netdev_read(d->netdevs[0], &nd);
+				bound = &nd;
+			}
+			if (bound) {
+				(void)rn_strscpy(port->netdev, sizeof(port->netdev), bound->name);
+				port->netdev_here = bound->here;
 			}
 		}
 	}

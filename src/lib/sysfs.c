@@ -12,9 +12,13 @@
  * Reading gid_attrs/types/I or ndevs/I of an empty GID slot fails (EINVAL)
  * on real kernels: such read errors mean "empty", never a failure.
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,11 +32,14 @@
 
 static char root_override[PATH_MAX];
 static bool root_overridden;
+static __thread const char *thread_root;
 
 const char *rn_sysfs_root(void)
 {
 	const char *env;
 
+	if (thread_root)
+		return thread_root;
 	if (root_overridden)
 		return root_override;
 	env = secure_getenv("RDMANS_SYSFS_ROOT");
@@ -54,6 +61,11 @@ void rn_sysfs_set_root(const char *root)
 	memcpy(root_override, root, len);
 	root_override[len] = '\0';
 	root_overridden = true;
+}
+
+void rn_sysfs_set_thread_root(const char *root)
+{
+	thread_root = root;
 }
 
 /* ---- small helpers ---- */
@@ -227,6 +239,25 @@ static int list_dir(const char *path, bool numeric, struct strv *out)
 	return 0;
 }
 
+/*
+ * list_dir() of DIR/SUB, with a message when that fails; -ENOENT (no
+ * message) when it does not exist.
+ */
+static int list_sub(const char *dir, const char *sub, bool numeric, struct strv *out,
+		    struct rn_error *err)
+{
+	char path[PATH_MAX];
+	int r;
+
+	r = rn_path(path, sizeof(path), "%s/%s", dir, sub);
+	if (r < 0)
+		return rn_error_set(err, -r, "path %s/%s is too long", dir, sub);
+	r = list_dir(path, numeric, out);
+	if (r < 0 && r != -ENOENT)
+		return rn_error_errno(err, -r, "cannot list %s", path);
+	return r;
+}
+
 /* Basename of DIR/subsystem's target ("pci", "auxiliary", "net", ...). */
 static int subsystem_of(const char *dir, char *buf, size_t len)
 {
@@ -329,6 +360,45 @@ static int rdma_parent(struct rdma_info *info, struct rn_error *err)
 }
 
 /*
+ * The netdevs that the readable slots of dir (a port's gid_attrs/ndevs) name,
+ * lowest slot first, at most limit of them (0: all). Empty slots fail to
+ * read (EINVAL): nothing bound there. An absent dir names none.
+ */
+static int gid_ndevs(const char *dir, size_t limit, struct strv *out)
+{
+	_cleanup_(strv_free) struct strv idx = { 0 };
+	char file[PATH_MAX], value[64];
+	size_t found = 0;
+	int r;
+
+	r = list_dir(dir, true, &idx);
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
+	for (size_t i = 0; i < idx.n && (limit == 0 || found < limit); i++) {
+		if (rn_path(file, sizeof(file), "%s/%s", dir, idx.v[i]) < 0 ||
+		    rn_read_line(file, value, sizeof(value)) < 0 ||
+		    rn_name_check("netdev", value, IF_NAMESIZE - 1, NULL) < 0)
+			continue;
+		r = strv_add(out, value);
+		if (r < 0)
+			return r;
+		found++;
+	}
+	return 0;
+}
+
+/* The netdev rdma_rxe runs on, from DEVDIR/parent; false when there is none. */
+static bool rxe_parent(const char *devdir, char *buf, size_t len)
+{
+	char path[PATH_MAX], value[64];
+
+	return rn_path(path, sizeof(path), "%s/parent", devdir) == 0 &&
+	       rn_read_line(path, value, sizeof(value)) == 0 &&
+	       rn_name_check("netdev", value, IF_NAMESIZE - 1, NULL) == 0 &&
+	       rn_strscpy(buf, len, value) >= 0;
+}
+
+/*
  * Every netdev tied to the device: the ndevs of its GID entries, rxe's
  * "parent" attribute, and the class net entries of its parent device (for an
  * auxiliary parent, of the PCI function it belongs to). Ones bound through
@@ -338,63 +408,34 @@ static int rdma_collect_netdevs(const struct rdma_info *info, struct strv *out,
 				struct rn_error *err)
 {
 	_cleanup_(strv_free) struct strv ports = { 0 };
-	char path[PATH_MAX];
-	char value[IF_NAMESIZE + 16];
+	char path[PATH_MAX], parent[IF_NAMESIZE];
 	int r;
 
-	r = rn_path(path, sizeof(path), "%s/ports", info->dir);
-	if (r < 0)
-		return rn_error_set(err, -r, "path %s/ports is too long", info->dir);
-	r = list_dir(path, true, &ports);
+	r = list_sub(info->dir, "ports", true, &ports, err);
 	if (r < 0 && r != -ENOENT)
-		return rn_error_errno(err, -r, "cannot list %s", path);
+		return r;
 
 	for (size_t p = 0; p < ports.n; p++) {
-		_cleanup_(strv_free) struct strv idx = { 0 };
-
 		r = rn_path(path, sizeof(path), "%s/ports/%s/gid_attrs/ndevs", info->dir,
 			    ports.v[p]);
 		if (r < 0)
 			return rn_error_set(err, -r, "path under %s is too long", info->dir);
-		r = list_dir(path, true, &idx);
-		if (r < 0 && r != -ENOENT)
-			return rn_error_errno(err, -r, "cannot list %s", path);
-		for (size_t i = 0; i < idx.n; i++) {
-			char file[PATH_MAX];
-
-			if (rn_path(file, sizeof(file), "%s/%s", path, idx.v[i]) < 0)
-				continue;
-			/* Empty slots fail to read (EINVAL): nothing bound there. */
-			if (rn_read_line(file, value, sizeof(value)) < 0 ||
-			    rn_name_check("netdev", value, IF_NAMESIZE - 1, NULL) < 0)
-				continue;
-			r = strv_add(out, value);
-			if (r < 0)
-				return rn_error_errno(err, -r, "reading %s", path);
-		}
+		r = gid_ndevs(path, 0, out);
+		if (r < 0)
+			return rn_error_errno(err, -r, "cannot read %s", path);
 	}
 
-	/* rdma_rxe names the netdev it runs on in DEV/parent. */
-	r = rn_path(path, sizeof(path), "%s/parent", info->dir);
-	if (r == 0 && rn_read_line(path, value, sizeof(value)) == 0 &&
-	    rn_name_check("netdev", value, IF_NAMESIZE - 1, NULL) == 0) {
-		char netpath[PATH_MAX];
-
-		if (sys_path(netpath, sizeof(netpath), NULL, "class/net/%s", value) == 0 &&
-		    path_exists(netpath)) {
-			r = strv_add(out, value);
-			if (r < 0)
-				return rn_error_errno(err, -r, "reading %s", path);
-		}
+	if (rxe_parent(info->dir, parent, sizeof(parent)) &&
+	    sys_path(path, sizeof(path), NULL, "class/net/%s", parent) == 0 && path_exists(path)) {
+		r = strv_add(out, parent);
+		if (r < 0)
+			return rn_error_errno(err, -r, "reading %s/parent", info->dir);
 	}
 
 	if (info->netdir[0]) {
-		r = rn_path(path, sizeof(path), "%s/net", info->netdir);
-		if (r < 0)
-			return rn_error_set(err, -r, "path %s/net is too long", info->netdir);
-		r = list_dir(path, false, out);
+		r = list_sub(info->netdir, "net", false, out, err);
 		if (r < 0 && r != -ENOENT)
-			return rn_error_errno(err, -r, "cannot list %s", path);
+			return r;
 	}
 	return 0;
 }
@@ -445,12 +486,9 @@ static int rdma_fill(const char *name, struct rdma_info *info, bool with_netdevs
 	    rn_read_line(path, d->node_guid, sizeof(d->node_guid)) < 0)
 		d->node_guid[0] = '\0';
 
-	r = rn_path(path, sizeof(path), "%s/ports", info->dir);
-	if (r < 0)
-		return rn_error_set(err, -r, "path %s/ports is too long", info->dir);
-	r = list_dir(path, true, &ports);
+	r = list_sub(info->dir, "ports", true, &ports, err);
 	if (r < 0 && r != -ENOENT)
-		return rn_error_errno(err, -r, "cannot list %s", path);
+		return r;
 	d->nports = (uint32_t)ports.n;
 	/* The first port (ports sort numerically): port 1 on every HCA. */
 	if (ports.n > 0 &&
@@ -561,17 +599,26 @@ static int bus_device_dir(const char *bus_id, char *buf, size_t len, struct rn_e
 			    bus_id, rn_sysfs_root());
 }
 
-int rn_sysfs_rdma_by_bus_id(const char *bus_id, char (*names)[RN_RDMA_NAME_MAX], size_t max,
-			    size_t *ret_n, struct rn_error *err)
+/* What rn_sysfs_rdma_by_*() look RDMA devices up by. */
+struct rdma_key {
+	const char *what; /* for rn_name_check() */
+	size_t max_len;
+	/* whether the device (netdevs not filled) has the key: 1, 0, or -errno */
+	int (*match)(const struct rdma_info *info, const char *key, struct rn_error *err);
+	/* when no device has it: 0 if the key itself exists, else -ENODEV saying so */
+	int (*exists)(const char *key, struct rn_error *err);
+};
+
+static int rdma_find(const struct rdma_key *k, const char *key, char (*names)[RN_RDMA_NAME_MAX],
+		     size_t max, size_t *ret_n, struct rn_error *err)
 {
 	_cleanup_(strv_free) struct strv all = { 0 };
 	_cleanup_free_ struct rdma_info *info = NULL;
-	char path[PATH_MAX];
 	size_t n = 0;
 	int r;
 
 	*ret_n = 0;
-	r = rn_name_check("bus device", bus_id, RN_BUS_ID_MAX - 1, err);
+	r = rn_name_check(k->what, key, k->max_len, err);
 	if (r < 0)
 		return r;
 	r = rdma_names(&all, err);
@@ -586,13 +633,15 @@ int rn_sysfs_rdma_by_bus_id(const char *bus_id, char (*names)[RN_RDMA_NAME_MAX],
 			continue;
 		if (r < 0)
 			return r;
-		if (strcmp(info->pub.parent_id, bus_id) == 0 ||
-		    strcmp(info->pub.pci_bdf, bus_id) == 0)
+		r = k->match(info, key, err);
+		if (r < 0)
+			return r;
+		if (r > 0)
 			put_rdma_name(names, max, &n, info->pub.name);
 	}
 	rn_error_clear(err);
 	if (n == 0) {
-		r = bus_device_dir(bus_id, path, sizeof(path), err);
+		r = k->exists(key, err);
 		if (r < 0)
 			return r;
 	}
@@ -600,52 +649,62 @@ int rn_sysfs_rdma_by_bus_id(const char *bus_id, char (*names)[RN_RDMA_NAME_MAX],
 	return 0;
 }
 
+static int match_bus_id(const struct rdma_info *info, const char *bus_id, struct rn_error *err)
+{
+	(void)err;
+	return strcmp(info->pub.parent_id, bus_id) == 0 || strcmp(info->pub.pci_bdf, bus_id) == 0;
+}
+
+static int bus_id_exists(const char *bus_id, struct rn_error *err)
+{
+	char path[PATH_MAX];
+
+	return bus_device_dir(bus_id, path, sizeof(path), err);
+}
+
+static int match_netdev(const struct rdma_info *info, const char *ifname, struct rn_error *err)
+{
+	_cleanup_(strv_free) struct strv nets = { 0 };
+	int r;
+
+	r = rdma_collect_netdevs(info, &nets, err);
+	if (r < 0)
+		return r;
+	return strv_contains(&nets, ifname);
+}
+
+static int netdev_exists(const char *ifname, struct rn_error *err)
+{
+	char path[PATH_MAX];
+	int r;
+
+	r = sys_path(path, sizeof(path), err, "class/net/%s", ifname);
+	if (r < 0)
+		return r;
+	if (!path_exists(path))
+		return rn_error_set(
+			err, ENODEV,
+			"netdev %s not found in %s/class/net (wrong name, or in another "
+			"network namespace?)",
+			ifname, rn_sysfs_root());
+	return 0;
+}
+
+int rn_sysfs_rdma_by_bus_id(const char *bus_id, char (*names)[RN_RDMA_NAME_MAX], size_t max,
+			    size_t *ret_n, struct rn_error *err)
+{
+	static const struct rdma_key k = { "bus device", RN_BUS_ID_MAX - 1, match_bus_id,
+					   bus_id_exists };
+
+	return rdma_find(&k, bus_id, names, max, ret_n, err);
+}
+
 int rn_sysfs_rdma_by_netdev(const char *ifname, char (*names)[RN_RDMA_NAME_MAX], size_t max,
 			    size_t *ret_n, struct rn_error *err)
 {
-	_cleanup_(strv_free) struct strv all = { 0 };
-	_cleanup_free_ struct rdma_info *info = NULL;
-	char path[PATH_MAX];
-	size_t n = 0;
-	int r;
+	static const struct rdma_key k = { "netdev", IF_NAMESIZE - 1, match_netdev, netdev_exists };
 
-	*ret_n = 0;
-	r = rn_name_check("netdev", ifname, IF_NAMESIZE - 1, err);
-	if (r < 0)
-		return r;
-	r = rdma_names(&all, err);
-	if (r < 0)
-		return r;
-	info = malloc(sizeof(*info));
-	if (!info)
-		return rn_error_set(err, ENOMEM, "out of memory");
-	for (size_t i = 0; i < all.n; i++) {
-		_cleanup_(strv_free) struct strv nets = { 0 };
-
-		r = rdma_fill(all.v[i], info, false, err);
-		if (r == -ENODEV)
-			continue;
-		if (r < 0)
-			return r;
-		r = rdma_collect_netdevs(info, &nets, err);
-		if (r < 0)
-			return r;
-		if (strv_contains(&nets, ifname))
-			put_rdma_name(names, max, &n, info->pub.name);
-	}
-	rn_error_clear(err);
-	if (n == 0) {
-		r = sys_path(path, sizeof(path), err, "class/net/%s", ifname);
-		if (r < 0)
-			return r;
-		if (!path_exists(path))
-			return rn_error_set(err, ENODEV,
-					    "netdev %s not found in %s/class/net (wrong name, or "
-					    "in another network namespace?)",
-					    ifname, rn_sysfs_root());
-	}
-	*ret_n = n;
-	return 0;
+	return rdma_find(&k, ifname, names, max, ret_n, err);
 }
 
 int rn_sysfs_netdevs_by_bus_id(const char *bus_id, char (*names)[IF_NAMESIZE], size_t max,
@@ -653,7 +712,7 @@ int rn_sysfs_netdevs_by_bus_id(const char *bus_id, char (*names)[IF_NAMESIZE], s
 {
 	_cleanup_(strv_free) struct strv nets = { 0 };
 	_cleanup_(strv_free) struct strv children = { 0 };
-	char dir[PATH_MAX], path[PATH_MAX];
+	char dir[PATH_MAX];
 	int r;
 
 	*ret_n = 0;
@@ -667,12 +726,9 @@ int rn_sysfs_netdevs_by_bus_id(const char *bus_id, char (*names)[IF_NAMESIZE], s
 	if (r < 0)
 		return r;
 
-	r = rn_path(path, sizeof(path), "%s/net", dir);
-	if (r < 0)
-		return rn_error_set(err, -r, "path %s/net is too long", dir);
-	r = list_dir(path, false, &nets);
+	r = list_sub(dir, "net", false, &nets, err);
 	if (r < 0 && r != -ENOENT)
-		return rn_error_errno(err, -r, "cannot list %s", path);
+		return r;
 
 	/* Auxiliary children (mlx5_core.eth.0, ice.roce.0) may own netdevs too. */
 	r = list_dir(dir, false, &children);
@@ -685,11 +741,9 @@ int rn_sysfs_netdevs_by_bus_id(const char *bus_id, char (*names)[IF_NAMESIZE], s
 			continue;
 		if (!subsystem_is(child, "auxiliary"))
 			continue;
-		if (rn_path(path, sizeof(path), "%s/net", child) < 0)
-			continue;
-		r = list_dir(path, false, &nets);
+		r = list_sub(child, "net", false, &nets, err);
 		if (r < 0 && r != -ENOENT)
-			return rn_error_errno(err, -r, "cannot list %s", path);
+			return r;
 	}
 
 	strv_sort(&nets);
@@ -714,15 +768,9 @@ int rn_sysfs_netdev_pci(const char *ifname, char *bdf, size_t len, struct rn_err
 	r = check_root(err);
 	if (r < 0)
 		return r;
-	r = sys_path(path, sizeof(path), err, "class/net/%s", ifname);
+	r = netdev_exists(ifname, err);
 	if (r < 0)
 		return r;
-	if (!path_exists(path))
-		return rn_error_set(
-			err, ENODEV,
-			"netdev %s not found in %s/class/net (wrong name, or in another "
-			"network namespace?)",
-			ifname, rn_sysfs_root());
 	r = sys_path(path, sizeof(path), err, "class/net/%s/device", ifname);
 	if (r < 0)
 		return r;
@@ -877,7 +925,7 @@ int rn_sysfs_gids(const char *dev, struct rn_gid_table *out, struct rn_error *er
 {
 	_cleanup_(rn_gid_table_free) struct rn_gid_table t = { 0 };
 	_cleanup_(strv_free) struct strv names = { 0 };
-	char dir[PATH_MAX], path[PATH_MAX];
+	char dir[PATH_MAX];
 	size_t cap = 0;
 	int r;
 
@@ -905,14 +953,11 @@ int rn_sysfs_gids(const char *dev, struct rn_gid_table *out, struct rn_error *er
 		r = sys_path(dir, sizeof(dir), err, "class/infiniband/%s", names.v[i]);
 		if (r < 0)
 			return r;
-		r = rn_path(path, sizeof(path), "%s/ports", dir);
-		if (r < 0)
-			return rn_error_set(err, -r, "path %s/ports is too long", dir);
-		r = list_dir(path, true, &ports);
+		r = list_sub(dir, "ports", true, &ports, err);
 		if (r == -ENOENT)
 			continue;
 		if (r < 0)
-			return rn_error_errno(err, -r, "cannot list %s", path);
+			return r;
 		for (size_t p = 0; p < ports.n; p++) {
 			r = gids_of_port(names.v[i], dir, ports.v[p], &t, &cap, err);
 			if (r < 0)
@@ -923,6 +968,172 @@ int rn_sysfs_gids(const char *dev, struct rn_gid_table *out, struct rn_error *er
 		qsort(t.entries, t.n, sizeof(*t.entries), cmp_gid_entry);
 	*out = t;
 	t = (struct rn_gid_table){ 0 };
+	return 0;
+}
+
+/* ---- per-port facts ---- */
+
+/* A small non-negative int attribute (ifindex, mtu) of ROOT/class/net/IF; -1 when unreadable. */
+static int netdev_int(const char *ifname, const char *name)
+{
+	char path[PATH_MAX], text[64];
+	uint32_t v;
+
+	if (sys_path(path, sizeof(path), NULL, "class/net/%s/%s", ifname, name) < 0 ||
+	    rn_read_line(path, text, sizeof(text)) < 0 || parse_u32(text, &v) < 0 || v > INT_MAX)
+		return -1;
+	return (int)v;
+}
+
+/* IFF_UP of ROOT/class/net/IF/flags ("0x1003"): 1, 0, -1 when unreadable. */
+static int netdev_admin_up(const char *ifname)
+{
+	char path[PATH_MAX], text[64];
+	unsigned long long v;
+	char *end;
+
+	if (sys_path(path, sizeof(path), NULL, "class/net/%s/flags", ifname) < 0 ||
+	    rn_read_line(path, text, sizeof(text)) < 0 || !isxdigit((unsigned char)text[0]))
+		return -1;
+	errno = 0;
+	v = strtoull(text, &end, 16);
+	if (errno || *end)
+		return -1;
+	return (v & IFF_UP) != 0;
+}
+
+void rn_sysfs_netdev_read(const char *ifname, struct rn_sysfs_netdev *out)
+{
+	char path[PATH_MAX], text[64];
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	out->mtu = out->admin_up = out->oper_up = -1;
+	if (!ifname || !*ifname)
+		return;
+	(void)rn_strscpy(out->name, sizeof(out->name), ifname);
+	out->here = sys_path(path, sizeof(path), NULL, "class/net/%s", ifname) == 0 &&
+		    path_exists(path);
+	r = netdev_int(ifname, "ifindex");
+	out->ifindex = r > 0 ? r : 0;
+	out->mtu = netdev_int(ifname, "mtu");
+	out->admin_up = netdev_admin_up(ifname);
+	if (sys_path(path, sizeof(path), NULL, "class/net/%s/operstate", ifname) == 0 &&
+	    rn_read_line(path, text, sizeof(text)) == 0) {
+		out->oper_up = strcmp(text, "up") == 0;
+		(void)rn_strscpy(out->operstate, sizeof(out->operstate), text);
+	}
+}
+
+/* ROOT/class/infiniband/DEV/ports/PORT/NAME into buf; -errno when unreadable. */
+static int port_attr(const char *dev, uint32_t port, const char *name, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	int r;
+
+	r = sys_path(path, sizeof(path), NULL, "class/infiniband/%s/ports/%" PRIu32 "/%s", dev,
+		     port, name);
+	if (r < 0)
+		return r;
+	return rn_read_line(path, buf, len);
+}
+
+/* "4: ACTIVE" -> 4 ("N:" only, else 0) and the name after the colon (or the whole text). */
+static uint8_t parse_port_state(const char *text, char *name, size_t len)
+{
+	const char *colon = strchr(text, ':');
+	const char *rest = colon ? colon + 1 : text;
+	unsigned long v;
+	char *end;
+
+	while (*rest == ' ')
+		rest++;
+	if (name)
+		(void)rn_strscpy(name, len, rest);
+	errno = 0;
+	v = strtoul(text, &end, 10);
+	if (errno || end == text || *end != ':' || v > 255)
+		return 0;
+	return (uint8_t)v;
+}
+
+/* Entries of a directory whose names start with a digit. */
+static unsigned count_numeric(const char *path)
+{
+	_cleanup_closedir_ DIR *d = opendir(path);
+	struct dirent *de;
+	unsigned n = 0;
+
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] >= '0' && de->d_name[0] <= '9';
+	return n;
+}
+
+void rn_sysfs_port_read(const char *dev, uint32_t port, const char *netdev,
+			struct rn_sysfs_port *out)
+{
+	_cleanup_(strv_free) struct strv gid = { 0 };
+	char path[PATH_MAX], text[128], bound[IF_NAMESIZE] = "";
+
+	memset(out, 0, sizeof(*out));
+	(void)rn_strscpy(out->dev, sizeof(out->dev), dev);
+	out->port = port;
+	if (port_attr(dev, port, "state", text, sizeof(text)) == 0)
+		out->state = parse_port_state(text, out->state_name, sizeof(out->state_name));
+	if (port_attr(dev, port, "phys_state", text, sizeof(text)) == 0)
+		out->phys_state = parse_port_state(text, NULL, 0);
+	if (port_attr(dev, port, "link_layer", text, sizeof(text)) == 0)
+		(void)rn_strscpy(out->link_layer, sizeof(out->link_layer), text);
+	if (port_attr(dev, port, "rate", text, sizeof(text)) == 0)
+		(void)rn_strscpy(out->rate, sizeof(out->rate), text);
+	if (sys_path(path, sizeof(path), NULL, "class/infiniband/%s/ports/%" PRIu32 "/gids", dev,
+		     port) == 0)
+		out->gid_tbl_len = count_numeric(path);
+
+	if (netdev && *netdev) {
+		(void)rn_strscpy(bound, sizeof(bound), netdev);
+		out->netdev_source = RN_PORT_NETDEV_CALLER;
+	} else if (sys_path(path, sizeof(path), NULL,
+			    "class/infiniband/%s/ports/%" PRIu32 "/gid_attrs/ndevs", dev,
+			    port) == 0 &&
+		   gid_ndevs(path, 1, &gid) == 0 && gid.n == 1) {
+		(void)rn_strscpy(bound, sizeof(bound), gid.v[0]);
+		out->netdev_source = RN_PORT_NETDEV_GID;
+	} else if (sys_path(path, sizeof(path), NULL, "class/infiniband/%s", dev) == 0 &&
+		   rxe_parent(path, bound, sizeof(bound))) {
+		out->netdev_source = RN_PORT_NETDEV_PARENT;
+	}
+	rn_sysfs_netdev_read(bound, &out->netdev);
+}
+
+int rn_sysfs_port_list(const char *dev, uint32_t **ret, size_t *ret_n, struct rn_error *err)
+{
+	_cleanup_(strv_free) struct strv names = { 0 };
+	_cleanup_free_ uint32_t *v = NULL;
+	char path[PATH_MAX];
+	size_t n = 0;
+	int r;
+
+	*ret = NULL;
+	*ret_n = 0;
+	r = sys_path(path, sizeof(path), err, "class/infiniband/%s", dev);
+	if (r < 0)
+		return r;
+	r = list_sub(path, "ports", true, &names, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < names.n; i++) {
+		uint32_t port;
+
+		if (parse_u32(names.v[i], &port) < 0 || port == 0)
+			continue;
+		if (RN_GROW(v, NULL, n + 1) < 0)
+			return rn_error_set(err, ENOMEM, "out of memory listing the ports of %s",
+					    dev);
+		v[n++] = port; /* list_dir sorts numeric names in natural order: ascending */
+	}
+	*ret = TAKE_PTR(v);
+	*ret_n = n;
 	return 0;
 }
 

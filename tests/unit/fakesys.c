@@ -107,11 +107,14 @@ void fakesys_write(const char *root, const char *relpath, const char *content)
  * A path that open()s but whose read() fails (EISDIR): stands in for the
  * kernel's EINVAL on gid_attrs of empty slots, and works when run as root.
  */
-static void unreadable(const char *root, const char *relpath)
+void fakesys_unreadable(const char *root, const char *relpath)
 {
 	char path[PATH_MAX];
 
 	fmt_path(path, sizeof(path), "%s/%s", root, relpath);
+	/* a file written there before (fakesys_add_port's state) goes */
+	if (unlink(path) < 0 && errno != ENOENT && errno != EISDIR)
+		die("unlink %s: %s", path, strerror(errno));
 	mkdirs(path);
 }
 
@@ -376,13 +379,13 @@ void fakesys_add_gid(const char *root, const char *dev, unsigned port, unsigned 
 	if (type)
 		fakesys_write(root, rel, type);
 	else
-		unreadable(root, rel);
+		fakesys_unreadable(root, rel);
 	fmt_path(rel, sizeof(rel), "class/infiniband/%s/ports/%u/gid_attrs/ndevs/%u", dev, port,
 		 idx);
 	if (ndev)
 		fakesys_write(root, rel, ndev);
 	else
-		unreadable(root, rel);
+		fakesys_unreadable(root, rel);
 }
 
 void fakesys_add_empty_gids(const char *root, const char *dev, unsigned port, unsigned from,
@@ -398,13 +401,13 @@ void fakesys_add_unreadable_gid(const char *root, const char *dev, unsigned port
 	char rel[PATH_MAX];
 
 	fmt_path(rel, sizeof(rel), "class/infiniband/%s/ports/%u/gids/%u", dev, port, idx);
-	unreadable(root, rel);
+	fakesys_unreadable(root, rel);
 	fmt_path(rel, sizeof(rel), "class/infiniband/%s/ports/%u/gid_attrs/types/%u", dev, port,
 		 idx);
-	unreadable(root, rel);
+	fakesys_unreadable(root, rel);
 	fmt_path(rel, sizeof(rel), "class/infiniband/%s/ports/%u/gid_attrs/ndevs/%u", dev, port,
 		 idx);
-	unreadable(root, rel);
+	fakesys_unreadable(root, rel);
 }
 
 char *fake_start(void)

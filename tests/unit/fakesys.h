@@ -73,6 +73,9 @@ void fakesys_add_empty_gids(const char *root, const char *dev, unsigned port, un
 /* A GID slot whose gids/idx itself cannot be read. */
 void fakesys_add_unreadable_gid(const char *root, const char *dev, unsigned port, unsigned idx);
 
+/* Makes ROOT/relpath a file that cannot be read (a directory: read() fails, as for root too). */
+void fakesys_unreadable(const char *root, const char *relpath);
+
 /* Writes ROOT/relpath (creating parent directories). */
 void fakesys_write(const char *root, const char *relpath, const char *content);
 

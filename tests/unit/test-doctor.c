@@ -312,6 +312,22 @@ static void netdev_up_without_carrier_fails(void)
 	CHECK_CONTAINS(result(&x, "netdev", "irdma0/1")->message, "no carrier");
 }
 
+/* doctor's "up" is IFF_UP (flags), its "running" operstate: they are read apart */
+static void netdev_set_down_fails_as_down_even_with_operstate_up(void)
+{
+	_cleanup_fixture_ struct fixture x;
+
+	setup(&x);
+	fakesys_write(x.sys, "class/net/net1/flags", "0x1002");
+	fakesys_write(x.sys, "class/net/net1/operstate", "up");
+	CHECK_INT(gather(&x), 0);
+	CHECK(x.f.nports == 1 && !x.f.ports[0].netdev_up && x.f.ports[0].netdev_running);
+	CHECK_INT(evaluate(&x), 0);
+	CHECK_STATUS(result(&x, "netdev", "irdma0/1"), RN_DOCTOR_FAIL);
+	CHECK_CONTAINS(result(&x, "netdev", "irdma0/1")->message, "net1 is down");
+	CHECK_CONTAINS(result(&x, "netdev", "irdma0/1")->fix, "ip link set net1 up");
+}
+
 static void netdev_left_behind_fails_and_says_with_netdev(void)
 {
 	_cleanup_fixture_ struct fixture x;
@@ -947,10 +963,12 @@ RN_TEST_MAIN(T(pci_distance_by_path), T(gpu_near_the_pods_hca_passes_and_the_oth
 	     T(exclusive_now_but_not_at_boot_warns), T(shared_mode_with_exclusive_boot_says_reboot),
 	     T(no_rdma_netlink_fails_and_skips_the_mode), T(empty_pod_netns_fails_and_says_move),
 	     T(down_port_and_down_netdev_fail_with_ip_link_set_up),
-	     T(netdev_up_without_carrier_fails), T(netdev_left_behind_fails_and_says_with_netdev),
-	     T(address_without_gid_fails), T(full_gid_table_is_named_as_the_cause),
-	     T(netdev_without_address_fails), T(active_mtu_checks), T(memlock_limits),
-	     T(device_nodes_in_the_process_root), T(device_node_numbers_must_match),
+	     T(netdev_up_without_carrier_fails),
+	     T(netdev_set_down_fails_as_down_even_with_operstate_up),
+	     T(netdev_left_behind_fails_and_says_with_netdev), T(address_without_gid_fails),
+	     T(full_gid_table_is_named_as_the_cause), T(netdev_without_address_fails),
+	     T(active_mtu_checks), T(memlock_limits), T(device_nodes_in_the_process_root),
+	     T(device_node_numbers_must_match),
 	     T(device_nodes_present_pass_and_rdma_cm_is_a_warning),
 	     T(a_vanished_process_is_an_error), T(wrong_gid_index_in_the_environment_fails),
 	     T(gid_index_of_the_link_local_gid_is_wrong_too), T(right_gid_index_passes),

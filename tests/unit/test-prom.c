@@ -322,6 +322,40 @@ static void rxe_netdev_comes_from_its_parent(void)
 	CHECK_INT(s.devs[0].ports[0].hw.n, 2);
 }
 
+/* rdma_port_netdev_up is operstate, not IFF_UP: set up without carrier is 0, the reverse 1 */
+static void netdev_up_follows_operstate_not_iff_up(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	struct rn_port_metrics pm = { .port = 1 };
+	struct rn_error err = { 0 };
+
+	add_irdma(root);
+	fakesys_write(root, "class/net/ens192/flags", "0x1003");
+	fakesys_write(root, "class/net/ens192/operstate", "down");
+	CHECK_INT(rn_port_metrics_read_sysfs("irdma0", &pm, &err), 0);
+	CHECK_STR(pm.netdev, "ens192");
+	CHECK_INT(pm.netdev_up, 0);
+	rn_counters_free(&pm.hw);
+	rn_counters_free(&pm.pma);
+	memset(&pm, 0, sizeof(pm));
+	pm.port = 1;
+	fakesys_write(root, "class/net/ens192/flags", "0x1002");
+	fakesys_write(root, "class/net/ens192/operstate", "up");
+	CHECK_INT(rn_port_metrics_read_sysfs("irdma0", &pm, &err), 0);
+	CHECK_INT(pm.netdev_up, 1);
+	CHECK_INT(pm.netdev_mtu, 9000);
+	rn_counters_free(&pm.hw);
+	rn_counters_free(&pm.pma);
+	/* no operstate to read: unknown, and the family leaves the sample out */
+	memset(&pm, 0, sizeof(pm));
+	pm.port = 1;
+	fakesys_unreadable(root, "class/net/ens192/operstate");
+	CHECK_INT(rn_port_metrics_read_sysfs("irdma0", &pm, &err), 0);
+	CHECK_INT(pm.netdev_up, -1);
+	rn_counters_free(&pm.hw);
+	rn_counters_free(&pm.pma);
+}
+
 static void a_missing_sysfs_root_is_an_error(void)
 {
 	_cleanup_scrape_ struct rn_scrape s = { 0 };
@@ -341,4 +375,4 @@ RN_TEST_MAIN(T(label_values_escape_backslash_quote_newline),
 	     T(failed_namespaces_are_reported), T(no_rdma_renders_only_the_exporter_gauges),
 	     T(sysfs_counters_of_a_port_are_read_by_name),
 	     T(netlink_values_win_and_sysfs_adds_the_rest), T(rxe_netdev_comes_from_its_parent),
-	     T(a_missing_sysfs_root_is_an_error))
+	     T(netdev_up_follows_operstate_not_iff_up), T(a_missing_sysfs_root_is_an_error))

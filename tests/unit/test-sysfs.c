@@ -5,6 +5,8 @@
  * ice.roce.0 (doc 003), eRDMA (doc 004), plus rxe and an InfiniBand port.
  */
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -872,6 +874,264 @@ static void many_netdevs_keep_the_gid_bound_ones(void)
 out:;
 }
 
+/* ---- per-port facts (rn_sysfs_port_read) ---- */
+
+/* class/net/IF attributes as the kernel writes them: flags in hex, operstate a word. */
+static void set_netdev_attrs(const char *root, const char *ifname, const char *flags,
+			     const char *operstate, const char *mtu)
+{
+	char rel[256];
+
+	snprintf(rel, sizeof(rel), "class/net/%s/flags", ifname);
+	fakesys_write(root, rel, flags);
+	snprintf(rel, sizeof(rel), "class/net/%s/operstate", ifname);
+	fakesys_write(root, rel, operstate);
+	snprintf(rel, sizeof(rel), "class/net/%s/mtu", ifname);
+	fakesys_write(root, rel, mtu);
+}
+
+/* The netdev facts that can be unknown: its MTU and both meanings of up. */
+static void check_netdev(const struct rn_sysfs_netdev *nd, int mtu, int admin_up, int oper_up,
+			 const char *operstate)
+{
+	CHECK_INT(nd->mtu, mtu);
+	CHECK_INT(nd->admin_up, admin_up);
+	CHECK_INT(nd->oper_up, oper_up);
+	CHECK_STR(nd->operstate, operstate);
+}
+
+static void port_reads_state_link_layer_rate_gid_table_and_bound_netdev(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	struct rn_sysfs_port p;
+
+	add_mlx5_doc000(root);
+	fakesys_write(root, "class/infiniband/mlx5_0/ports/1/rate", "100 Gb/sec (4X EDR)");
+	set_netdev_attrs(root, "eth0", "0x1003", "up", "9000");
+	rn_sysfs_port_read("mlx5_0", 1, NULL, &p);
+	CHECK_STR(p.dev, "mlx5_0");
+	CHECK_INT(p.port, 1);
+	CHECK_INT(p.state, 4);
+	CHECK_STR(p.state_name, "ACTIVE");
+	CHECK_INT(p.phys_state, 5);
+	CHECK_STR(p.link_layer, "Ethernet");
+	CHECK_STR(p.rate, "100 Gb/sec (4X EDR)");
+	CHECK_INT(p.gid_tbl_len, 16);
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_GID);
+	CHECK_STR(p.netdev.name, "eth0");
+	CHECK(p.netdev.here);
+	CHECK_INT(p.netdev.ifindex, 2);
+	check_netdev(&p.netdev, 9000, 1, 1, "up");
+}
+
+static void admin_up_is_iff_up_and_oper_up_is_operstate_read_apart(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	struct rn_sysfs_port p;
+
+	add_mlx5_doc000(root);
+	/* set up, no carrier: IFF_UP in flags, operstate down */
+	set_netdev_attrs(root, "eth0", "0x1003", "down", "1500");
+	rn_sysfs_port_read("mlx5_0", 1, NULL, &p);
+	CHECK_STR(p.netdev.name, "eth0");
+	check_netdev(&p.netdev, 1500, 1, 0, "down");
+	/* the reverse: flags without IFF_UP (0x1002), operstate up */
+	set_netdev_attrs(root, "eth1", "0x1002", "up", "4200");
+	rn_sysfs_port_read("mlx5_1", 1, NULL, &p);
+	CHECK_STR(p.netdev.name, "eth1");
+	check_netdev(&p.netdev, 4200, 0, 1, "up");
+	/* neither: operstate is a word other than "up" */
+	set_netdev_attrs(root, "eth1", "0x1002", "lowerlayerdown", "4200");
+	rn_sysfs_port_read("mlx5_1", 1, NULL, &p);
+	check_netdev(&p.netdev, 4200, 0, 0, "lowerlayerdown");
+}
+
+static void port_without_netdev_has_every_netdev_fact_unknown(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	struct rn_sysfs_port p;
+
+	/* InfiniBand: ndevs cannot be read and there is no DEV/parent (ib0 is not bound) */
+	add_ib(root);
+	rn_sysfs_port_read("mlx5_4", 1, NULL, &p);
+	CHECK_STR(p.link_layer, "InfiniBand");
+	CHECK_INT(p.state, 4);
+	CHECK_INT(p.gid_tbl_len, 4);
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_NONE);
+	CHECK_STR(p.netdev.name, "");
+	CHECK(!p.netdev.here);
+	CHECK_INT(p.netdev.ifindex, 0);
+	check_netdev(&p.netdev, -1, -1, -1, "");
+}
+
+static void named_netdev_that_is_not_here_is_bound_but_unknown(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	struct rn_sysfs_port p;
+	struct rn_sysfs_netdev nd;
+
+	add_mlx5_doc000(root);
+	set_netdev_attrs(root, "eth0", "0x1003", "up", "9000");
+	/* the caller's binding (netlink) wins over the GID table's */
+	rn_sysfs_port_read("mlx5_0", 1, "net1", &p);
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_CALLER);
+	CHECK_STR(p.netdev.name, "net1");
+	CHECK(!p.netdev.here);
+	check_netdev(&p.netdev, -1, -1, -1, "");
+	/* rxe whose parent netdev has gone: bound through DEV/parent, not here */
+	fakesys_add_rdma_virtual(root, "rxe2", "gone0", NULL, "Ethernet");
+	rn_sysfs_port_read("rxe2", 1, NULL, &p);
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_PARENT);
+	CHECK_STR(p.netdev.name, "gone0");
+	CHECK(!p.netdev.here);
+	CHECK_INT(p.netdev.ifindex, 0);
+	/* rxe whose parent is here */
+	fakesys_add_netdev_virtual(root, "veth1");
+	fakesys_add_rdma_virtual(root, "rxe1", "veth1", NULL, "Ethernet");
+	rn_sysfs_port_read("rxe1", 1, NULL, &p);
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_PARENT);
+	CHECK(p.netdev.here);
+	CHECK_INT(p.netdev.ifindex, 2);
+	rn_sysfs_netdev_read("", &nd);
+	CHECK_STR(nd.name, "");
+	CHECK(!nd.here);
+	check_netdev(&nd, -1, -1, -1, "");
+	rn_sysfs_netdev_read(NULL, &nd);
+	CHECK_STR(nd.name, "");
+	check_netdev(&nd, -1, -1, -1, "");
+}
+
+static void unreadable_or_malformed_files_leave_their_facts_unknown(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	struct rn_sysfs_port p;
+
+	add_mlx5_doc000(root);
+	fakesys_unreadable(root, "class/infiniband/mlx5_0/ports/1/state");
+	fakesys_unreadable(root, "class/infiniband/mlx5_0/ports/1/phys_state");
+	fakesys_unreadable(root, "class/infiniband/mlx5_0/ports/1/link_layer");
+	fakesys_unreadable(root, "class/infiniband/mlx5_0/ports/1/rate");
+	fakesys_unreadable(root, "class/net/eth0/flags");
+	fakesys_unreadable(root, "class/net/eth0/operstate");
+	fakesys_unreadable(root, "class/net/eth0/mtu");
+	fakesys_unreadable(root, "class/net/eth0/ifindex");
+	rn_sysfs_port_read("mlx5_0", 1, NULL, &p);
+	CHECK_INT(p.state, 0);
+	CHECK_STR(p.state_name, "");
+	CHECK_INT(p.phys_state, 0);
+	CHECK_STR(p.link_layer, "");
+	CHECK_STR(p.rate, "");
+	CHECK_STR(p.netdev.name, "eth0"); /* the GID table still binds it */
+	CHECK(p.netdev.here);
+	CHECK_INT(p.netdev.ifindex, 0);
+	check_netdev(&p.netdev, -1, -1, -1, "");
+
+	/* malformed: no "N:" before the state name, flags not hex, a negative MTU */
+	fakesys_write(root, "class/infiniband/mlx5_1/ports/1/state", "ACTIVE");
+	fakesys_write(root, "class/infiniband/mlx5_1/ports/1/phys_state", "LinkUp");
+	set_netdev_attrs(root, "eth1", "up", "up", "-1");
+	fakesys_write(root, "class/net/eth1/ifindex", "x");
+	rn_sysfs_port_read("mlx5_1", 1, NULL, &p);
+	CHECK_INT(p.state, 0);
+	CHECK_STR(p.state_name, "ACTIVE");
+	CHECK_INT(p.phys_state, 0);
+	CHECK_INT(p.netdev.admin_up, -1);
+	CHECK_INT(p.netdev.oper_up, 1);
+	CHECK_INT(p.netdev.mtu, -1);
+	CHECK_INT(p.netdev.ifindex, 0);
+
+	/* a port that is not there: nothing known, nothing bound */
+	rn_sysfs_port_read("mlx5_0", 7, NULL, &p);
+	CHECK_INT(p.state, 0);
+	CHECK_STR(p.link_layer, "");
+	CHECK_INT(p.gid_tbl_len, 0);
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_NONE);
+}
+
+static void lowest_gid_slot_naming_a_netdev_binds_the_port(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	struct rn_sysfs_port p;
+
+	fakesys_add_netdev_pci(root, "eth0", "0000:3b:00.0");
+	fakesys_add_netdev_virtual(root, "vlan7");
+	fakesys_add_rdma_pci(root, "mlx5_0", "0000:3b:00.0", NULL, "Ethernet");
+	fakesys_add_empty_gids(root, "mlx5_0", 1, 0, 1);
+	fakesys_add_gid(root, "mlx5_0", 1, 2, "fe80:0000:0000:0000:0000:0000:0000:0007", "RoCE v2",
+			"bad/name"); /* not a netdev name: skipped */
+	fakesys_add_gid(root, "mlx5_0", 1, 10, "fe80:0000:0000:0000:0000:0000:0000:0001", "RoCE v2",
+			"eth0");
+	fakesys_add_gid(root, "mlx5_0", 1, 9, "fe80:0000:0000:0000:0000:0000:0000:0002", "RoCE v2",
+			"vlan7");
+	rn_sysfs_port_read("mlx5_0", 1, NULL, &p);
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_GID);
+	CHECK_STR(p.netdev.name, "vlan7"); /* slot 9 before slot 10, in number order */
+	CHECK(p.netdev.here);
+}
+
+static void port_list_is_numeric_ascending_and_enoent_for_a_gone_device(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	_cleanup_free_ uint32_t *ports = NULL;
+	struct rn_error err = { 0 };
+	size_t n = 99;
+
+	add_ib(root);
+	fakesys_add_port(root, "mlx5_4", 10, "InfiniBand");
+	fakesys_add_port(root, "mlx5_4", 2, "InfiniBand");
+	fakesys_unreadable(root, "class/infiniband/mlx5_4/ports/x1"); /* not a port */
+	fakesys_unreadable(root, "class/infiniband/mlx5_4/ports/0"); /* ports count from 1 */
+	REQUIRE_INT(rn_sysfs_port_list("mlx5_4", &ports, &n, &err), 0);
+	REQUIRE_INT(n, 3);
+	CHECK_INT(ports[0], 1);
+	CHECK_INT(ports[1], 2);
+	CHECK_INT(ports[2], 10);
+	free(ports);
+	ports = NULL;
+	CHECK_INT(rn_sysfs_port_list("mlx5_9", &ports, &n, &err), -ENOENT);
+	CHECK_INT(n, 0);
+	CHECK(ports == NULL);
+	CHECK(!rn_error_isset(&err));
+out:;
+}
+
+struct root_seen {
+	char root[PATH_MAX];
+};
+
+static void *read_root(void *arg)
+{
+	struct root_seen *seen = arg;
+
+	snprintf(seen->root, sizeof(seen->root), "%s", rn_sysfs_root());
+	return NULL;
+}
+
+static void thread_root_is_seen_by_its_thread_only(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	_cleanup_fake_ char *other = fakesys_new();
+	struct root_seen seen = { "" };
+	struct rn_sysfs_port p;
+	pthread_t t;
+
+	add_mlx5_doc000(root);
+	add_ib(other);
+	rn_sysfs_set_thread_root(other);
+	CHECK_STR(rn_sysfs_root(), other);
+	REQUIRE_INT(pthread_create(&t, NULL, read_root, &seen), 0);
+	CHECK_INT(pthread_join(t, NULL), 0);
+	CHECK_STR(seen.root, root); /* another thread still sees the process's root */
+	rn_sysfs_port_read("mlx5_4", 1, NULL, &p);
+	CHECK_STR(p.link_layer, "InfiniBand");
+	rn_sysfs_set_thread_root(NULL);
+	CHECK_STR(rn_sysfs_root(), root);
+	rn_sysfs_port_read("mlx5_4", 1, NULL, &p);
+	CHECK_STR(p.link_layer, "");
+out:
+	rn_sysfs_set_thread_root(NULL);
+}
+
 RN_TEST_MAIN(T(root_is_sys_unless_env_or_override_says_otherwise),
 	     T(missing_root_is_an_error_naming_it), T(node_without_rdma_lists_nothing),
 	     T(mlx5_gid_table_reads_like_show_gids), T(mlx5_roce_v2_ipv4_gid_is_index_3),
@@ -893,4 +1153,12 @@ RN_TEST_MAIN(T(root_is_sys_unless_env_or_override_says_otherwise),
 	     T(by_netdev_finds_devices_bound_to_a_netdev),
 	     T(netdevs_by_bus_id_include_auxiliary_children_but_not_vfs),
 	     T(netdev_pci_gives_the_function_behind_a_netdev),
-	     T(many_netdevs_keep_the_gid_bound_ones))
+	     T(many_netdevs_keep_the_gid_bound_ones),
+	     T(port_reads_state_link_layer_rate_gid_table_and_bound_netdev),
+	     T(admin_up_is_iff_up_and_oper_up_is_operstate_read_apart),
+	     T(port_without_netdev_has_every_netdev_fact_unknown),
+	     T(named_netdev_that_is_not_here_is_bound_but_unknown),
+	     T(unreadable_or_malformed_files_leave_their_facts_unknown),
+	     T(lowest_gid_slot_naming_a_netdev_binds_the_port),
+	     T(port_list_is_numeric_ascending_and_enoent_for_a_gone_device),
+	     T(thread_root_is_seen_by_its_thread_only))

@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""The library's layout rules (README, "Layout"), checked on the tree.
+
+src/lib is flat: three static libraries are built from it and a file's name
+says which one it belongs to (ipam_*, etcd_* -> rdmans-ipam; *_json -> rdmans-json;
+everything else -> rdmans, the core). Each external library stays inside its
+one module. Usage: layout.py SOURCE_ROOT (TAP on stdout).
+"""
+import pathlib
+import re
+import sys
+
+root = pathlib.Path(sys.argv[1])
+checks = []
+
+
+def check(name, problems):
+    checks.append((name, problems))
+
+
+# 1. each external library's headers are included by its one module only
+owners = {
+    "libmnl/": {"src/lib/rdma_nl.c"},
+    "netlink/": {"src/lib/link.c"},  # libnl-3 (the kernel's uapi is linux/netlink.h)
+    "curl/": {"src/lib/etcd_http.c"},
+    "microhttpd.h": {"src/cli/cmd_exporter.c"},
+    "infiniband/": {"src/lib/verbs.c"},  # rdma-core's libibverbs
+}
+include = re.compile(r'^\s*#\s*include\s*<([^>]+)>', re.M)
+sources = sorted(p for p in (root / "src").rglob("*") if p.suffix in (".c", ".h"))
+sources += sorted((root / "include").rglob("*.h"))
+for prefix, allowed in owners.items():
+    bad = []
+    for p in sources:
+        rel = str(p.relative_to(root))
+        if rel in allowed:
+            continue
+        for h in include.findall(p.read_text()):
+            if h.startswith(prefix):
+                bad.append(f"{rel} includes <{h}>: only {', '.join(sorted(allowed))} may")
+    check(f"<{prefix}...> only in {', '.join(sorted(allowed))}", bad)
+
+
+# 2. every src/lib/*.c is in exactly one library, the one its name says
+def library_of(name):
+    if name.startswith(("ipam_", "etcd_")) or name == "ipam.c":
+        return "rdmans-ipam"
+    if name.endswith("_json.c"):
+        return "rdmans-json"
+    return "rdmans"
+
+
+build = (root / "src/lib/meson.build").read_text()
+listed = {}
+# static_library('NAME', <sources: files(...) or a variable holding files(...)>, ...
+variables = {m.group(1): m.group(2) for m in re.finditer(r"^(\w+)\s*=\s*files\((.*?)\)", build, re.M | re.S)}
+for m in re.finditer(r"static_library\(\s*'([^']+)',\s*(files\((.*?)\)|\w+)", build, re.S):
+    lib, body = m.group(1), m.group(3) if m.group(3) is not None else variables.get(m.group(2), "")
+    for f in re.findall(r"'([^']+\.c)'", body):
+        listed.setdefault(f, []).append(lib)
+bad = []
+for p in sorted((root / "src/lib").glob("*.c")):
+    libs = listed.get(p.name, [])
+    if libs != [library_of(p.name)]:
+        bad.append(f"src/lib/{p.name} is built into {libs or 'no library'}, its name says {library_of(p.name)}")
+check("every src/lib/*.c is built into the library its name says", bad)
+
+# 3. the core library does not use jansson (the JSON readers are their own library)
+bad = []
+for p in sorted((root / "src/lib").glob("*.c")):
+    if library_of(p.name) == "rdmans" and "jansson.h" in include.findall(p.read_text()):
+        bad.append(f"src/lib/{p.name} (core) includes <jansson.h>")
+check("the core library does not include <jansson.h>", bad)
+
+for n, (name, problems) in enumerate(checks, 1):
+    print(f"{'not ok' if problems else 'ok'} {n} - {name}")
+    for line in problems:
+        print(f"# {line}")
+print(f"1..{len(checks)}")
+sys.exit(1 if any(p for _, p in checks) else 0)
