@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "rdmans/attach.h"
-#include "rdmans/cni_proto.h"
+#include "rdmans/cni_json.h"
 #include "rdmans/cni_state.h"
 #include "rdmans/error.h"
 
@@ -32,7 +32,7 @@ enum {
 	RN_CNI_KERNEL = 109, /* a kernel operation failed */
 };
 
-/* The oldest CNI version rdma-netns speaks (0.3.0; rdmans/cni_proto.h numbers them). */
+/* The oldest CNI version rdma-netns speaks (0.3.0; rdmans/cni_json.h numbers them). */
 #define CNI_OLDEST 30
 
 struct cni_conf {

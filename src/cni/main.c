@@ -17,7 +17,7 @@
 
 #include "cni.h"
 #include "rdmans/cleanup.h"
-#include "rdmans/cni_proto.h"
+#include "rdmans/cni_json.h"
 #include "rdmans/util.h"
 
 #define STDIN_MAX (4 * 1024 * 1024)

@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
-#include "rdmans/cni_proto.h"
+#include "rdmans/cni_json.h"
 #include "rdmans/discover.h"
 #include "rdmans/nccl.h"
 #include "rdmans/nccl_json.h"

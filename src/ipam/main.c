@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
-#include "rdmans/cni_proto.h"
+#include "rdmans/cni_json.h"
 #include "rdmans/util.h"
 #include "rdmans/ipam.h"
 
@@ -34,7 +34,7 @@ enum {
 	IPAM_CHECK_FAILED = 102, /* CHECK: the addresses are not held as ADD left them */
 };
 
-/* The oldest CNI version rdma-netns-ipam speaks: 0.1.0 (rdmans/cni_proto.h numbers them). */
+/* The oldest CNI version rdma-netns-ipam speaks: 0.1.0 (rdmans/cni_json.h numbers them). */
 #define IPAM_OLDEST 10
 
 struct plugin {

@@ -10,11 +10,12 @@
  *   - the bounded read of a JSON document on stdin (also the OCI hook's
  *     state), which a runtime that keeps the pipe open cannot hang.
  *
- * Lives in librdmans-json (jansson, front ends only). The plugins map the
- * negative errnos to the CNI codes below; the messages name what to fix.
+ * In librdmans-json (jansson, front ends only; "_json" names that library).
+ * The plugins map the negative errnos to the CNI codes below; the messages
+ * name what to fix.
  */
-#ifndef RDMANS_CNI_PROTO_H
-#define RDMANS_CNI_PROTO_H
+#ifndef RDMANS_CNI_JSON_H
+#define RDMANS_CNI_JSON_H
 
 #include <jansson.h>
 #include <stdbool.h>

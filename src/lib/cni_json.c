@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The CNI protocol: environment, CNI_ARGS, versions, output, stdin (rdmans/cni_proto.h). */
+/* The CNI protocol: environment, CNI_ARGS, versions, output, stdin (rdmans/cni_json.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
-#include "rdmans/cni_proto.h"
+#include "rdmans/cni_json.h"
 #include "rdmans/util.h"
 
 /* ---- environment ---- */
