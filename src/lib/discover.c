@@ -67,14 +67,10 @@ void rn_located_devs_free(struct rn_located_devs *devs)
 static int append_devs(struct rn_located_devs *out, struct rn_rdma_devs *devs,
 		       const struct rn_netns_entry *ns, struct rn_error *err)
 {
-	struct rn_located_dev *v;
-
 	if (devs->n == 0)
 		return 0;
-	v = realloc(out->v, (out->n + devs->n) * sizeof(*v));
-	if (!v)
+	if (RN_GROW(out->v, NULL, out->n + devs->n) < 0)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	out->v = v;
 	for (size_t i = 0; i < devs->n; i++) {
 		out->v[out->n].dev = devs->devs[i];
 		out->v[out->n].netns = *ns;

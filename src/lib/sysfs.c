@@ -818,15 +818,8 @@ void rn_gid_table_free(struct rn_gid_table *t)
 
 static int gid_append(struct rn_gid_table *t, size_t *cap, struct rn_gid_entry **ret)
 {
-	if (t->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		struct rn_gid_entry *e = realloc(t->entries, ncap * sizeof(*e));
-
-		if (!e)
-			return -ENOMEM;
-		t->entries = e;
-		*cap = ncap;
-	}
+	if (RN_GROW(t->entries, cap, t->n + 1) < 0)
+		return -ENOMEM;
 	*ret = &t->entries[t->n++];
 	memset(*ret, 0, sizeof(**ret));
 	return 0;
