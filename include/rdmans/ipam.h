@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "rdmans/cleanup.h"
 #include "rdmans/error.h"
 
 typedef unsigned __int128 rn_u128;
@@ -243,12 +244,8 @@ struct rn_ipam_store;
 int rn_ipam_store_open(const struct rn_ipam_config *c, struct rn_ipam_store **ret,
 		       struct rn_error *err);
 void rn_ipam_store_close(struct rn_ipam_store *s);
-static inline void rn_ipam_store_closep(struct rn_ipam_store **s)
-{
-	if (*s)
-		rn_ipam_store_close(*s);
-}
-#define _cleanup_ipam_store_ __attribute__((cleanup(rn_ipam_store_closep)))
+RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct rn_ipam_store *, rn_ipam_store_close)
+#define _cleanup_ipam_store_ _cleanup_(rn_ipam_store_closep)
 
 /* Can the store be reached (and, for etcd, read with our credentials)? */
 int rn_ipam_store_ping(struct rn_ipam_store *s, struct rn_error *err);

@@ -2,6 +2,7 @@
 #ifndef RDMANS_UTIL_H
 #define RDMANS_UTIL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -94,6 +95,22 @@ int rn_grow(void **p, size_t *cap, size_t need, size_t size);
 /* Appends to the string in buf (a message), cutting it short silently when full. */
 void rn_strappend(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/*
+ * vasprintf() as an expression: the new string (free() it), or NULL when out
+ * of memory. RN_FORMAT_ARGS(fmt), in a printf-like function whose last named
+ * argument is fmt, formats its own arguments so (va_start()/va_end() inside).
+ */
+char *rn_vasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+#define RN_FORMAT_ARGS(fmt)                                                                        \
+	({                                                                                         \
+		va_list _ap_;                                                                      \
+		char *_s_;                                                                         \
+		va_start(_ap_, fmt);                                                               \
+		_s_ = rn_vasprintf((fmt), _ap_);                                                   \
+		va_end(_ap_);                                                                      \
+		_s_;                                                                               \
+	})
 
 /* snprintf that reports truncation as -ENAMETOOLONG. */
 int rn_path(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -160,10 +160,12 @@ static const char *cdi_min_version(json_t *spec)
 	return "0.3.0";
 }
 
+/* Writes text and a newline to output (relative: to the current directory). */
 static int write_output(const char *output, const char *text, struct rn_error *err)
 {
 	char abs[PATH_MAX + 1], cwd[PATH_MAX];
 	_cleanup_close_ int rootfd = -1;
+	_cleanup_free_ char *withnl = NULL;
 
 	if (output[0] != '/') {
 		if (!getcwd(cwd, sizeof(cwd)))
@@ -174,10 +176,112 @@ static int write_output(const char *output, const char *text, struct rn_error *e
 	} else {
 		snprintf(abs, sizeof(abs), "%s", output);
 	}
+	if (asprintf(&withnl, "%s\n", text) < 0) {
+		withnl = NULL;
+		return rn_error_set(err, ENOMEM, "out of memory");
+	}
 	rootfd = rn_rootfs_open("/", err);
 	if (rootfd < 0)
 		return rootfd;
-	return rn_rootfs_write(rootfd, abs, text, 0644, err);
+	return rn_rootfs_write(rootfd, abs, withnl, 0644, err);
+}
+
+/*
+ * The command line: the NCCL options into opts (their files loaded), the
+ * rest into req, h and *output. 0, or the exit code (already printed).
+ */
+static int cdi_options(struct rn_cli *cli, struct nccl_opts *opts, struct rn_nccl_request *req,
+		       struct hook_args *h, const char **output)
+{
+	struct rn_error err = { 0 };
+	const char *a;
+	int r;
+
+	h->path = RDMANS_HOOK_PATH;
+	while ((a = nccl_opts_next(cli, opts, &r))) {
+		if (strcmp(a, "--addr-range") == 0) {
+			req->addr_range = rn_cli_next(cli);
+			if (!req->addr_range)
+				return cdi_usage();
+		} else if (strcmp(a, "--hook") == 0) {
+			h->path = rn_cli_next(cli);
+			if (!h->path)
+				return cdi_usage();
+			if (h->path[0] != '/')
+				return rn_cli_usage("--hook needs an absolute path (CDI requires "
+						    "one), not '%s'",
+						    h->path);
+		} else if (strcmp(a, "--output") == 0 || strcmp(a, "-o") == 0) {
+			*output = rn_cli_next(cli);
+			if (!*output)
+				return cdi_usage();
+		} else {
+			return rn_cli_usage("unexpected argument '%s' to 'cdi generate'", a);
+		}
+	}
+	if (r)
+		return r;
+	h->config = opts->config;
+	h->cni_config = opts->cni_config;
+	if ((h->config && h->config[0] != '/') || (h->cni_config && h->cni_config[0] != '/'))
+		return rn_cli_usage("--config and --cni-config need absolute paths here: the hook "
+				    "reads them too");
+	for (size_t i = 0; i < opts->option.n; i++)
+		if (!opts->option.kv[i].unset && rn_nccl_pod_dependent(opts->option.kv[i].name))
+			return rn_cli_usage(
+				"--set %s: its value depends on the pod, and a CDI spec's env "
+				"would beat every pod's own /etc/nccl.conf; put it in --config "
+				"FILE (rdmans-hook reads it per pod) or in the pod's "
+				"rdmans.io/nccl "
+				"annotation",
+				opts->option.kv[i].name);
+	r = nccl_opts_load(opts, &err);
+	if (r < 0)
+		return rn_cli_fail(&err);
+	/* the command line's layer is the last one */
+	if (opts->layers[opts->n_layers - 1].profile[0])
+		h->profile = opts->layers[opts->n_layers - 1].profile;
+	req->layers = opts->layers;
+	req->n_layers = opts->n_layers;
+	return 0;
+}
+
+/* The spec: the node-wide env, one device per uverbs node and "all"; NULL when out of memory. */
+static json_t *cdi_spec(const struct rn_nccl_result *res, const struct rn_devnode *nodes, size_t n,
+			const struct rn_devnode *cm, const struct hook_args *h)
+{
+	json_t *env, *edits, *devices, *all_nodes, *spec;
+
+	env = json_array();
+	for (size_t i = 0; i < res->n; i++)
+		json_array_append_new(env, json_pack("s++", res->v[i].name, "=", res->v[i].value));
+	edits = json_pack("{s:o}", "env", env);
+	if (cm)
+		json_object_set_new(edits, "deviceNodes", json_pack("[o]", node_json(cm)));
+
+	devices = json_array();
+	all_nodes = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(all_nodes, node_json(&nodes[i]));
+		json_array_append_new(devices, json_pack("{s:s,s:{s:[o],s:[o]}}", "name",
+							 nodes[i].dev, "containerEdits",
+							 "deviceNodes", node_json(&nodes[i]),
+							 "hooks", hook_json(h, nodes[i].dev)));
+	}
+	/*
+	 * "all": the spec is written before any pod exists, so it lists every
+	 * node; in exclusive mode the kernel opens a uverbs node only for a
+	 * process in its device's netns, so a pod can use the nodes of the
+	 * devices its hook gave it and no other.
+	 */
+	json_array_append_new(devices,
+			      json_pack("{s:s,s:{s:o,s:[o]}}", "name", "all", "containerEdits",
+					"deviceNodes", all_nodes, "hooks", hook_json(h, NULL)));
+	spec = json_pack("{s:s,s:s,s:o,s:o}", "cdiVersion", "", "kind", CDI_KIND, "containerEdits",
+			 edits, "devices", devices);
+	if (spec)
+		json_object_set_new(spec, "cdiVersion", json_string(cdi_min_version(spec)));
+	return spec;
 }
 
 static int cdi_generate(struct rn_cli *cli)
@@ -192,69 +296,19 @@ static int cdi_generate(struct rn_cli *cli)
 	struct hook_args hargs = { 0 };
 	struct rn_devnode cm;
 	struct rn_error err = { 0 };
-	const char *hook = RDMANS_HOOK_PATH, *output = NULL;
-	json_t *env, *edits, *devices, *all_nodes;
+	const char *output = NULL;
 	size_t n = 0;
 	bool have_cm;
 	int r;
 
 	nccl_opts_init(&opts);
-	while (rn_cli_peek(cli)) {
-		const char *a = rn_cli_next(cli);
-
-		r = nccl_opts_take(cli, a, &opts);
-		if (r > 1)
-			return r;
-		if (r == 1)
-			continue;
-		if (strcmp(a, "--addr-range") == 0) {
-			req.addr_range = rn_cli_next(cli);
-			if (!req.addr_range)
-				return cdi_usage();
-		} else if (strcmp(a, "--hook") == 0) {
-			hook = rn_cli_next(cli);
-			if (!hook)
-				return cdi_usage();
-			if (hook[0] != '/')
-				return rn_cli_usage("--hook needs an absolute path (CDI requires "
-						    "one), not '%s'",
-						    hook);
-		} else if (strcmp(a, "--output") == 0 || strcmp(a, "-o") == 0) {
-			output = rn_cli_next(cli);
-			if (!output)
-				return cdi_usage();
-		} else {
-			return rn_cli_usage("unexpected argument '%s' to 'cdi generate'", a);
-		}
-	}
-	hargs.config = opts.config;
-	hargs.cni_config = opts.cni_config;
-	if ((hargs.config && hargs.config[0] != '/') ||
-	    (hargs.cni_config && hargs.cni_config[0] != '/'))
-		return rn_cli_usage("--config and --cni-config need absolute paths here: the hook "
-				    "reads them too");
-	for (size_t i = 0; i < opts.option.n; i++)
-		if (!opts.option.kv[i].unset && rn_nccl_pod_dependent(opts.option.kv[i].name))
-			return rn_cli_usage(
-				"--set %s: its value depends on the pod, and a CDI spec's env "
-				"would beat every pod's own /etc/nccl.conf; put it in --config "
-				"FILE (rdmans-hook reads it per pod) or in the pod's "
-				"rdmans.io/nccl "
-				"annotation",
-				opts.option.kv[i].name);
-	r = nccl_opts_load(&opts, &err);
-	if (r < 0)
-		return rn_cli_fail(&err);
-	hargs.path = hook;
-	/* the command line's layer is the last one */
-	if (opts.layers[opts.n_layers - 1].profile[0])
-		hargs.profile = opts.layers[opts.n_layers - 1].profile;
+	r = cdi_options(cli, &opts, &req, &hargs, &output);
+	if (r)
+		return r;
 
 	/* The host's view only picks the "auto" profile: devices in pods are not seen there. */
 	if (rn_nccl_node_from_sysfs(&node, &err) < 0)
 		rn_nccl_node_free(&node);
-	req.layers = opts.layers;
-	req.n_layers = opts.n_layers;
 	r = rn_nccl_resolve(&node, &req, &res, &err);
 	if (r < 0)
 		return rn_cli_fail(&err);
@@ -272,38 +326,11 @@ static int cdi_generate(struct rn_cli *cli)
 	if (!have_cm)
 		fprintf(stderr, "rdmans: warning: %s\n", err.msg);
 
-	env = json_array();
-	for (size_t i = 0; i < res.n; i++)
-		json_array_append_new(env, json_pack("s++", res.v[i].name, "=", res.v[i].value));
-	edits = json_pack("{s:o}", "env", env);
-	if (have_cm)
-		json_object_set_new(edits, "deviceNodes", json_pack("[o]", node_json(&cm)));
-
-	devices = json_array();
-	all_nodes = json_array();
-	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(all_nodes, node_json(&nodes[i]));
-		json_array_append_new(devices, json_pack("{s:s,s:{s:[o],s:[o]}}", "name",
-							 nodes[i].dev, "containerEdits",
-							 "deviceNodes", node_json(&nodes[i]),
-							 "hooks", hook_json(&hargs, nodes[i].dev)));
-	}
-	/*
-	 * "all": the spec is written before any pod exists, so it lists every
-	 * node; in exclusive mode the kernel opens a uverbs node only for a
-	 * process in its device's netns, so a pod can use the nodes of the
-	 * devices its hook gave it and no other.
-	 */
-	json_array_append_new(devices, json_pack("{s:s,s:{s:o,s:[o]}}", "name", "all",
-						 "containerEdits", "deviceNodes", all_nodes,
-						 "hooks", hook_json(&hargs, NULL)));
-	spec = json_pack("{s:s,s:s,s:o,s:o}", "cdiVersion", "", "kind", CDI_KIND, "containerEdits",
-			 edits, "devices", devices);
+	spec = cdi_spec(&res, nodes, n, have_cm ? &cm : NULL, &hargs);
 	if (!spec) {
 		rn_error_set(&err, ENOMEM, "cannot build the CDI spec");
 		return rn_cli_fail(&err);
 	}
-	json_object_set_new(spec, "cdiVersion", json_string(cdi_min_version(spec)));
 	for (size_t i = 0; i < res.n_warnings; i++)
 		fprintf(stderr, "rdmans: warning: %s\n", res.warnings[i]);
 	text = json_dumps(spec, JSON_PRESERVE_ORDER | JSON_INDENT(2));
@@ -315,19 +342,8 @@ static int cdi_generate(struct rn_cli *cli)
 		puts(text);
 		return 0;
 	}
-	{
-		size_t len = strlen(text);
-		_cleanup_free_ char *withnl = malloc(len + 2);
-
-		if (!withnl) {
-			rn_error_set(&err, ENOMEM, "out of memory");
-			return rn_cli_fail(&err);
-		}
-		memcpy(withnl, text, len);
-		memcpy(withnl + len, "\n", 2);
-		if (write_output(output, withnl, &err) < 0)
-			return rn_cli_fail(&err);
-	}
+	if (write_output(output, text, &err) < 0)
+		return rn_cli_fail(&err);
 	fprintf(stderr, "rdmans: wrote %s: %zu device%s and \"all\" (kind %s)\n", output, n,
 		n == 1 ? "" : "s", CDI_KIND);
 	return 0;

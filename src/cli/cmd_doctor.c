@@ -69,19 +69,12 @@ int rn_cmd_doctor(struct rn_cli *cli)
 	_cleanup_(nccl_opts_free) struct nccl_opts opts;
 	struct rn_doctor_target t = { .config_root = config_root() };
 	struct rn_error err = { 0 };
-	const char *pid_arg = NULL;
+	const char *pid_arg = NULL, *a;
 	int r;
 
 	nccl_opts_init(&opts);
-	while (rn_cli_peek(cli)) {
-		const char *a = rn_cli_next(cli);
-
-		/* --profile, --set, --unset, --config, --cni-config: as `rdmans env` resolves */
-		r = nccl_opts_take(cli, a, &opts);
-		if (r > 1)
-			return r;
-		if (r == 1)
-			continue;
+	/* --profile, --set, --unset, --config, --cni-config: as `rdmans env` resolves */
+	while ((a = nccl_opts_next(cli, &opts, &r))) {
 		if (strcmp(a, "--netns") == 0 || strcmp(a, "-n") == 0) {
 			t.netns = rn_cli_next(cli);
 			if (!t.netns)
@@ -101,6 +94,8 @@ int rn_cmd_doctor(struct rn_cli *cli)
 					    a);
 		}
 	}
+	if (r)
+		return r;
 	if (t.netns && pid_arg)
 		return rn_cli_usage("give --netns or --pid, not both (--pid checks the process "
 				    "and its netns)");

@@ -37,7 +37,8 @@ void nccl_opts_free(struct nccl_opts *o)
 	o->n_layers = 0;
 }
 
-int nccl_opts_take(struct rn_cli *cli, const char *arg, struct nccl_opts *o)
+/* 1 when arg (and its value) was taken into o, 0 when it is not ours, or an exit code > 1. */
+static int nccl_opts_take(struct rn_cli *cli, const char *arg, struct nccl_opts *o)
 {
 	struct rn_error err = { 0 };
 	const char *v;
@@ -76,6 +77,24 @@ int nccl_opts_take(struct rn_cli *cli, const char *arg, struct nccl_opts *o)
 	if (r < 0)
 		return rn_cli_usage("%s", err.msg);
 	return 1;
+}
+
+const char *nccl_opts_next(struct rn_cli *cli, struct nccl_opts *o, int *ret)
+{
+	const char *a;
+
+	*ret = 0;
+	while ((a = rn_cli_next(cli))) {
+		int r = nccl_opts_take(cli, a, o);
+
+		if (r == 0)
+			return a;
+		if (r > 1) {
+			*ret = r;
+			return NULL;
+		}
+	}
+	return NULL;
 }
 
 int nccl_opts_load(struct nccl_opts *o, struct rn_error *err)
@@ -242,7 +261,7 @@ int rn_cmd_env(struct rn_cli *cli)
 	_cleanup_close_ int nsfd = -1;
 	struct rn_nccl_request req = { 0 };
 	struct rn_error err = { 0 };
-	const char *target = NULL, *container = NULL, *format = NULL, *merge = NULL;
+	const char *target = NULL, *container = NULL, *format = NULL, *merge = NULL, *a;
 	enum rn_nccl_format fmt = RN_NCCL_FMT_ENV;
 	bool explain = false, json = cli->json;
 	char where[4200] = "the caller's netns", version_note[RN_NCCL_DETAIL_MAX] = "";
@@ -254,14 +273,7 @@ int rn_cmd_env(struct rn_cli *cli)
 	if (rn_cli_flag(cli, "profiles"))
 		return list_profiles(cli);
 	(void)rn_cli_flag(cli, "show");
-	while (rn_cli_peek(cli)) {
-		const char *a = rn_cli_next(cli);
-
-		r = nccl_opts_take(cli, a, &opts);
-		if (r > 1)
-			return r;
-		if (r == 1)
-			continue;
+	while ((a = nccl_opts_next(cli, &opts, &r))) {
 		if (strcmp(a, "--netns") == 0 || strcmp(a, "-n") == 0) {
 			target = rn_cli_next(cli);
 			if (!target)
@@ -285,6 +297,8 @@ int rn_cmd_env(struct rn_cli *cli)
 					    a);
 		}
 	}
+	if (r)
+		return r;
 	if (target && container)
 		return rn_cli_usage("give --netns or --container, not both");
 	if (format) {

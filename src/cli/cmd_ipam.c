@@ -239,44 +239,6 @@ static void print_table(const struct rn_ipam_record *recs, size_t n)
 		       recs[i].ifname, recs[i].container_id, recs[i].time);
 }
 
-static const char *const ls_usage = "usage: rdmans ipam ls [--node N] [--network NAME] "
-				    "[--pod NS/NAME] [--container ID] [--ifname IF] [--scope S] "
-				    "[--config FILE | --data-dir DIR | --etcd URLS ...]";
-
-static int ipam_ls(struct rn_cli *cli)
-{
-	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
-	_cleanup_free_ struct rn_ipam_record *recs = NULL;
-	_cleanup_free_ struct rn_ipam_damaged *bad = NULL;
-	struct ipam_opts o = { 0 };
-	struct rn_ipam_config c = { 0 };
-	struct rn_error err = { 0 };
-	size_t n = 0, n_bad = 0;
-	int r;
-
-	r = parse_opts(cli, &o, OPT_FILTERS, ls_usage);
-	if (r)
-		return r;
-	r = open_from(&o, &c, &s, &err);
-	if (r == 0)
-		r = rn_ipam_list(s, &o.filter, &recs, &n, &bad, &n_bad, &err);
-	rn_ipam_config_free(&c);
-	if (r < 0)
-		return rn_cli_fail(&err);
-	if (cli->json) {
-		json_t *list = json_array();
-
-		for (size_t i = 0; i < n; i++)
-			json_array_append_new(list, record_json(&recs[i]));
-		for (size_t i = 0; i < n_bad; i++)
-			json_array_append_new(list, damaged_json(&bad[i]));
-		return rn_cli_print_json(cli, list);
-	}
-	print_table(recs, n);
-	print_damaged(bad, n_bad);
-	return 0;
-}
-
 /*
  * Records holding ADDRESS (in o->filter.scope if given), and the damaged
  * ones taking it (bad: optional); -ENXIO when there is neither.
@@ -310,15 +272,85 @@ static int find_address(struct rn_ipam_store *s, struct ipam_opts *o, struct rn_
 	return 0;
 }
 
+/* What ls, show and release read, with the store they read it from. */
+struct found {
+	struct rn_ipam_store *s;
+	struct rn_ipam_record *recs;
+	struct rn_ipam_damaged *bad;
+	size_t n, n_bad;
+};
+
+static void found_free(struct found *f)
+{
+	free(f->recs);
+	free(f->bad);
+	if (f->s)
+		rn_ipam_store_close(f->s);
+}
+
+/*
+ * Opens the store o names and reads the records o asks for into f (the
+ * damaged ones too when want_bad): those holding o->address (find_address()),
+ * or those o->filter lets through. With --damaged, ADDRESS only filters.
+ */
+static int find(struct ipam_opts *o, bool want_bad, struct found *f, struct rn_error *err)
+{
+	struct rn_ipam_config c = { 0 };
+	int r = open_from(o, &c, &f->s, err);
+
+	if (r == 0 && o->address && !o->damaged) {
+		r = find_address(f->s, o, &f->recs, &f->n, want_bad ? &f->bad : NULL,
+				 want_bad ? &f->n_bad : NULL, err);
+	} else if (r == 0) {
+		struct rn_ip ip;
+
+		if (o->address && rn_ip_parse(o->address, &ip) < 0)
+			r = rn_error_set(err, EINVAL, "'%s' is not an IP address", o->address);
+		o->filter.ip = o->address;
+		if (r == 0)
+			r = rn_ipam_list(f->s, &o->filter, &f->recs, &f->n,
+					 want_bad ? &f->bad : NULL, want_bad ? &f->n_bad : NULL,
+					 err);
+	}
+	rn_ipam_config_free(&c);
+	return r;
+}
+
+static const char *const ls_usage = "usage: rdmans ipam ls [--node N] [--network NAME] "
+				    "[--pod NS/NAME] [--container ID] [--ifname IF] [--scope S] "
+				    "[--config FILE | --data-dir DIR | --etcd URLS ...]";
+
+static int ipam_ls(struct rn_cli *cli)
+{
+	_cleanup_(found_free) struct found f = { 0 };
+	struct ipam_opts o = { 0 };
+	struct rn_error err = { 0 };
+	int r;
+
+	r = parse_opts(cli, &o, OPT_FILTERS, ls_usage);
+	if (r)
+		return r;
+	if (find(&o, true, &f, &err) < 0)
+		return rn_cli_fail(&err);
+	if (cli->json) {
+		json_t *list = json_array();
+
+		for (size_t i = 0; i < f.n; i++)
+			json_array_append_new(list, record_json(&f.recs[i]));
+		for (size_t i = 0; i < f.n_bad; i++)
+			json_array_append_new(list, damaged_json(&f.bad[i]));
+		return rn_cli_print_json(cli, list);
+	}
+	print_table(f.recs, f.n);
+	print_damaged(f.bad, f.n_bad);
+	return 0;
+}
+
 static int ipam_show(struct rn_cli *cli)
 {
-	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
-	_cleanup_free_ struct rn_ipam_record *recs = NULL;
-	_cleanup_free_ struct rn_ipam_damaged *bad = NULL;
+	_cleanup_(found_free) struct found f = { 0 };
 	struct ipam_opts o = { 0 };
-	struct rn_ipam_config c = { 0 };
 	struct rn_error err = { 0 };
-	size_t n = 0, n_bad = 0;
 	int r;
 
 	r = parse_opts(cli, &o, OPT_ADDRESS,
@@ -327,43 +359,39 @@ static int ipam_show(struct rn_cli *cli)
 		return r;
 	if (!o.address)
 		return rn_cli_usage("usage: rdmans ipam show ADDRESS [--scope S]");
-	r = open_from(&o, &c, &s, &err);
-	if (r == 0)
-		r = find_address(s, &o, &recs, &n, &bad, &n_bad, &err);
-	rn_ipam_config_free(&c);
-	if (r < 0)
+	if (find(&o, true, &f, &err) < 0)
 		return rn_cli_fail(&err);
 	if (cli->json) {
 		json_t *list = json_array();
 
-		for (size_t i = 0; i < n; i++) {
+		for (size_t i = 0; i < f.n; i++) {
 			struct rn_ipam_attachment att;
 			struct rn_error aerr = { 0 };
-			json_t *rec = record_json(&recs[i]), *held = json_array();
+			json_t *rec = record_json(&f.recs[i]), *held = json_array();
 
-			if (rn_ipam_attachment_get(s, recs[i].scope, recs[i].attachment, &att,
+			if (rn_ipam_attachment_get(f.s, f.recs[i].scope, f.recs[i].attachment, &att,
 						   &aerr) == 0)
 				for (size_t h = 0; h < att.n; h++)
 					json_array_append_new(held, json_string(att.held[h].ip));
 			json_object_set_new(rec, "attachment_holds", held);
 			json_array_append_new(list, rec);
 		}
-		for (size_t i = 0; i < n_bad; i++)
-			json_array_append_new(list, damaged_json(&bad[i]));
+		for (size_t i = 0; i < f.n_bad; i++)
+			json_array_append_new(list, damaged_json(&f.bad[i]));
 		return rn_cli_print_json(cli, list);
 	}
-	for (size_t i = 0; i < n_bad; i++)
+	for (size_t i = 0; i < f.n_bad; i++)
 		printf("%saddress:      %s\nscope:        %s\npool:         %s\n"
 		       "DAMAGED:      %s\n"
 		       "fix:          the address stays taken while this is stored; if no pod uses "
 		       "%s, 'rdmans ipam release --damaged %s --scope %s' removes it (only while "
 		       "it is still damaged)\n",
-		       i ? "\n" : "", bad[i].key, bad[i].scope, bad[i].pool, bad[i].why, bad[i].key,
-		       bad[i].key, bad[i].scope);
-	if (n_bad && n)
+		       i ? "\n" : "", f.bad[i].key, f.bad[i].scope, f.bad[i].pool, f.bad[i].why,
+		       f.bad[i].key, f.bad[i].key, f.bad[i].scope);
+	if (f.n_bad && f.n)
 		printf("\n");
-	for (size_t i = 0; i < n; i++) {
-		const struct rn_ipam_record *rec = &recs[i];
+	for (size_t i = 0; i < f.n; i++) {
+		const struct rn_ipam_record *rec = &f.recs[i];
 		struct rn_ipam_attachment att;
 		struct rn_error aerr = { 0 };
 
@@ -373,7 +401,7 @@ static int ipam_show(struct rn_cli *cli)
 		       i ? "\n" : "", rec->ip, rec->range, rec->scope, rec->pool, rec->network,
 		       rec->node, rec->pod[0] ? rec->pod : "-", rec->ifname, rec->container_id,
 		       rec->attachment, rec->time);
-		if (rn_ipam_attachment_get(s, rec->scope, rec->attachment, &att, &aerr) == 0) {
+		if (rn_ipam_attachment_get(f.s, rec->scope, rec->attachment, &att, &aerr) == 0) {
 			printf("holds:       ");
 			for (size_t h = 0; h < att.n; h++)
 				printf(" %s", att.held[h].ip);
@@ -391,38 +419,60 @@ static const char *const release_usage =
 	"--node NODE [--ifname IF] [--network NAME] | --damaged [ADDRESS] [--scope S] "
 	"[--config FILE | --data-dir DIR | --etcd ...]";
 
+/*
+ * Releases the n address records recs[] or (recs NULL) the n damaged ones
+ * bad[] in turn, saying so (a line each; {"released": [...]} with -j).
+ */
+static int release_each(struct rn_cli *cli, struct rn_ipam_store *s,
+			const struct rn_ipam_record *recs, const struct rn_ipam_damaged *bad,
+			size_t n)
+{
+	struct rn_error err = { 0 };
+	json_t *done = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		const char *key = recs ? recs[i].ip : bad[i].key;
+		int r = recs ? rn_ipam_release(s, &recs[i], &err)
+			     : rn_ipam_release_damaged(s, &bad[i], &err);
+
+		if (r < 0) {
+			json_decref(done);
+			return rn_cli_fail(&err);
+		}
+		json_array_append_new(done, json_string(key));
+		if (cli->json)
+			continue;
+		if (recs)
+			printf("released %s (%s%s %s, node %s)\n", key,
+			       recs[i].pod[0] ? "pod " : "container ",
+			       recs[i].pod[0] ? recs[i].pod : recs[i].container_id, recs[i].ifname,
+			       recs[i].node);
+		else
+			printf("removed the damaged record of %s in scope %s (%s)\n", key,
+			       bad[i].scope, bad[i].why);
+	}
+	if (cli->json)
+		return rn_cli_print_json(cli, json_pack("{s:o}", "released", done));
+	json_decref(done);
+	return 0;
+}
+
 /* release --damaged [ADDRESS]: damaged address records, each only while still damaged. */
 static int release_damaged(struct rn_cli *cli, struct ipam_opts *o)
 {
-	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
-	_cleanup_free_ struct rn_ipam_record *recs = NULL;
-	_cleanup_free_ struct rn_ipam_damaged *bad = NULL;
-	struct rn_ipam_config c = { 0 };
+	_cleanup_(found_free) struct found f = { 0 };
 	struct rn_error err = { 0 };
-	size_t n = 0, n_bad = 0, k = 0;
-	json_t *done;
-	int r;
+	size_t k = 0;
 
 	if (o->filter.node || o->filter.network || o->filter.container_id || o->filter.pod ||
 	    o->filter.ifname)
 		return rn_cli_usage("--damaged takes only ADDRESS and --scope: a damaged record "
 				    "names no owner");
-	r = open_from(o, &c, &s, &err);
-	if (r == 0 && o->address) {
-		struct rn_ip ip;
-
-		if (rn_ip_parse(o->address, &ip) < 0)
-			r = rn_error_set(&err, EINVAL, "'%s' is not an IP address", o->address);
-		o->filter.ip = o->address;
-	}
-	if (r == 0)
-		r = rn_ipam_list(s, &o->filter, &recs, &n, &bad, &n_bad, &err);
-	rn_ipam_config_free(&c);
-	if (r < 0)
+	if (find(o, true, &f, &err) < 0)
 		return rn_cli_fail(&err);
-	for (size_t i = 0; i < n_bad; i++)
-		if (bad[i].takes_address)
-			bad[k++] = bad[i];
+	for (size_t i = 0; i < f.n_bad; i++)
+		if (f.bad[i].takes_address)
+			f.bad[k++] = f.bad[i];
 	if (k == 0) {
 		rn_error_set(&err, ENXIO, "no damaged address record%s%s (see 'rdmans ipam ls')",
 			     o->address ? " takes " : "", o->address ? o->address : "");
@@ -434,33 +484,14 @@ static int release_damaged(struct rn_cli *cli, struct ipam_opts *o)
 			     o->address);
 		return rn_cli_fail(&err);
 	}
-	done = json_array();
-	for (size_t i = 0; i < k; i++) {
-		r = rn_ipam_release_damaged(s, &bad[i], &err);
-		if (r < 0) {
-			json_decref(done);
-			return rn_cli_fail(&err);
-		}
-		json_array_append_new(done, json_string(bad[i].key));
-		if (!cli->json)
-			printf("removed the damaged record of %s in scope %s (%s)\n", bad[i].key,
-			       bad[i].scope, bad[i].why);
-	}
-	if (cli->json)
-		return rn_cli_print_json(cli, json_pack("{s:o}", "released", done));
-	json_decref(done);
-	return 0;
+	return release_each(cli, f.s, NULL, f.bad, k);
 }
 
 static int ipam_release(struct rn_cli *cli)
 {
-	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
-	_cleanup_free_ struct rn_ipam_record *recs = NULL;
+	_cleanup_(found_free) struct found f = { 0 };
 	struct ipam_opts o = { 0 };
-	struct rn_ipam_config c = { 0 };
 	struct rn_error err = { 0 };
-	json_t *done = NULL;
-	size_t n = 0;
 	int r;
 
 	r = parse_opts(cli, &o, OPT_FILTERS | OPT_ADDRESS | OPT_DAMAGED, release_usage);
@@ -470,43 +501,17 @@ static int ipam_release(struct rn_cli *cli)
 		return release_damaged(cli, &o);
 	if (!o.address && !o.filter.container_id && !o.filter.pod && !o.filter.node)
 		return rn_cli_usage("%s", release_usage);
-	r = open_from(&o, &c, &s, &err);
-	if (r == 0) {
-		if (o.address) {
-			r = find_address(s, &o, &recs, &n, NULL, NULL, &err);
-			if (r == 0 && n > 1)
-				r = rn_error_set(&err, ENOTUNIQ,
-						 "%s is held in %zu scopes or pools: add --scope "
-						 "(see 'rdmans ipam show %s')",
-						 o.address, n, o.address);
-		} else {
-			r = rn_ipam_list(s, &o.filter, &recs, &n, NULL, NULL, &err);
-			if (r == 0 && n == 0)
-				r = rn_error_set(&err, ENXIO,
-						 "no record matches (see 'rdmans ipam ls')");
-		}
-	}
-	rn_ipam_config_free(&c);
+	r = find(&o, false, &f, &err);
+	if (r == 0 && o.address && f.n > 1)
+		r = rn_error_set(&err, ENOTUNIQ,
+				 "%s is held in %zu scopes or pools: add --scope "
+				 "(see 'rdmans ipam show %s')",
+				 o.address, f.n, o.address);
+	else if (r == 0 && !o.address && f.n == 0)
+		r = rn_error_set(&err, ENXIO, "no record matches (see 'rdmans ipam ls')");
 	if (r < 0)
 		return rn_cli_fail(&err);
-	done = json_array();
-	for (size_t i = 0; i < n; i++) {
-		r = rn_ipam_release(s, &recs[i], &err);
-		if (r < 0) {
-			json_decref(done);
-			return rn_cli_fail(&err);
-		}
-		json_array_append_new(done, json_string(recs[i].ip));
-		if (!cli->json)
-			printf("released %s (%s%s %s, node %s)\n", recs[i].ip,
-			       recs[i].pod[0] ? "pod " : "container ",
-			       recs[i].pod[0] ? recs[i].pod : recs[i].container_id, recs[i].ifname,
-			       recs[i].node);
-	}
-	if (cli->json)
-		return rn_cli_print_json(cli, json_pack("{s:o}", "released", done));
-	json_decref(done);
-	return 0;
+	return release_each(cli, f.s, f.recs, NULL, f.n);
 }
 
 static int ipam_gc(struct rn_cli *cli)

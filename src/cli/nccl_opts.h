@@ -18,12 +18,12 @@ void nccl_opts_init(struct nccl_opts *o);
 void nccl_opts_free(struct nccl_opts *o);
 
 /*
- * Takes option `arg` (and its value from cli) when it is one of
- * --profile NAME, --set NAME=VALUE, --unset NAME, --config FILE,
- * --cni-config FILE. Returns 1 when taken, 0 when not ours, or an exit
- * code > 1 (usage or bad value, already printed).
+ * The next argument of cli that is none of --profile NAME, --set NAME=VALUE,
+ * --unset NAME, --config FILE, --cni-config FILE, --family, --nccl-version
+ * (those, with their values, go into o). NULL at the end (*ret 0), or NULL
+ * with *ret an exit code > 1 (usage or bad value, already printed).
  */
-int nccl_opts_take(struct rn_cli *cli, const char *arg, struct nccl_opts *o);
+const char *nccl_opts_next(struct rn_cli *cli, struct nccl_opts *o, int *ret);
 
 /* Reads the files into o->layers (the option layer last). */
 int nccl_opts_load(struct nccl_opts *o, struct rn_error *err);

@@ -86,17 +86,10 @@ int rn_cni_state_set(struct rn_cni_state *st, const char *key, const char *value
 int rn_cni_state_setf(struct rn_cni_state *st, struct rn_error *err, const char *key,
 		      const char *fmt, ...)
 {
-	_cleanup_free_ char *value = NULL;
-	va_list ap;
-	int n;
+	_cleanup_free_ char *value = RN_FORMAT_ARGS(fmt);
 
-	va_start(ap, fmt);
-	n = vasprintf(&value, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		value = NULL;
+	if (!value)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	}
 	return rn_cni_state_set(st, key, value, err);
 }
 

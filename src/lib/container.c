@@ -136,19 +136,9 @@ int rn_cgroup_snapshot_take(struct rn_cgroup_snapshot **ret, struct rn_error *er
 		while (f && fgets(line, sizeof(line), f)) {
 			size_t n = strlen(line);
 
-			if (s->len + n + 2 > s->cap) {
-				size_t cap = s->cap ? s->cap * 2 : 65536;
-				char *grown;
-
-				while (cap < s->len + n + 2)
-					cap *= 2;
-				grown = realloc(s->text, cap);
-				if (!grown) {
-					rn_cgroup_snapshot_free(s);
-					return rn_error_set(err, ENOMEM, "out of memory");
-				}
-				s->text = grown;
-				s->cap = cap;
+			if (RN_GROW(s->text, &s->cap, s->len + n + 2) < 0) {
+				rn_cgroup_snapshot_free(s);
+				return rn_error_set(err, ENOMEM, "out of memory");
 			}
 			memcpy(s->text + s->len, line, n + 1);
 			s->len += n;

@@ -47,7 +47,7 @@ int rn_devnodes_uverbs(struct rn_devnode **ret, size_t *ret_n, struct rn_error *
 	}
 	while ((de = readdir(d))) {
 		char path[PATH_MAX], ibdev[RN_RDMA_NAME_MAX + 8], devno[32];
-		struct rn_devnode *node, *nv;
+		struct rn_devnode *node;
 
 		if (strncmp(de->d_name, "uverbs", 6) != 0 || strlen(de->d_name) > 32)
 			continue;
@@ -55,10 +55,8 @@ int rn_devnodes_uverbs(struct rn_devnode **ret, size_t *ret_n, struct rn_error *
 		    rn_read_line(path, ibdev, sizeof(ibdev)) < 0 ||
 		    rn_name_check("RDMA device", ibdev, RN_RDMA_NAME_MAX - 1, NULL) < 0)
 			continue; /* gone since the listing */
-		nv = realloc(v, (n + 1) * sizeof(*v));
-		if (!nv)
+		if (RN_GROW(v, NULL, n + 1) < 0)
 			return rn_error_set(err, ENOMEM, "out of memory");
-		v = nv;
 		node = &v[n];
 		memset(node, 0, sizeof(*node));
 		if (rn_path(path, sizeof(path), "%s/%s/dev", dir, de->d_name) < 0 ||

@@ -96,18 +96,8 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ctx)
 		b->too_big = true;
 		return 0;
 	}
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		char *grown;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		grown = realloc(b->data, cap);
-		if (!grown)
-			return 0;
-		b->data = grown;
-		b->cap = cap;
-	}
+	if (RN_GROW(b->data, &b->cap, b->len + n + 1) < 0)
+		return 0;
 	memcpy(b->data + b->len, ptr, n);
 	b->len += n;
 	b->data[b->len] = '\0';

@@ -82,16 +82,6 @@ static void now_utc(char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static bool copy(char *dst, size_t size, const char *src)
-{
-	size_t n = strlen(src ? src : "");
-
-	if (n >= size)
-		return false;
-	memcpy(dst, src ? src : "", n + 1);
-	return true;
-}
-
 /* Printable, no spaces and no '/': what may go into ids and records. */
 static int check_token(const char *what, const char *v, size_t max, struct rn_error *err)
 {
@@ -180,19 +170,21 @@ static void fill_attachment(struct rn_ipam_attachment *a, const struct rn_ipam_c
 			    const struct rn_ipam_owner *o, const char *id)
 {
 	memset(a, 0, sizeof(*a));
-	copy(a->id, sizeof(a->id), id);
-	copy(a->scope, sizeof(a->scope), c->scope);
-	copy(a->network, sizeof(a->network), c->network);
-	copy(a->container_id, sizeof(a->container_id), o->container_id);
-	copy(a->ifname, sizeof(a->ifname), o->ifname);
+	rn_strscpy(a->id, sizeof(a->id), id);
+	rn_strscpy(a->scope, sizeof(a->scope), c->scope);
+	rn_strscpy(a->network, sizeof(a->network), c->network);
+	rn_strscpy(a->container_id, sizeof(a->container_id), o->container_id);
+	rn_strscpy(a->ifname, sizeof(a->ifname), o->ifname);
 	if (has_pod(o))
 		snprintf(a->pod, sizeof(a->pod), "%s/%s", o->pod_namespace, o->pod_name);
-	copy(a->node, sizeof(a->node), c->node);
+	rn_strscpy(a->node, sizeof(a->node), c->node);
 	now_utc(a->time, sizeof(a->time));
-	if (o->netns && o->netns[0] == '/' && copy(a->netns, sizeof(a->netns), o->netns)) {
+	if (o->netns && o->netns[0] == '/') {
 		uint64_t ino;
 
-		if (rn_netns_path_ino(o->netns, &ino) == 0)
+		if (rn_strscpy(a->netns, sizeof(a->netns), o->netns) < 0)
+			a->netns[0] = '\0'; /* too long to record: none, as in older records */
+		else if (rn_netns_path_ino(o->netns, &ino) == 0)
 			snprintf(a->netns_ino, sizeof(a->netns_ino), "%llu",
 				 (unsigned long long)ino);
 	}
@@ -202,19 +194,19 @@ static void fill_record(struct rn_ipam_record *r, const struct rn_ipam_attachmen
 			const struct rn_ipam_held *h)
 {
 	memset(r, 0, sizeof(*r));
-	copy(r->ip, sizeof(r->ip), h->ip);
-	copy(r->range, sizeof(r->range), h->range);
-	copy(r->scope, sizeof(r->scope), a->scope);
-	copy(r->pool, sizeof(r->pool), h->pool);
-	copy(r->attachment, sizeof(r->attachment), a->id);
-	copy(r->network, sizeof(r->network), a->network);
-	copy(r->container_id, sizeof(r->container_id), a->container_id);
-	copy(r->ifname, sizeof(r->ifname), a->ifname);
-	copy(r->pod, sizeof(r->pod), a->pod);
-	copy(r->node, sizeof(r->node), a->node);
-	copy(r->time, sizeof(r->time), a->time);
-	copy(r->netns, sizeof(r->netns), a->netns);
-	copy(r->netns_ino, sizeof(r->netns_ino), a->netns_ino);
+	rn_strscpy(r->ip, sizeof(r->ip), h->ip);
+	rn_strscpy(r->range, sizeof(r->range), h->range);
+	rn_strscpy(r->scope, sizeof(r->scope), a->scope);
+	rn_strscpy(r->pool, sizeof(r->pool), h->pool);
+	rn_strscpy(r->attachment, sizeof(r->attachment), a->id);
+	rn_strscpy(r->network, sizeof(r->network), a->network);
+	rn_strscpy(r->container_id, sizeof(r->container_id), a->container_id);
+	rn_strscpy(r->ifname, sizeof(r->ifname), a->ifname);
+	rn_strscpy(r->pod, sizeof(r->pod), a->pod);
+	rn_strscpy(r->node, sizeof(r->node), a->node);
+	rn_strscpy(r->time, sizeof(r->time), a->time);
+	rn_strscpy(r->netns, sizeof(r->netns), a->netns);
+	rn_strscpy(r->netns_ino, sizeof(r->netns_ino), a->netns_ino);
 }
 
 static bool same_ip(const char *x, const char *y);
@@ -307,9 +299,9 @@ static int walk_claim(void *ctx, rn_u128 a)
 	int r;
 
 	memset(h, 0, sizeof(*h));
-	copy(h->pool, sizeof(h->pool), cc->pool);
+	rn_strscpy(h->pool, sizeof(h->pool), cc->pool);
 	rn_ip_format(ip.family, a, h->ip, sizeof(h->ip));
-	copy(h->range, sizeof(h->range), cc->range->cidr);
+	rn_strscpy(h->range, sizeof(h->range), cc->range->cidr);
 	fill_record(&rec, cc->att, h);
 	cc->att->n++;
 	r = rn_ipam_attachment_format(cc->att, &att_text);
@@ -365,73 +357,116 @@ static void undo_failed(struct rn_error *err, const char *id, const struct rn_er
 		 first, undo->msg, id);
 }
 
-static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
-		    const struct rn_ipam_owner *o, const char *id, struct rn_ipam_lease *lease,
-		    struct rn_error *err)
-{
+/*
+ * One ADD's plan: what the attachment held (prev, checked against the
+ * address records), what each configured range keeps of it (match) and
+ * what it claims anew.
+ */
+struct add_plan {
 	struct rn_ipam_attachment prev, att;
-	struct held_state st[RN_IPAM_MAX_RANGES];
+	struct held_state st[RN_IPAM_MAX_RANGES]; /* of prev.held[] */
+	char pools[RN_IPAM_MAX_RANGES][RN_CIDR_STRLEN + 8]; /* of c->ranges[] */
+	int match[RN_IPAM_MAX_RANGES]; /* the prev.held[] a range keeps, or -1 */
+	bool used[RN_IPAM_MAX_RANGES]; /* prev.held[i] is kept by a range */
 	struct rn_ip claimed_ip[RN_IPAM_MAX_RANGES];
 	uint64_t claimed_version[RN_IPAM_MAX_RANGES];
-	struct rn_ipam_ref refs[2 * RN_IPAM_MAX_RANGES];
-	char *texts[RN_IPAM_MAX_RANGES] = { 0 };
-	char pools[RN_IPAM_MAX_RANGES][RN_CIDR_STRLEN + 8];
-	int match[RN_IPAM_MAX_RANGES];
-	bool used[RN_IPAM_MAX_RANGES] = { false }, have_prev, rewrite = false, attempted = false;
-	bool rebuilt = false;
-	size_t n_claimed = 0, n_refs = 0, n_matched;
-	uint64_t att_version = 0;
+	size_t n_matched, n_claimed;
+	uint64_t att_version;
+	bool have_prev, rebuilt, attempted;
+};
+
+/* Match: reads what the attachment holds; each range keeps an address of it that is still ours. */
+static int add_match(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+		     const struct rn_ipam_owner *o, const char *id, struct add_plan *p,
+		     struct rn_error *err)
+{
 	int r;
 
-	memset(lease, 0, sizeof(*lease));
-	memset(&prev, 0, sizeof(prev));
-	r = load_attachment(s, c->scope, id, &prev, &att_version, err);
+	memset(p, 0, sizeof(*p));
+	r = load_attachment(s, c->scope, id, &p->prev, &p->att_version, err);
 	if (r == -EBADMSG) {
 		/* damaged: what the address records naming it say is the truth */
 		rn_error_clear(err);
-		r = rebuild_attachment(s, c->scope, id, o->container_id, &prev, err);
-		rebuilt = r == 0;
+		r = rebuild_attachment(s, c->scope, id, o->container_id, &p->prev, err);
+		p->rebuilt = r == 0;
 	}
 	if (r < 0 && r != -ENOENT)
 		return r;
-	have_prev = r == 0;
-	for (size_t i = 0; i < prev.n; i++) {
-		r = verify_held(s, c->scope, id, &prev.held[i], &st[i], err);
+	p->have_prev = r == 0;
+	for (size_t i = 0; i < p->prev.n; i++) {
+		r = verify_held(s, c->scope, id, &p->prev.held[i], &p->st[i], err);
 		if (r < 0)
 			return r;
 	}
-	fill_attachment(&att, c, o, id);
+	fill_attachment(&p->att, c, o, id);
 	for (size_t k = 0; k < c->n_ranges; k++) {
-		rn_ipam_pool_name(c, &c->ranges[k], pools[k], sizeof(pools[k]));
-		match[k] = -1;
-		for (size_t i = 0; i < prev.n; i++) {
-			if (!used[i] && st[i].ours && st[i].ip.family == c->ranges[k].family &&
-			    strcmp(prev.held[i].pool, pools[k]) == 0 &&
-			    rn_ipam_range_usable(&c->ranges[k], st[i].ip.v)) {
-				match[k] = (int)i;
-				used[i] = true;
-				att.held[att.n++] = prev.held[i];
+		rn_ipam_pool_name(c, &c->ranges[k], p->pools[k], sizeof(p->pools[k]));
+		p->match[k] = -1;
+		for (size_t i = 0; i < p->prev.n; i++) {
+			const struct held_state *st = &p->st[i];
+
+			if (!p->used[i] && st->ours && st->ip.family == c->ranges[k].family &&
+			    strcmp(p->prev.held[i].pool, p->pools[k]) == 0 &&
+			    rn_ipam_range_usable(&c->ranges[k], st->ip.v)) {
+				p->match[k] = (int)i;
+				p->used[i] = true;
+				p->att.held[p->att.n++] = p->prev.held[i];
 				break;
 			}
 		}
 	}
-	n_matched = att.n;
+	p->n_matched = p->att.n;
+	return 0;
+}
 
-	/* a range without an address: search it from this attachment's hint */
+/* Undo: this ADD's claims are released; the attachment goes back to what it kept. */
+static void add_undo(struct rn_ipam_store *s, const struct rn_ipam_config *c, const char *id,
+		     struct add_plan *p, struct rn_error *err)
+{
+	struct rn_ipam_ref refs[RN_IPAM_MAX_RANGES];
+	struct rn_error undo_err = { 0 };
+	_cleanup_free_ char *att_text = NULL;
+	int u = 0;
+
+	for (size_t i = 0; i < p->n_claimed; i++)
+		refs[i] = (struct rn_ipam_ref){ p->att.held[p->n_matched + i].pool,
+						p->claimed_ip[i], NULL, p->claimed_version[i] };
+	p->att.n = p->n_matched;
+	if (p->n_matched && rn_ipam_attachment_format(&p->att, &att_text) < 0)
+		u = rn_error_set(&undo_err, ENOMEM, "out of memory");
+	if (u == 0)
+		u = s->ops->commit(s, c->scope, refs, p->n_claimed, id, p->att_version,
+				   p->n_matched ? RN_IPAM_ATT_PUT : RN_IPAM_ATT_DELETE, att_text,
+				   &undo_err);
+	if (u < 0)
+		undo_failed(err, id, &undo_err);
+}
+
+/* Claim: a range without an address is searched from this attachment's hint. */
+static int add_claim(struct rn_ipam_store *s, const struct rn_ipam_config *c, const char *id,
+		     struct add_plan *p, struct rn_error *err)
+{
 	for (size_t k = 0; k < c->n_ranges; k++) {
-		struct claim_ctx cc = { s,   c,		&c->ranges[k], pools[k], &att, &att_version,
-					err, &attempted };
+		struct claim_ctx cc = { s,
+					c,
+					&c->ranges[k],
+					p->pools[k],
+					&p->att,
+					&p->att_version,
+					err,
+					&p->attempted };
 		const struct rn_ipam_walk_ops ops = { walk_probe, walk_claim };
 		rn_u128 got;
+		int r;
 
-		if (match[k] >= 0)
+		if (p->match[k] >= 0)
 			continue;
 		r = rn_ipam_range_walk(&c->ranges[k], rn_ipam_range_hint(&c->ranges[k], id),
 				       s->window, &ops, &cc, &got);
 		if (r == 0) {
-			claimed_ip[n_claimed].family = c->ranges[k].family;
-			claimed_ip[n_claimed].v = got;
-			claimed_version[n_claimed++] = att_version;
+			p->claimed_ip[p->n_claimed].family = c->ranges[k].family;
+			p->claimed_ip[p->n_claimed].v = got;
+			p->claimed_version[p->n_claimed++] = p->att_version;
 			continue;
 		}
 		if (r == -ENOSPC) {
@@ -452,98 +487,97 @@ static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 		 */
 		if (r == -ESTALE)
 			return r;
-		/* undo this ADD's claims; the attachment goes back to what it held */
-		if (n_claimed > 0 || attempted) {
-			struct rn_error undo_err = { 0 };
-			_cleanup_free_ char *att_text = NULL;
-			int u = 0;
-
-			for (size_t i = 0; i < n_claimed; i++)
-				refs[i] = (struct rn_ipam_ref){ att.held[n_matched + i].pool,
-								claimed_ip[i], NULL,
-								claimed_version[i] };
-			att.n = n_matched;
-			if (n_matched && rn_ipam_attachment_format(&att, &att_text) < 0)
-				u = rn_error_set(&undo_err, ENOMEM, "out of memory");
-			if (u == 0)
-				u = s->ops->commit(s, c->scope, refs, n_claimed, id, att_version,
-						   n_matched ? RN_IPAM_ATT_PUT : RN_IPAM_ATT_DELETE,
-						   att_text, &undo_err);
-			if (u < 0)
-				undo_failed(err, id, &undo_err);
-		}
+		if (p->n_claimed > 0 || p->attempted)
+			add_undo(s, c, id, p, err);
 		return r;
 	}
+	return 0;
+}
 
-	/* addresses kept from before carry the new owner details; stale ones go */
+/* Rewrite: addresses kept from before carry the new owner details; stale ones go. */
+static int add_rewrite(struct rn_ipam_store *s, const struct rn_ipam_config *c, const char *id,
+		       const struct add_plan *p, struct rn_error *err)
+{
+	const struct rn_ipam_attachment *prev = &p->prev, *att = &p->att;
+	struct rn_ipam_ref refs[2 * RN_IPAM_MAX_RANGES];
+	char *texts[RN_IPAM_MAX_RANGES] = { 0 };
+	_cleanup_free_ char *att_text = NULL;
+	size_t n_refs = 0;
+	bool rewrite = false;
+	int r = 0;
+
 	for (size_t k = 0; k < c->n_ranges; k++) {
 		struct rn_ipam_record rec;
-		int i = match[k];
+		int i = p->match[k];
 
-		if (i < 0 || !owner_changed(&st[i].rec, &att))
+		if (i < 0 || !owner_changed(&p->st[i].rec, att))
 			continue;
-		fill_record(&rec, &att, &prev.held[i]);
+		fill_record(&rec, att, &prev->held[i]);
 		r = rn_ipam_record_format(&rec, &texts[n_refs]);
 		if (r < 0)
 			goto out;
-		refs[n_refs] = (struct rn_ipam_ref){ prev.held[i].pool, st[i].ip, texts[n_refs],
-						     st[i].version };
+		refs[n_refs] = (struct rn_ipam_ref){ prev->held[i].pool, p->st[i].ip, texts[n_refs],
+						     p->st[i].version };
 		n_refs++;
 		rewrite = true;
 	}
-	for (size_t i = 0; i < prev.n; i++) {
-		if (st[i].ours && !used[i]) {
-			refs[n_refs++] = (struct rn_ipam_ref){ prev.held[i].pool, st[i].ip, NULL,
-							       st[i].version };
+	for (size_t i = 0; i < prev->n; i++) {
+		if (p->st[i].ours && !p->used[i]) {
+			refs[n_refs++] = (struct rn_ipam_ref){ prev->held[i].pool, p->st[i].ip,
+							       NULL, p->st[i].version };
 			rewrite = true;
 		}
 	}
-	if (n_claimed == 0 && have_prev &&
-	    (rebuilt || prev.n != att.n || strcmp(prev.container_id, att.container_id) ||
-	     strcmp(prev.node, att.node) || strcmp(prev.network, att.network) ||
-	     strcmp(prev.pod, att.pod) || strcmp(prev.netns, att.netns) ||
-	     strcmp(prev.netns_ino, att.netns_ino)))
+	if (p->n_claimed == 0 && p->have_prev &&
+	    (p->rebuilt || prev->n != att->n || strcmp(prev->container_id, att->container_id) ||
+	     strcmp(prev->node, att->node) || strcmp(prev->network, att->network) ||
+	     strcmp(prev->pod, att->pod) || strcmp(prev->netns, att->netns) ||
+	     strcmp(prev->netns_ino, att->netns_ino)))
 		rewrite = true;
 	if (rewrite) {
-		_cleanup_free_ char *att_text = NULL;
-
-		r = rn_ipam_attachment_format(&att, &att_text);
-		if (r < 0)
-			goto out;
-		r = s->ops->commit(s, c->scope, refs, n_refs, id, att_version, RN_IPAM_ATT_PUT,
-				   att_text, err);
-		if (r < 0)
-			goto out;
+		r = rn_ipam_attachment_format(att, &att_text);
+		if (r == 0)
+			r = s->ops->commit(s, c->scope, refs, n_refs, id, p->att_version,
+					   RN_IPAM_ATT_PUT, att_text, err);
 	}
-
-	/* the lease, in range order */
-	{
-		size_t next_claim = 0;
-
-		for (size_t k = 0; k < c->n_ranges; k++) {
-			if (match[k] >= 0)
-				lease_add(lease, c, k, &st[match[k]].ip);
-			else
-				lease_add(lease, c, k, &claimed_ip[next_claim++]);
-		}
-	}
-	lease->existing = n_claimed == 0;
-	r = 0;
 out:
 	for (size_t i = 0; i < RN_IPAM_MAX_RANGES; i++)
 		free(texts[i]);
 	return r;
 }
 
-int rn_ipam_add(struct rn_ipam_store *s, const struct rn_ipam_config *c,
-		const struct rn_ipam_owner *o, struct rn_ipam_lease *ret, struct rn_error *err)
+/* The lease, in range order. */
+static void add_lease(const struct rn_ipam_config *c, const struct add_plan *p,
+		      struct rn_ipam_lease *lease)
+{
+	size_t next_claim = 0;
+
+	for (size_t k = 0; k < c->n_ranges; k++) {
+		if (p->match[k] >= 0)
+			lease_add(lease, c, k, &p->st[p->match[k]].ip);
+		else
+			lease_add(lease, c, k, &p->claimed_ip[next_claim++]);
+	}
+	lease->existing = p->n_claimed == 0;
+}
+
+/* One try of an ADD or DEL of attachment id; -ESTALE: it changed meanwhile, try again. */
+typedef int attachment_try(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+			   const struct rn_ipam_owner *o, const char *id, void *ret,
+			   struct rn_error *err);
+
+/*
+ * Runs try on the owner's attachment under its lock, again while it reports
+ * -ESTALE (at most MAX_RETRIES times); then EAGAIN, "kept changing" and what
+ * while says.
+ */
+static int attachment_locked(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+			     const struct rn_ipam_owner *o, attachment_try *try, void *ret,
+			     const char *while_, struct rn_error *err)
 {
 	char id[RN_IPAM_ID_MAX];
 	int token, r;
 
-	if (c->n_ranges == 0)
-		return rn_error_set(err, EINVAL,
-				    "no range configured (set ipam.range or ipam.ipRanges)");
 	r = rn_ipam_attachment_id(o, id, sizeof(id), err);
 	if (r < 0)
 		return r;
@@ -551,16 +585,43 @@ int rn_ipam_add(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 	if (r < 0)
 		return r;
 	for (int i = 0; i < MAX_RETRIES; i++) {
-		r = add_once(s, c, o, id, ret, err);
+		r = try(s, c, o, id, ret, err);
 		if (r != -ESTALE)
 			break;
 	}
 	unlock_att(s, token);
 	if (r == -ESTALE)
-		return rn_error_set(
-			err, EAGAIN,
-			"attachment %s kept changing while it was being stored; try again", id);
+		return rn_error_set(err, EAGAIN, "attachment %s kept changing%s; try again", id,
+				    while_);
 	return r;
+}
+
+static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+		    const struct rn_ipam_owner *o, const char *id, void *ret, struct rn_error *err)
+{
+	struct rn_ipam_lease *lease = ret;
+	struct add_plan p;
+	int r;
+
+	memset(lease, 0, sizeof(*lease));
+	r = add_match(s, c, o, id, &p, err);
+	if (r == 0)
+		r = add_claim(s, c, id, &p, err);
+	if (r == 0)
+		r = add_rewrite(s, c, id, &p, err);
+	if (r < 0)
+		return r;
+	add_lease(c, &p, lease);
+	return 0;
+}
+
+int rn_ipam_add(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+		const struct rn_ipam_owner *o, struct rn_ipam_lease *ret, struct rn_error *err)
+{
+	if (c->n_ranges == 0)
+		return rn_error_set(err, EINVAL,
+				    "no range configured (set ipam.range or ipam.ipRanges)");
+	return attachment_locked(s, c, o, add_once, ret, " while it was being stored", err);
 }
 
 /* Releases what the attachment (at version) holds, and the attachment. */
@@ -600,13 +661,14 @@ static int release_attachment(struct rn_ipam_store *s, const char *scope, const 
 }
 
 static int del_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
-		    const struct rn_ipam_owner *o, const char *id, size_t *released,
-		    struct rn_error *err)
+		    const struct rn_ipam_owner *o, const char *id, void *ret, struct rn_error *err)
 {
+	size_t *released = ret;
 	struct rn_ipam_attachment att;
 	uint64_t version;
 	int r;
 
+	*released = 0;
 	r = load_attachment(s, c->scope, id, &att, &version, err);
 	if (r == -ENOENT)
 		return 0; /* nothing held: DEL succeeds */
@@ -638,25 +700,9 @@ static int del_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 int rn_ipam_del(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 		const struct rn_ipam_owner *o, size_t *ret_released, struct rn_error *err)
 {
-	char id[RN_IPAM_ID_MAX];
 	size_t released = 0;
-	int token, r;
+	int r = attachment_locked(s, c, o, del_once, &released, "", err);
 
-	r = rn_ipam_attachment_id(o, id, sizeof(id), err);
-	if (r < 0)
-		return r;
-	r = lock_att(s, c->scope, id, &token, err);
-	if (r < 0)
-		return r;
-	for (int i = 0; i < MAX_RETRIES; i++) {
-		released = 0;
-		r = del_once(s, c, o, id, &released, err);
-		if (r != -ESTALE)
-			break;
-	}
-	unlock_att(s, token);
-	if (r == -ESTALE)
-		return rn_error_set(err, EAGAIN, "attachment %s kept changing; try again", id);
 	if (r == 0 && ret_released)
 		*ret_released = released;
 	return r;
@@ -768,38 +814,20 @@ struct collect {
 	size_t n_damaged, cap_damaged;
 };
 
-static int grow(void **p, size_t *cap, size_t n, size_t size)
-{
-	size_t c;
-	void *g;
-
-	if (n < *cap)
-		return 0;
-	c = *cap ? *cap * 2 : 64;
-	g = realloc(*p, c * size);
-	if (!g)
-		return -ENOMEM;
-	*p = g;
-	*cap = c;
-	return 0;
-}
-
 static int add_damaged(struct collect *c, const struct rn_ipam_item *it, const char *why)
 {
 	struct rn_ipam_damaged *d;
-	size_t cap = c->cap_damaged;
 	struct rn_ip ip;
 
-	if (grow((void **)&c->damaged, &cap, c->n_damaged, sizeof(*d)) < 0)
+	if (RN_GROW(c->damaged, &c->cap_damaged, c->n_damaged + 1) < 0)
 		return -ENOMEM;
-	c->cap_damaged = cap;
 	d = &c->damaged[c->n_damaged++];
 	memset(d, 0, sizeof(*d));
 	d->attachment = c->kind == RN_IPAM_KIND_ATTACHMENT;
-	copy(d->scope, sizeof(d->scope), it->scope);
-	copy(d->pool, sizeof(d->pool), it->pool ? it->pool : "");
-	if (!copy(d->key, sizeof(d->key), it->key))
-		copy(d->key, sizeof(d->key), "(name too long)");
+	rn_strscpy(d->scope, sizeof(d->scope), it->scope);
+	rn_strscpy(d->pool, sizeof(d->pool), it->pool ? it->pool : "");
+	if (rn_strscpy(d->key, sizeof(d->key), it->key) < 0)
+		rn_strscpy(d->key, sizeof(d->key), "(name too long)");
 	d->takes_address = !d->attachment && it->pool && rn_ip_parse(d->key, &ip) == 0;
 	snprintf(d->why, sizeof(d->why), "%s", why);
 	d->version = it->version;
@@ -834,9 +862,9 @@ static int collect_fn(void *ctx, const struct rn_ipam_item *it)
 	if (c->n == c->cap) {
 		size_t cap = c->cap, vcap = c->cap, tcap = c->cap;
 
-		if (grow(&c->items, &cap, c->n, size) < 0 ||
-		    grow((void **)&c->versions, &vcap, c->n, sizeof(*c->versions)) < 0 ||
-		    (c->keep_text && grow((void **)&c->texts, &tcap, c->n, sizeof(char *)) < 0))
+		if (rn_grow(&c->items, &cap, c->n + 1, size) < 0 ||
+		    RN_GROW(c->versions, &vcap, c->n + 1) < 0 ||
+		    (c->keep_text && RN_GROW(c->texts, &tcap, c->n + 1) < 0))
 			return -ENOMEM;
 		c->cap = cap;
 	}
@@ -903,8 +931,8 @@ static int rebuild_attachment(struct rn_ipam_store *s, const char *scope, const 
 	int r;
 
 	memset(att, 0, sizeof(*att));
-	copy(att->id, sizeof(att->id), id);
-	copy(att->scope, sizeof(att->scope), scope);
+	rn_strscpy(att->id, sizeof(att->id), id);
+	rn_strscpy(att->scope, sizeof(att->scope), scope);
 	r = collect_all(s, scope, &addrs, err);
 	recs = addrs.items;
 	for (size_t i = 0; r == 0 && i < addrs.n; i++)
@@ -919,22 +947,22 @@ static int rebuild_attachment(struct rn_ipam_store *s, const char *scope, const 
 		    strcmp(recs[i].container_id, pick->container_id) ||
 		    att->n >= RN_IPAM_MAX_RANGES)
 			continue;
-		copy(h->pool, sizeof(h->pool), recs[i].pool);
-		copy(h->ip, sizeof(h->ip), recs[i].ip);
-		copy(h->range, sizeof(h->range), recs[i].range);
+		rn_strscpy(h->pool, sizeof(h->pool), recs[i].pool);
+		rn_strscpy(h->ip, sizeof(h->ip), recs[i].ip);
+		rn_strscpy(h->range, sizeof(h->range), recs[i].range);
 		att->n++;
 	}
 	if (r == 0 && pick) {
-		copy(att->network, sizeof(att->network), pick->network);
-		copy(att->container_id, sizeof(att->container_id), pick->container_id);
-		copy(att->ifname, sizeof(att->ifname), pick->ifname);
-		copy(att->pod, sizeof(att->pod), pick->pod);
-		copy(att->node, sizeof(att->node), pick->node);
-		copy(att->time, sizeof(att->time), pick->time);
-		copy(att->netns, sizeof(att->netns), pick->netns);
-		copy(att->netns_ino, sizeof(att->netns_ino), pick->netns_ino);
+		rn_strscpy(att->network, sizeof(att->network), pick->network);
+		rn_strscpy(att->container_id, sizeof(att->container_id), pick->container_id);
+		rn_strscpy(att->ifname, sizeof(att->ifname), pick->ifname);
+		rn_strscpy(att->pod, sizeof(att->pod), pick->pod);
+		rn_strscpy(att->node, sizeof(att->node), pick->node);
+		rn_strscpy(att->time, sizeof(att->time), pick->time);
+		rn_strscpy(att->netns, sizeof(att->netns), pick->netns);
+		rn_strscpy(att->netns_ino, sizeof(att->netns_ino), pick->netns_ino);
 	} else if (r == 0) {
-		copy(att->container_id, sizeof(att->container_id), container);
+		rn_strscpy(att->container_id, sizeof(att->container_id), container);
 	}
 	collect_free(&addrs);
 	return r;
@@ -1003,15 +1031,12 @@ static int take_damaged(struct collect *c, const struct rn_ipam_filter *f,
 {
 	for (size_t i = 0; i < c->n_damaged; i++) {
 		const struct rn_ipam_damaged *d = &c->damaged[i];
-		struct rn_ipam_damaged *g;
 
 		if (owner_filter(f) || (f && f->scope && strcmp(f->scope, d->scope)) ||
 		    (f && f->ip && (d->attachment || !same_ip(f->ip, d->key))))
 			continue;
-		g = realloc(*out, (*n_out + 1) * sizeof(**out));
-		if (!g)
+		if (RN_GROW(*out, NULL, *n_out + 1) < 0)
 			return -ENOMEM;
-		*out = g;
 		(*out)[(*n_out)++] = *d;
 	}
 	return 0;

@@ -353,7 +353,7 @@ static void endpoint_redacted(const char *text, size_t len, char *buf, size_t si
 static int add_endpoint(struct rn_ipam_config *c, const char *text, size_t len, bool tls,
 			struct rn_error *err)
 {
-	char **grown, shown[256];
+	char shown[256];
 	char *ep;
 	size_t at, n;
 
@@ -386,12 +386,10 @@ static int add_endpoint(struct rn_ipam_config *c, const char *text, size_t len, 
 	} else if (asprintf(&ep, "%s://%.*s", tls ? "https" : "http", (int)len, text) < 0) {
 		return rn_error_set(err, ENOMEM, "out of memory");
 	}
-	grown = realloc(c->etcd.endpoints, (c->etcd.n_endpoints + 1) * sizeof(*grown));
-	if (!grown) {
+	if (RN_GROW(c->etcd.endpoints, NULL, c->etcd.n_endpoints + 1) < 0) {
 		free(ep);
 		return rn_error_set(err, ENOMEM, "out of memory");
 	}
-	c->etcd.endpoints = grown;
 	c->etcd.endpoints[c->etcd.n_endpoints++] = ep;
 	return 0;
 }
@@ -430,51 +428,48 @@ static int parse_endpoints(struct rn_ipam_config *c, json_t *v, const char *wher
 	return 0;
 }
 
-static int parse_store(struct rn_ipam_config *c, json_t *ipam, struct rn_error *err)
+/* A string key and the config field its value goes to (strdup()ed; empty: left as it is). */
+struct str_key {
+	const char *key;
+	char **to;
+};
+
+static int dup_keys(json_t *obj, const char *where, const struct str_key *keys, size_t n,
+		    struct rn_error *err)
 {
-	json_t *etcd = json_object_get(ipam, "etcd"), *eps, *timeout;
-	const char *store, *datastore, *password_file = NULL;
-	bool tls;
+	for (size_t i = 0; i < n; i++) {
+		int r = dup_str(obj, where, keys[i].key, keys[i].to, err);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The etcd credentials: the old whereabouts keys first, then etcd {...} on top. */
+static int parse_etcd_auth(struct rn_ipam_config *c, json_t *ipam, json_t *etcd,
+			   struct rn_error *err)
+{
+	_cleanup_free_ char *password_file = NULL;
+	const struct str_key whereabouts_keys[] = {
+		{ "etcd_username", &c->etcd.username },	   { "etcd_password", &c->etcd.password },
+		{ "etcd_key_file", &c->etcd.key_file },	   { "etcd_cert_file", &c->etcd.cert_file },
+		{ "etcd_ca_cert_file", &c->etcd.ca_file },
+	};
+	const struct str_key etcd_keys[] = {
+		{ "username", &c->etcd.username },     { "password", &c->etcd.password },
+		{ "password_file", &password_file },   { "key_file", &c->etcd.key_file },
+		{ "cert_file", &c->etcd.cert_file },   { "ca_file", &c->etcd.ca_file },
+		{ "key_prefix", &c->etcd.key_prefix },
+	};
 	int r;
 
-	r = get_str(ipam, "ipam.", "store", &store, err);
-	if (r == 0)
-		r = get_str(ipam, "ipam.", "datastore", &datastore, err);
+	r = dup_keys(ipam, "ipam.", whereabouts_keys, RN_ARRAY_SIZE(whereabouts_keys), err);
+	if (r == 0 && etcd)
+		r = dup_keys(etcd, "ipam.etcd.", etcd_keys, RN_ARRAY_SIZE(etcd_keys), err);
 	if (r < 0)
 		return r;
-	if (etcd && !json_is_null(etcd) && !json_is_object(etcd))
-		return rn_error_set(err, EINVAL, "ipam.etcd must be an object");
-	if (!json_is_object(etcd))
-		etcd = NULL;
-
-	/* the old whereabouts keys first, then etcd {...} on top */
-	r = dup_str(ipam, "ipam.", "etcd_username", &c->etcd.username, err);
-	if (r == 0)
-		r = dup_str(ipam, "ipam.", "etcd_password", &c->etcd.password, err);
-	if (r == 0)
-		r = dup_str(ipam, "ipam.", "etcd_key_file", &c->etcd.key_file, err);
-	if (r == 0)
-		r = dup_str(ipam, "ipam.", "etcd_cert_file", &c->etcd.cert_file, err);
-	if (r == 0)
-		r = dup_str(ipam, "ipam.", "etcd_ca_cert_file", &c->etcd.ca_file, err);
-	if (r == 0 && etcd) {
-		r = dup_str(etcd, "ipam.etcd.", "username", &c->etcd.username, err);
-		if (r == 0)
-			r = dup_str(etcd, "ipam.etcd.", "password", &c->etcd.password, err);
-		if (r == 0)
-			r = get_str(etcd, "ipam.etcd.", "password_file", &password_file, err);
-		if (r == 0)
-			r = dup_str(etcd, "ipam.etcd.", "key_file", &c->etcd.key_file, err);
-		if (r == 0)
-			r = dup_str(etcd, "ipam.etcd.", "cert_file", &c->etcd.cert_file, err);
-		if (r == 0)
-			r = dup_str(etcd, "ipam.etcd.", "ca_file", &c->etcd.ca_file, err);
-		if (r == 0)
-			r = dup_str(etcd, "ipam.etcd.", "key_prefix", &c->etcd.key_prefix, err);
-	}
-	if (r < 0)
-		return r;
-	if (password_file && *password_file) {
+	if (password_file) {
 		_cleanup_free_ char *pw = NULL;
 		size_t len;
 
@@ -496,17 +491,24 @@ static int parse_store(struct rn_ipam_config *c, json_t *ipam, struct rn_error *
 		return rn_error_set(err, EINVAL,
 				    "an etcd client key is set but no client certificate "
 				    "(cert_file / etcd_cert_file)");
-	tls = c->etcd.ca_file || c->etcd.cert_file;
-	{
-		json_t *host = json_object_get(ipam, "etcd_host");
+	return 0;
+}
 
-		if (host && !json_is_null(host)) {
-			r = parse_endpoints(c, host, "ipam.etcd_host", tls, err);
-			if (r < 0)
-				return r;
-		}
+/* Where etcd is (etcd_host; etcd.endpoints instead), how long to wait, under which prefix. */
+static int parse_etcd_endpoints(struct rn_ipam_config *c, json_t *ipam, json_t *etcd,
+				struct rn_error *err)
+{
+	json_t *host = json_object_get(ipam, "etcd_host");
+	json_t *eps = etcd ? json_object_get(etcd, "endpoints") : NULL;
+	json_t *timeout = etcd ? json_object_get(etcd, "timeout_ms") : NULL;
+	bool tls = c->etcd.ca_file || c->etcd.cert_file;
+	int r;
+
+	if (host && !json_is_null(host)) {
+		r = parse_endpoints(c, host, "ipam.etcd_host", tls, err);
+		if (r < 0)
+			return r;
 	}
-	eps = etcd ? json_object_get(etcd, "endpoints") : NULL;
 	if (eps && !json_is_null(eps)) {
 		/* etcd.endpoints replaces etcd_host */
 		for (size_t i = 0; i < c->etcd.n_endpoints; i++)
@@ -516,7 +518,6 @@ static int parse_store(struct rn_ipam_config *c, json_t *ipam, struct rn_error *
 		if (r < 0)
 			return r;
 	}
-	timeout = etcd ? json_object_get(etcd, "timeout_ms") : NULL;
 	c->etcd.timeout_ms = 5000;
 	if (timeout && !json_is_null(timeout)) {
 		if (!json_is_integer(timeout) || json_integer_value(timeout) <= 0 ||
@@ -529,7 +530,13 @@ static int parse_store(struct rn_ipam_config *c, json_t *ipam, struct rn_error *
 	if (c->etcd.key_prefix && c->etcd.key_prefix[0] != '/')
 		return rn_error_set(err, EINVAL, "ipam.etcd.key_prefix '%s' must start with '/'",
 				    c->etcd.key_prefix);
+	return 0;
+}
 
+/* Which store: ipam.store, else what the endpoints and whereabouts' datastore say. */
+static int parse_store_kind(struct rn_ipam_config *c, json_t *ipam, const char *store,
+			    const char *datastore, struct rn_error *err)
+{
 	if (store && *store) {
 		if (strcmp(store, "local") == 0)
 			c->store = RN_IPAM_STORE_LOCAL;
@@ -556,6 +563,13 @@ static int parse_store(struct rn_ipam_config *c, json_t *ipam, struct rn_error *
 		return rn_error_set(err, EINVAL,
 				    "ipam.store is \"etcd\" but no endpoint is set (ipam.etcd."
 				    "endpoints: [\"https://10.0.0.1:2379\"], or etcd_host)");
+	return 0;
+}
+
+/* The local store's directory: ipam.dataDir (or data_dir), absolute. */
+static int parse_data_dir(struct rn_ipam_config *c, json_t *ipam, struct rn_error *err)
+{
+	int r;
 
 	r = dup_str(ipam, "ipam.", "dataDir", &c->data_dir, err);
 	if (r == 0 && !c->data_dir)
@@ -571,6 +585,31 @@ static int parse_store(struct rn_ipam_config *c, json_t *ipam, struct rn_error *
 		return rn_error_set(err, EINVAL, "ipam.dataDir '%s' must be an absolute path",
 				    c->data_dir);
 	return 0;
+}
+
+static int parse_store(struct rn_ipam_config *c, json_t *ipam, struct rn_error *err)
+{
+	json_t *etcd = json_object_get(ipam, "etcd");
+	const char *store, *datastore;
+	int r;
+
+	r = get_str(ipam, "ipam.", "store", &store, err);
+	if (r == 0)
+		r = get_str(ipam, "ipam.", "datastore", &datastore, err);
+	if (r < 0)
+		return r;
+	if (etcd && !json_is_null(etcd) && !json_is_object(etcd))
+		return rn_error_set(err, EINVAL, "ipam.etcd must be an object");
+	if (!json_is_object(etcd))
+		etcd = NULL;
+	r = parse_etcd_auth(c, ipam, etcd, err);
+	if (r == 0)
+		r = parse_etcd_endpoints(c, ipam, etcd, err);
+	if (r == 0)
+		r = parse_store_kind(c, ipam, store, datastore, err);
+	if (r == 0)
+		r = parse_data_dir(c, ipam, err);
+	return r;
 }
 
 static int parse_misc(struct rn_ipam_config *c, json_t *ipam, struct rn_error *err)

@@ -93,10 +93,10 @@ static int finish(FILE **f, char **buf, char **ret)
 			{ "netns_ino", (att)->netns_ino, sizeof((att)->netns_ino) },               \
 	}
 
-int rn_ipam_record_format(const struct rn_ipam_record *rec, char **ret)
+/* The header line, the fields and then the addresses held (an attachment's). */
+static int format_text(const char *header, const struct field *fields, size_t n_fields,
+		       const struct rn_ipam_held *held, size_t n_held, char **ret)
 {
-	struct rn_ipam_record *r = (struct rn_ipam_record *)rec; /* fields are only read */
-	const struct field fields[] = RECORD_FIELDS(r);
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_fclose_ FILE *f = NULL;
 	size_t len = 0;
@@ -105,37 +105,35 @@ int rn_ipam_record_format(const struct rn_ipam_record *rec, char **ret)
 	f = open_memstream(&buf, &len);
 	if (!f)
 		return -ENOMEM;
-	fputs(RECORD_HEADER, f);
-	ret_code = emit(f, fields, RN_ARRAY_SIZE(fields));
+	fputs(header, f);
+	ret_code = emit(f, fields, n_fields);
 	if (ret_code < 0)
 		return ret_code;
-	return finish(&f, &buf, ret);
-}
-
-int rn_ipam_attachment_format(const struct rn_ipam_attachment *att, char **ret)
-{
-	struct rn_ipam_attachment *a = (struct rn_ipam_attachment *)att;
-	const struct field fields[] = ATTACHMENT_FIELDS(a);
-	_cleanup_free_ char *buf = NULL;
-	_cleanup_fclose_ FILE *f = NULL;
-	size_t len = 0;
-	int ret_code;
-
-	f = open_memstream(&buf, &len);
-	if (!f)
-		return -ENOMEM;
-	fputs(ATTACHMENT_HEADER, f);
-	ret_code = emit(f, fields, RN_ARRAY_SIZE(fields));
-	if (ret_code < 0)
-		return ret_code;
-	for (size_t i = 0; i < att->n; i++) {
-		const struct rn_ipam_held *h = &att->held[i];
+	for (size_t i = 0; i < n_held; i++) {
+		const struct rn_ipam_held *h = &held[i];
 
 		if (!clean(h->pool) || !clean(h->ip) || !clean(h->range) || strchr(h->pool, ' '))
 			return -EINVAL;
 		fprintf(f, "address=%s %s %s\n", h->pool, h->ip, h->range);
 	}
 	return finish(&f, &buf, ret);
+}
+
+int rn_ipam_record_format(const struct rn_ipam_record *rec, char **ret)
+{
+	struct rn_ipam_record *r = (struct rn_ipam_record *)rec; /* fields are only read */
+	const struct field fields[] = RECORD_FIELDS(r);
+
+	return format_text(RECORD_HEADER, fields, RN_ARRAY_SIZE(fields), NULL, 0, ret);
+}
+
+int rn_ipam_attachment_format(const struct rn_ipam_attachment *att, char **ret)
+{
+	struct rn_ipam_attachment *a = (struct rn_ipam_attachment *)att;
+	const struct field fields[] = ATTACHMENT_FIELDS(a);
+
+	return format_text(ATTACHMENT_HEADER, fields, RN_ARRAY_SIZE(fields), att->held, att->n,
+			   ret);
 }
 
 /*

@@ -590,15 +590,8 @@ static int local_probe(struct rn_ipam_store *s, const char *scope, const char *p
 		if (addr_path(scope, pool, family, a, rel, sizeof(rel)) < 0)
 			return rn_error_set(err, ENAMETOOLONG, "pool path too long");
 		if (faccessat(l->dirfd, rel, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-			if (n == cap) {
-				rn_u128 *grown;
-
-				cap = cap ? cap * 2 : 8;
-				grown = realloc(taken, cap * sizeof(*taken));
-				if (!grown)
-					return rn_error_set(err, ENOMEM, "out of memory");
-				taken = grown;
-			}
+			if (RN_GROW(taken, &cap, n + 1) < 0)
+				return rn_error_set(err, ENOMEM, "out of memory");
 			taken[n++] = a;
 		} else if (errno != ENOENT) {
 			return rn_error_errno(err, errno, "cannot check %s/%s", l->path, rel);
@@ -715,6 +708,31 @@ static bool att_id_of(const char *name, char *buf, size_t len)
 }
 
 /*
+ * Opens rel (below the data directory) to be read: 0 with *ret NULL when it
+ * is not there (or, with notdir_empty, is no directory: nothing in it).
+ */
+static int open_dir(struct local_store *l, const char *rel, bool notdir_empty, DIR **ret,
+		    struct rn_error *err)
+{
+	int fd;
+
+	*ret = NULL;
+	fd = rn_open_beneath(l->dirfd, rel, O_RDONLY | O_DIRECTORY, 0);
+	if (fd == -ELOOP)
+		return symlink_refused(l, rel, err);
+	if (fd == -ENOENT || (fd == -ENOTDIR && notdir_empty))
+		return 0;
+	if (fd < 0)
+		return rn_error_errno(err, -fd, "cannot open %s/%s", l->path, rel);
+	*ret = fdopendir(fd);
+	if (!*ret) {
+		(void)close(fd);
+		return rn_error_errno(err, errno, "cannot read %s/%s", l->path, rel);
+	}
+	return 0;
+}
+
+/*
  * Calls fn for each entry of dir (relative to the data directory): address
  * records when pool is set, attachments otherwise. An entry that is no
  * regular file is passed on without text: it still takes its name.
@@ -724,21 +742,11 @@ static int list_dir(struct local_store *l, const char *scope, const char *rel, c
 {
 	_cleanup_closedir_ DIR *d = NULL;
 	struct dirent *e;
-	int fd, r;
+	int r;
 
-	fd = rn_open_beneath(l->dirfd, rel, O_RDONLY | O_DIRECTORY, 0);
-	if (fd == -ELOOP)
-		return symlink_refused(l, rel, err);
-	if (fd < 0) {
-		if (fd == -ENOENT || fd == -ENOTDIR)
-			return 0;
-		return rn_error_errno(err, -fd, "cannot open %s/%s", l->path, rel);
-	}
-	d = fdopendir(fd);
-	if (!d) {
-		(void)close(fd);
-		return rn_error_errno(err, errno, "cannot read %s/%s", l->path, rel);
-	}
+	r = open_dir(l, rel, true, &d, err);
+	if (r < 0 || !d)
+		return r;
 	while ((e = readdir(d))) {
 		_cleanup_free_ char *text = NULL;
 		char path[PATH_MAX], id[RN_IPAM_ID_MAX];
@@ -777,21 +785,11 @@ static int each_subdir(struct local_store *l, const char *rel,
 {
 	_cleanup_closedir_ DIR *d = NULL;
 	struct dirent *e;
-	int fd, r;
+	int r;
 
-	fd = rn_open_beneath(l->dirfd, rel, O_RDONLY | O_DIRECTORY, 0);
-	if (fd == -ELOOP)
-		return symlink_refused(l, rel, err);
-	if (fd < 0) {
-		if (fd == -ENOENT)
-			return 0;
-		return rn_error_errno(err, -fd, "cannot open %s/%s", l->path, rel);
-	}
-	d = fdopendir(fd);
-	if (!d) {
-		(void)close(fd);
-		return rn_error_errno(err, errno, "cannot read %s/%s", l->path, rel);
-	}
+	r = open_dir(l, rel, false, &d, err);
+	if (r < 0 || !d)
+		return r;
 	while ((e = readdir(d))) {
 		if (hidden(e->d_name) || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
 			continue;

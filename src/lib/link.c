@@ -643,11 +643,28 @@ int rn_link_route_add(int ifindex, const char *name, const char *dst, const char
 	return 0;
 }
 
+/* The default route of the main table in cache that comes after after (NULL: the first). */
+static struct rtnl_route *next_default_route(struct nl_cache *cache, struct rtnl_route *after)
+{
+	struct nl_object *obj =
+		after ? nl_cache_get_next((struct nl_object *)after) : nl_cache_get_first(cache);
+
+	for (; obj; obj = nl_cache_get_next(obj)) {
+		struct rtnl_route *route = (struct rtnl_route *)obj;
+		struct nl_addr *dst = rtnl_route_get_dst(route);
+
+		if (rtnl_route_get_table(route) == RT_TABLE_MAIN &&
+		    (!dst || nl_addr_get_prefixlen(dst) == 0))
+			return route;
+	}
+	return NULL;
+}
+
 int rn_link_default_route_ifindex(int *ret_ifindex, struct rn_error *err)
 {
 	_cleanup_sock_ struct nl_sock *sk = NULL;
 	_cleanup_cache_ struct nl_cache *cache = NULL;
-	struct nl_object *obj;
+	struct rtnl_route *route;
 	int r;
 
 	*ret_ifindex = 0;
@@ -657,14 +674,8 @@ int rn_link_default_route_ifindex(int *ret_ifindex, struct rn_error *err)
 	r = rtnl_route_alloc_cache(sk, AF_INET, 0, &cache);
 	if (r < 0)
 		return nl_fail(err, r, "cannot list routes");
-	for (obj = nl_cache_get_first(cache); obj; obj = nl_cache_get_next(obj)) {
-		struct rtnl_route *route = (struct rtnl_route *)obj;
-		struct nl_addr *dst = rtnl_route_get_dst(route);
-
-		if (rtnl_route_get_table(route) != RT_TABLE_MAIN)
-			continue;
-		if (dst && nl_addr_get_prefixlen(dst) != 0)
-			continue;
+	for (route = next_default_route(cache, NULL); route;
+	     route = next_default_route(cache, route)) {
 		if (rtnl_route_get_nnexthops(route) > 0) {
 			*ret_ifindex = rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(route, 0));
 			return 0;
@@ -677,24 +688,17 @@ static int default_route_in(struct nl_sock *sk, int family, int ifindex, bool *r
 			    struct rn_error *err)
 {
 	_cleanup_cache_ struct nl_cache *cache = NULL;
-	struct nl_object *obj;
+	struct rtnl_route *route;
 	int r;
 
 	r = rtnl_route_alloc_cache(sk, family, 0, &cache);
 	if (r < 0)
 		return nl_fail(err, r, "cannot list routes");
-	for (obj = nl_cache_get_first(cache); obj; obj = nl_cache_get_next(obj)) {
-		struct rtnl_route *route = (struct rtnl_route *)obj;
-		struct nl_addr *dst = rtnl_route_get_dst(route);
-
-		if (rtnl_route_get_table(route) != RT_TABLE_MAIN)
-			continue;
-		if (dst && nl_addr_get_prefixlen(dst) != 0)
-			continue;
+	for (route = next_default_route(cache, NULL); route;
+	     route = next_default_route(cache, route))
 		for (int i = 0; i < rtnl_route_get_nnexthops(route); i++)
 			if (rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(route, i)) == ifindex)
 				*ret = true;
-	}
 	return 0;
 }
 

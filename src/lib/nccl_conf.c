@@ -18,6 +18,7 @@
 
 #include "rdmans/cleanup.h"
 #include "rdmans/nccl.h"
+#include "rdmans/util.h"
 
 #define BLOCK_BEGIN "# rdmans: begin"
 #define BLOCK_END "# rdmans: end"
@@ -63,14 +64,9 @@ static int text_close(struct text *t, char **ret)
  */
 __attribute__((format(printf, 2, 3))) static void emit(struct text *t, const char *fmt, ...)
 {
-	_cleanup_free_ char *s = NULL;
-	va_list ap;
-	int n;
+	_cleanup_free_ char *s = RN_FORMAT_ARGS(fmt);
 
-	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
+	if (!s) {
 		t->failed = true; /* text_close() reports it */
 		return;
 	}
@@ -268,15 +264,8 @@ static int lines_add(struct lines *l, const char *p, size_t len)
 	struct line *ln;
 	size_t olen = strlen(OVERRIDDEN);
 
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 32;
-		struct line *v = reallocarray(l->v, cap, sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (RN_GROW(l->v, &l->cap, l->n + 1) < 0)
+		return -ENOMEM;
 	ln = &l->v[l->n++];
 	memset(ln, 0, sizeof(*ln));
 	ln->text = p;

@@ -301,15 +301,8 @@ static struct rn_netns_entry *netns_set_add(struct netns_set *set, const struct 
 
 	if (e)
 		return e;
-	if (set->n == set->cap) {
-		size_t cap = set->cap ? set->cap * 2 : 16;
-		struct rn_netns_entry *v = realloc(set->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		set->v = v;
-		set->cap = cap;
-	}
+	if (RN_GROW(set->v, &set->cap, set->n + 1) < 0)
+		return NULL;
 	e = &set->v[set->n++];
 	memset(e, 0, sizeof(*e));
 	e->id = *id;

@@ -15,6 +15,7 @@
 
 #include "rdmans/prom.h"
 #include "rdmans/rdma.h"
+#include "rdmans/util.h"
 
 /* ---- buffer ---- */
 
@@ -28,21 +29,10 @@ void rn_buf_free(struct rn_buf *b)
 
 static int buf_reserve(struct rn_buf *b, size_t more)
 {
-	size_t cap;
-	char *v;
-
 	if (b->error)
 		return b->error;
-	if (b->len + more + 1 <= b->cap)
-		return 0;
-	cap = b->cap ? b->cap : 4096;
-	while (cap < b->len + more + 1)
-		cap *= 2;
-	v = realloc(b->buf, cap);
-	if (!v)
+	if (RN_GROW(b->buf, &b->cap, b->len + more + 1) < 0)
 		return b->error = -ENOMEM;
-	b->buf = v;
-	b->cap = cap;
 	return 0;
 }
 

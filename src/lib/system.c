@@ -136,15 +136,8 @@ int rn_system_boot_config(const char *root, struct rn_boot_config *out, struct r
 				hidden |= strcmp(files[i].name, de->d_name) == 0;
 			if (hidden)
 				continue;
-			if (n == cap) {
-				struct conf_file *v;
-
-				cap = cap ? cap * 2 : 16;
-				v = realloc(files, cap * sizeof(*v));
-				if (!v)
-					return rn_error_set(err, ENOMEM, "out of memory");
-				files = v;
-			}
+			if (RN_GROW(files, &cap, n + 1) < 0)
+				return rn_error_set(err, ENOMEM, "out of memory");
 			snprintf(files[n].name, sizeof(files[n].name), "%s", de->d_name);
 			if (rn_path(files[n].path, sizeof(files[n].path), "%s/%s", path,
 				    de->d_name) < 0)

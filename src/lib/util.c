@@ -208,15 +208,9 @@ int rn_read_fd(int fd, size_t max, char **ret, size_t *ret_len)
 	for (;;) {
 		ssize_t n;
 
-		if (len + 4096 + 1 > cap) { /* grows as it reads: max is a limit, not a size */
-			size_t ncap = cap ? cap * 2 : 8192;
-			char *v = realloc(buf, ncap);
-
-			if (!v)
-				return -ENOMEM;
-			buf = v;
-			cap = ncap;
-		}
+		/* grows as it reads: max is a limit, not a size */
+		if (RN_GROW(buf, &cap, len + 4096 + 1) < 0)
+			return -ENOMEM;
 		n = read(fd, buf + len, cap - len - 1);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -380,4 +374,13 @@ void rn_strappend(char *buf, size_t len, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf + used, len - used, fmt, ap);
 	va_end(ap);
+}
+
+char *rn_vasprintf(const char *fmt, va_list ap)
+{
+	char *s;
+
+	if (vasprintf(&s, fmt, ap) < 0)
+		return NULL; /* s is undefined after a failure */
+	return s;
 }

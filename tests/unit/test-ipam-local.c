@@ -4,6 +4,7 @@
  * idempotency, exhaustion, DEL of only one's own records, CHECK, STATUS,
  * GC, listing, release, repair. No root needed.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -142,6 +143,42 @@ static void add_gives_an_address_and_an_operator_readable_record(void)
 	CHECK(text != NULL);
 	CHECK_CONTAINS(text, "address=addr ");
 	CHECK_INT(count_files(".tmp"), 0);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+static void the_netns_is_recorded_and_a_path_too_long_for_a_record_is_left_out(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l;
+	char longns[RN_IPAM_NAME_MAX + 40], rel[128];
+	struct rn_ipam_owner o = { "n1", "net1", NULL, NULL, "/proc/self/ns/net" };
+	struct rn_ipam_owner far = { "n2", "net1", NULL, NULL, longns };
+	struct rn_error err = { 0 };
+	const char *text;
+
+	longns[0] = '/';
+	memset(longns + 1, 'a', sizeof(longns) - 2);
+	longns[sizeof(longns) - 1] = '\0';
+	setup();
+	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\"");
+	s = open_store(&c);
+	CHECK_INT(rn_ipam_add(s, &c, &o, &l, &err), 0);
+	snprintf(rel, sizeof(rel), "_default/addr/%s", addr_of(&l, 0));
+	text = read_all(rel);
+	CHECK(text != NULL);
+	CHECK_CONTAINS(text, "netns=/proc/self/ns/net\n");
+	CHECK(strstr(text, "netns_ino=") && isdigit((unsigned char)strstr(text, "netns_ino=")[10]));
+	/* a path that does not fit a record: none is recorded, the ADD still succeeds */
+	CHECK_INT(rn_ipam_add(s, &c, &far, &l, &err), 0);
+	snprintf(rel, sizeof(rel), "_default/addr/%s", addr_of(&l, 0));
+	text = read_all(rel);
+	CHECK(text != NULL);
+	CHECK_CONTAINS(text, "container_id=n2\n");
+	CHECK_CONTAINS(text, "netns=\n");
+	CHECK_CONTAINS(text, "netns_ino=\n");
 	rn_ipam_store_close(s);
 	rn_ipam_config_free(&c);
 	teardown();
@@ -899,6 +936,7 @@ static void a_failed_undo_of_an_add_reaches_the_message(void)
 }
 
 RN_TEST_MAIN(T(add_gives_an_address_and_an_operator_readable_record),
+	     T(the_netns_is_recorded_and_a_path_too_long_for_a_record_is_left_out),
 	     T(a_repeated_add_returns_the_same_address),
 	     T(a_new_sandbox_of_the_pod_takes_its_address_over),
 	     T(del_succeeds_when_nothing_is_held_and_only_frees_its_own),

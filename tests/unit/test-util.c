@@ -240,6 +240,31 @@ static void grow_doubles_with_a_cap_and_is_exact_without(void)
 	free(v);
 }
 
+__attribute__((format(printf, 1, 2))) static char *format_args(const char *fmt, ...)
+{
+	return RN_FORMAT_ARGS(fmt);
+}
+
+static void format_args_formats_the_callers_own_arguments(void)
+{
+	char big[10000];
+	char *s;
+
+	s = format_args("%s port %u: %d%%", "mlx5_0", 1u, -3);
+	CHECK_STR(s, "mlx5_0 port 1: -3%");
+	free(s);
+	s = format_args("%s", "");
+	CHECK_STR(s, "");
+	free(s);
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	s = format_args("%s!", big);
+	CHECK(s != NULL);
+	CHECK_INT((int)strlen(s), (int)sizeof(big));
+	CHECK_INT(s[sizeof(big) - 1], '!');
+	free(s);
+}
+
 RN_TEST_MAIN(T(name_check_accepts_real_device_names), T(name_check_refuses_empty_names),
 	     T(name_check_refuses_path_tricks), T(name_check_refuses_spaces_and_control_characters),
 	     T(name_check_refuses_names_over_the_limit),
@@ -248,4 +273,5 @@ RN_TEST_MAIN(T(name_check_accepts_real_device_names), T(name_check_refuses_empty
 	     T(open_beneath_refuses_symlinks_on_the_way_and_escapes),
 	     T(open_beneath_without_openat2_refuses_the_same),
 	     T(strscpy_copies_what_fits_and_says_when_it_cut),
-	     T(grow_doubles_with_a_cap_and_is_exact_without))
+	     T(grow_doubles_with_a_cap_and_is_exact_without),
+	     T(format_args_formats_the_callers_own_arguments))
