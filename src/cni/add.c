@@ -219,14 +219,14 @@ static int state_init(struct add_job *job, const char *devinfo)
 	SET("netns", "%s", ctx->netns);
 	SET("phase", "adding");
 	SET("created", "%lld", (long long)time(NULL));
-	if (ctx->pod_namespace[0])
-		SET("pod_namespace", "%s", ctx->pod_namespace);
-	if (ctx->pod_name[0])
-		SET("pod_name", "%s", ctx->pod_name);
-	if (ctx->pod_uid[0])
-		SET("pod_uid", "%s", ctx->pod_uid);
-	if (ctx->infra_id[0])
-		SET("infra_container_id", "%s", ctx->infra_id);
+	if (ctx->args.pod_namespace[0])
+		SET("pod_namespace", "%s", ctx->args.pod_namespace);
+	if (ctx->args.pod_name[0])
+		SET("pod_name", "%s", ctx->args.pod_name);
+	if (ctx->args.pod_uid[0])
+		SET("pod_uid", "%s", ctx->args.pod_uid);
+	if (ctx->args.infra_id[0])
+		SET("infra_container_id", "%s", ctx->args.infra_id);
 	if (ctx->conf.ipam_type)
 		SET("ipam", "%s", ctx->conf.ipam_type);
 	if (devinfo)
@@ -494,8 +494,9 @@ int cni_cmd_add(struct cni_ctx *ctx)
 	if (r < 0) {
 		rollback(&job);
 	} else {
-		r = cni_print(ctx->conf.prev_result ? cni_result_chained(ctx)
-						    : cni_result_main(ctx, &job.plan, &job.ipam));
+		r = rn_cni_print(ctx->conf.prev_result
+					 ? cni_result_chained(ctx)
+					 : cni_result_main(ctx, &job.plan, &job.ipam));
 	}
 	if (r < 0 && !ctx->code)
 		cni_fail(ctx, CNI_ERR_IO, "cannot write the result to stdout");
