@@ -129,20 +129,13 @@ static int home_rdma_dump(struct rn_rdma_devs *devs, bool *kernel, bool *exclusi
 	*kernel = false;
 	if (exclusive)
 		*exclusive = false;
-	r = rn_rdma_open(&rdma, err);
+	r = rn_rdma_open_dump(&rdma, exclusive, devs, err);
 	if (r == -EPROTONOSUPPORT) {
 		rn_error_clear(err);
 		return 0;
 	}
-	if (r < 0)
-		return r;
-	*kernel = true;
-	if (exclusive) {
-		r = rn_rdma_netns_mode_get(rdma, exclusive, err);
-		if (r < 0)
-			return r;
-	}
-	return rn_rdma_dev_dump(rdma, devs, err);
+	*kernel = r == 0;
+	return r;
 }
 
 static const struct rn_rdma_dev *devs_find(const struct rn_rdma_devs *devs, const char *name)
