@@ -51,19 +51,16 @@ int rn_netns_same(int a, int b, struct rn_error *err);
 typedef int (*rn_netns_fn)(void *arg, struct rn_error *err);
 
 /*
- * Runs fn(arg, err) with the calling thread in the netns of nsfd, then
- * takes the thread back to the netns it was in (the process aborts in the
- * one case where the kernel cannot: out of memory; netns.c says why). fn
- * may nest calls. Sockets fn opens belong to that netns; other threads
- * never move. Returns what fn returned.
+ * Runs fn(arg, err) on a new thread that has joined the netns of nsfd; the
+ * thread ends with fn, so the caller's thread never leaves its namespace.
+ * Sockets fn opens belong to that netns. Returns what fn returned.
  */
 int rn_netns_run(int nsfd, rn_netns_fn fn, void *arg, struct rn_error *err);
 
 /*
- * Like rn_netns_run(), but on a new thread (which ends with fn) that also
- * gets a private mount namespace with a fresh sysfs on /sys: net-tagged
- * sysfs classes (net, infiniband in exclusive mode) show the devices of
- * the netns that mounted them.
+ * Like rn_netns_run(), and the thread also gets a private mount namespace
+ * with a fresh sysfs on /sys: net-tagged sysfs classes (net, infiniband in
+ * exclusive mode) show the devices of the netns that mounted them.
  */
 int rn_netns_run_sysfs(int nsfd, rn_netns_fn fn, void *arg, struct rn_error *err);
 

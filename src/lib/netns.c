@@ -266,34 +266,11 @@ static int run_job(struct netns_job *job)
 	return job->ret;
 }
 
-/*
- * The calling thread itself enters nsfd for fn and comes back: no thread
- * to start per entry (a clone, an 8 MiB stack, a malloc arena and, on a
- * busy machine, a wait for a CPU; an ADD+DEL entered six times).
- * Coming back cannot fail but for the kernel running out of memory for a
- * namespace proxy; a thread left in the pod's netns would then act on the
- * pod's devices believing it is at home, so the process ends there
- * (abort): dying at any step is what the CNI plugin is built for (the
- * state file is written before anything moves; tests/netns/cni-faults.sh
- * kills it after each step and DEL still brings everything home).
- */
 int rn_netns_run(int nsfd, rn_netns_fn fn, void *arg, struct rn_error *err)
 {
-	_cleanup_close_ int back = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	int r;
+	struct netns_job job = { .nsfd = nsfd, .fn = fn, .arg = arg, .err = err };
 
-	if (back < 0)
-		return rn_error_errno(err, errno,
-				      "cannot open this thread's network namespace (is /proc "
-				      "mounted?)");
-	if (setns(nsfd, CLONE_NEWNET) < 0)
-		return rn_error_errno(err, errno,
-				      "cannot enter network namespace (needs CAP_SYS_ADMIN; "
-				      "run as root)");
-	r = fn(arg, err);
-	if (setns(back, CLONE_NEWNET) < 0)
-		abort();
-	return r;
+	return run_job(&job);
 }
 
 int rn_netns_run_sysfs(int nsfd, rn_netns_fn fn, void *arg, struct rn_error *err)
