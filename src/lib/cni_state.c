@@ -70,13 +70,8 @@ int rn_cni_state_set(struct rn_cni_state *st, const char *key, const char *value
 		return 0;
 	}
 	kcopy = strdup(key);
-	kv = realloc(st->v, (st->n + 1) * sizeof(*kv));
-	if (!kcopy || !kv) {
-		if (kv)
-			st->v = kv;
+	if (!kcopy || RN_GROW(st->v, NULL, st->n + 1) < 0)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	}
-	st->v = kv;
 	st->v[st->n].key = TAKE_PTR(kcopy);
 	st->v[st->n].value = TAKE_PTR(copy);
 	st->n++;
@@ -531,15 +526,8 @@ int rn_cni_state_list(const char *dir, char ***ret_names, size_t *ret_n, struct 
 			continue;
 		if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
 			continue;
-		if (n == cap) {
-			char **v;
-
-			cap = cap ? cap * 2 : 16;
-			v = realloc(names, cap * sizeof(*v));
-			if (!v)
-				goto oom;
-			names = v;
-		}
+		if (RN_GROW(names, &cap, n + 1) < 0)
+			goto oom;
 		copy = strdup(de->d_name);
 		if (!copy)
 			goto oom;
