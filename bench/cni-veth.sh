@@ -6,15 +6,22 @@
 #   ip -batch      the floor: the same kernel operations (alias, move+rename,
 #                  up; move back+rename, alias cleared) by iproute2, fewest
 #                  processes (3 per cycle: host, pod, host)
+#   rdma-netns (base)  optional: a second build of the plugin (RDMA_NETNS_BASE),
+#                  e.g. main's, to compare a change with in the same run
 # Each is run in one go, interleaved in rounds, on one veth. Prints ms per
-# ADD+DEL cycle (median and mean) and the ratios. Root.
+# ADD+DEL cycle (median, mean, interquartile range) and the ratios. Root.
 #
 #   bench/cni-veth.sh [CYCLES]       (default 300)
-#   RDMA_NETNS=path   the plugin (default: a release build in $RDMANS_BENCH_BUILD, build-bench)
+#   RDMA_NETNS=path       the plugin (default: a release build in $RDMANS_BENCH_BUILD, build-bench)
+#   RDMA_NETNS_BASE=path  another rdma-netns to compare with (not run when unset)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-300}
 [ "$(id -u)" = 0 ] || { echo "cni-veth.sh: needs root" >&2; exit 1; }
+# The netns suite's machine-wide lock (tests/netns/meson.build): veths come and
+# go here, and a test checking that bad input changed no host link must not see them.
+exec 9>/run/lock/rdmans-netns-suite.lock
+flock 9
 plugin=${RDMA_NETNS:-}
 if [ -z "$plugin" ]; then
 	b=$top/${RDMANS_BENCH_BUILD:-build-bench}
@@ -22,6 +29,8 @@ if [ -z "$plugin" ]; then
 	ninja -C "$b" src/cni/rdma-netns >/dev/null
 	plugin=$b/src/cni/rdma-netns
 fi
+base=${RDMA_NETNS_BASE:-}
+[ -z "$base" ] || [ -x "$base" ] || { echo "cni-veth.sh: RDMA_NETNS_BASE $base is not executable" >&2; exit 1; }
 hd=/usr/lib/cni/host-device
 [ -x "$hd" ] || { echo "cni-veth.sh: $hd missing (apt-get install containernetworking-plugins)" >&2; exit 1; }
 
@@ -48,6 +57,10 @@ cycle_rn() {
 	CNI_COMMAND=ADD "$plugin" <<<"$conf_rn" >/dev/null
 	CNI_COMMAND=DEL "$plugin" <<<"$conf_rn" >/dev/null
 }
+cycle_base() {
+	RDMA_NETNS_STATE_DIR=$tmp/state-base CNI_COMMAND=ADD "$base" <<<"$conf_rn" >/dev/null
+	RDMA_NETNS_STATE_DIR=$tmp/state-base CNI_COMMAND=DEL "$base" <<<"$conf_rn" >/dev/null
+}
 cycle_hd() {
 	CNI_COMMAND=ADD "$hd" <<<"$conf_hd" >/dev/null
 	CNI_COMMAND=DEL "$hd" <<<"$conf_hd" >/dev/null
@@ -57,8 +70,11 @@ cycle_ip() {
 	ip -n rnb-pod -batch "$tmp/pod"
 	ip -batch "$tmp/del-host"
 }
+kinds="rn hd ip"
+[ -z "$base" ] || kinds="rn base hd ip"
 # sanity: each really moves and restores
-for f in cycle_rn cycle_hd cycle_ip; do
+for k in $kinds; do
+	f=cycle_$k
 	$f || { echo "cni-veth.sh: $f failed" >&2; exit 1; }
 	ip link show rnb0 >/dev/null || { echo "cni-veth.sh: $f did not bring rnb0 back" >&2; exit 1; }
 done
@@ -66,13 +82,11 @@ CNI_COMMAND=ADD "$plugin" <<<"$conf_rn" >/dev/null
 ip -n rnb-pod link show net1 >/dev/null || { echo "cni-veth.sh: rdma-netns did not move rnb0" >&2; exit 1; }
 CNI_COMMAND=DEL "$plugin" <<<"$conf_rn" >/dev/null
 
-: >"$tmp/rn"
-: >"$tmp/hd"
-: >"$tmp/ip"
+for k in $kinds; do : >"$tmp/$k"; done
 rounds=10
 per=$(((n + rounds - 1) / rounds))
 for ((r = 0; r < rounds; r++)); do
-	for k in rn hd ip; do
+	for k in $kinds; do
 		for ((i = 0; i < per; i++)); do
 			t0=$(now_ns)
 			"cycle_$k"
@@ -81,18 +95,30 @@ for ((r = 0; r < rounds; r++)); do
 	done
 done
 
-stats() { # median and mean in ms
-	sort -n "$1" | awk '{ v[NR] = $1; s += $1 } END {
-		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		printf "%.2f %.2f", m / 1e6, s / NR / 1e6 }'
+stats() { # median, mean, 25th and 75th percentile in ms
+	sort -n "$1" | awk '
+	function q(p, i) { i = int(p * (NR - 1)) + 1; return v[i] + (p * (NR - 1) + 1 - i) * (v[i + 1] - v[i]) }
+	{ v[NR] = $1; s += $1 } END {
+		printf "%.2f %.2f %.2f %.2f", q(0.5) / 1e6, s / NR / 1e6, q(0.25) / 1e6, q(0.75) / 1e6 }'
 }
-read -r rn_med rn_mean <<<"$(stats "$tmp/rn")"
-read -r hd_med hd_mean <<<"$(stats "$tmp/hd")"
-read -r ip_med ip_mean <<<"$(stats "$tmp/ip")"
+label() {
+	case $1 in
+	rn) echo "rdma-netns" ;;
+	base) echo "rdma-netns base" ;;
+	hd) echo "host-device (/usr/lib/cni)" ;;
+	ip) echo "ip -batch (floor, 3 processes)" ;;
+	esac
+}
 echo "ADD+DEL of a veth move, $((per * rounds)) cycles each, $(nproc) CPUs, kernel $(uname -r)"
-printf '%-34s %8s %8s\n' "" "median" "mean"
-printf '%-34s %6s ms %6s ms\n' "rdma-netns ($(basename "$(dirname "$(dirname "$(dirname "$plugin")")")"))" "$rn_med" "$rn_mean"
-printf '%-34s %6s ms %6s ms\n' "host-device (/usr/lib/cni)" "$hd_med" "$hd_mean"
-printf '%-34s %6s ms %6s ms\n' "ip -batch (floor, 3 processes)" "$ip_med" "$ip_mean"
-awk -v a="$rn_med" -v b="$hd_med" -v c="$ip_med" 'BEGIN {
-	printf "rdma-netns / host-device: %.2f   rdma-netns / ip -batch: %.2f   (medians)\n", a / b, a / c }'
+echo "rdma-netns: $plugin"
+[ -z "$base" ] || echo "rdma-netns base: $base"
+printf '%-40s %9s %9s %17s\n' "" "median" "mean" "IQR"
+for k in $kinds; do
+	read -r med mean q1 q3 <<<"$(stats "$tmp/$k")"
+	eval "med_$k=$med"
+	printf '%-40s %6s ms %6s ms %6s - %6s ms\n' "$(label "$k")" "$med" "$mean" "$q1" "$q3"
+done
+awk -v a="$med_rn" -v b="$med_hd" -v c="$med_ip" -v d="${med_base:-}" 'BEGIN {
+	printf "rdma-netns / host-device: %.2f   rdma-netns / ip -batch: %.2f", a / b, a / c
+	if (d != "") printf "   rdma-netns / base: %.2f   base / host-device: %.2f", a / d, d / b
+	printf "   (medians)\n" }'

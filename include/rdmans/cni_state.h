@@ -7,8 +7,9 @@
  * root. One file per attachment (network name, container ID, interface
  * name), named "NETWORK:CONTAINERID:IFNAME" (when that would be longer than
  * 200 bytes: "NETWORK-prefix:CONTAINERID-prefix:~HASH"; read the fields, not
- * the name). Files are written to a temporary name, fsync'ed and renamed, so
- * a reader sees a whole file or none. Files whose name starts with '.' and
+ * the name). Files are written to a temporary name and renamed, so a reader
+ * sees a whole file or none (fsync'ed too where a power loss must not lose
+ * them: rn_cni_state_write_nosync() says when not). Files whose name starts with '.' and
  * the "locks" directory are not state.
  *
  * Format 1 (text, UTF-8): one "key=value" per line, in any order; lines
@@ -106,6 +107,14 @@ int rn_cni_state_read(const char *dir, const char *name, struct rn_cni_state *ou
 /* Writes dir/name atomically (temporary file, fsync, rename, fsync of dir). */
 int rn_cni_state_write(const char *dir, const char *name, const struct rn_cni_state *st,
 		       struct rn_error *err);
+/*
+ * The same without the two fsyncs: still atomic for every reader and for a
+ * writer killed half way (the rename), but a power loss may lose the file
+ * or leave it empty. For state that records only what a reboot undoes
+ * anyway (src/cni/add.c says when).
+ */
+int rn_cni_state_write_nosync(const char *dir, const char *name, const struct rn_cni_state *st,
+			      struct rn_error *err);
 /*
  * Removes dir/name, and the temporary files of its writers that were killed
  * before their rename; a missing file is not an error.

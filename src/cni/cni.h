@@ -14,22 +14,9 @@
 #include <stddef.h>
 
 #include "rdmans/attach.h"
+#include "rdmans/cni_json.h"
 #include "rdmans/cni_state.h"
 #include "rdmans/error.h"
-
-/* Error codes from the CNI spec. */
-enum {
-	CNI_ERR_INCOMPATIBLE = 1,
-	CNI_ERR_UNSUPPORTED_FIELD = 2,
-	CNI_ERR_UNKNOWN_CONTAINER = 3,
-	CNI_ERR_INVALID_ENV = 4,
-	CNI_ERR_IO = 5,
-	CNI_ERR_DECODE = 6,
-	CNI_ERR_INVALID_CONFIG = 7,
-	CNI_ERR_TRY_AGAIN = 11,
-	CNI_ERR_NOT_AVAILABLE = 50,
-	CNI_ERR_LIMITED = 51,
-};
 
 /* Plugin-specific codes (100+), documented in rdma-netns(8). */
 enum {
@@ -45,15 +32,15 @@ enum {
 	RN_CNI_KERNEL = 109, /* a kernel operation failed */
 };
 
-#define CNI_VERSIONS_N 5
-extern const char *const cni_versions[CNI_VERSIONS_N];
+/* The oldest CNI version rdma-netns speaks (0.3.0; rdmans/cni_json.h numbers them). */
+#define CNI_OLDEST 30
 
 struct cni_conf {
 	json_t *root; /* owns everything below */
 	const char *raw; /* stdin as read, for delegates */
 	size_t raw_len;
 	const char *version; /* "1.1.0"; NULL when the config did not say */
-	int ver; /* 30, 31, 40, 100, 110 */
+	int ver; /* 30, 31, 40, 100, 110 (rn_cni_version_parse) */
 	const char *name;
 	const char *type;
 	struct rn_attach_select sel;
@@ -75,7 +62,7 @@ struct cni_ctx {
 	const char *netns;
 	const char *ifname;
 	const char *path; /* CNI_PATH */
-	char pod_namespace[256], pod_name[256], pod_uid[128], infra_id[128];
+	struct rn_cni_args args; /* the pod, from CNI_ARGS */
 	struct cni_conf conf;
 	char state_dir[PATH_MAX];
 	char devinfo_dir[PATH_MAX];
@@ -94,7 +81,6 @@ int cni_fail_lib(struct cni_ctx *ctx, int code, const struct rn_error *err);
 /* conf.c: parses stdin. Returns -1 with ctx's failure set. */
 int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len);
 void cni_conf_free(struct cni_conf *conf);
-int cni_version_parse(const char *v); /* 30, 31, 40, 100, 110, or -1 */
 
 /* result.c */
 struct cni_ipam_result {
@@ -111,8 +97,8 @@ json_t *cni_result_main(const struct cni_ctx *ctx, const struct rn_attach_plan *
 			const struct cni_ipam_result *ipam);
 /* prevResult passed on (chained mode), with the caller's cniVersion. */
 json_t *cni_result_chained(const struct cni_ctx *ctx);
-/* Writes doc to stdout (and takes it). */
-int cni_print(json_t *doc);
+/* The caller's cniVersion, the latest when the configuration did not say. */
+const char *cni_out_version(const struct cni_ctx *ctx);
 /* Writes ctx's failure as a CNI error document to stdout. */
 void cni_print_error(const struct cni_ctx *ctx);
 

@@ -9,18 +9,6 @@
 #include "cni.h"
 #include "rdmans/util.h"
 
-const char *const cni_versions[CNI_VERSIONS_N] = { "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0" };
-
-int cni_version_parse(const char *v)
-{
-	static const int codes[CNI_VERSIONS_N] = { 30, 31, 40, 100, 110 };
-
-	for (size_t i = 0; v && i < CNI_VERSIONS_N; i++)
-		if (strcmp(v, cni_versions[i]) == 0)
-			return codes[i];
-	return -1;
-}
-
 void cni_conf_free(struct cni_conf *conf)
 {
 	if (conf->root)
@@ -268,11 +256,10 @@ static int parse_attachments(struct cni_ctx *ctx, json_t *root)
 	return 0;
 }
 
-int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
+/* Phase 1: stdin is one JSON object; the defaults are set. */
+static int conf_decode(struct cni_ctx *ctx, const char *raw, size_t len)
 {
 	struct cni_conf *c = &ctx->conf;
-	json_t *rc = NULL;
-	const char *rc_device = NULL, *device_id = NULL, *pci_bus = NULL;
 	json_error_t jerr;
 
 	memset(c, 0, sizeof(*c));
@@ -294,24 +281,32 @@ int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
 		return cni_fail(ctx, CNI_ERR_DECODE,
 				"the network configuration must be a JSON object, not %s",
 				type_name(c->root));
+	return 0;
+}
+
+/* Phase 2: cniVersion, one of ours when given (VERSION needs none). */
+static int conf_version(struct cni_ctx *ctx)
+{
+	struct cni_conf *c = &ctx->conf;
+	struct rn_error err = { 0 };
 
 	if (get_string(ctx, c->root, "cniVersion", "", &c->version) < 0)
 		return -1;
 	if (c->version) {
-		c->ver = cni_version_parse(c->version);
+		c->ver = rn_cni_version_check(c->version, CNI_OLDEST, "rdma-netns", &err);
 		if (c->ver < 0) {
-			const char *v = c->version;
-
-			c->version = NULL;
-			return cni_fail(
-				ctx, CNI_ERR_INCOMPATIBLE,
-				"CNI version %s is not supported by rdma-netns (it supports "
-				"0.3.0, 0.3.1, 0.4.0, 1.0.0 and 1.1.0)",
-				v);
+			c->version = NULL; /* the error in a version the caller reads */
+			return cni_fail(ctx, CNI_ERR_INCOMPATIBLE, "%s", err.msg);
 		}
 	}
-	if (strcmp(ctx->command, "VERSION") == 0)
-		return 0;
+	return 0;
+}
+
+/* Phase 3: no misspelt keys; the network's name and type. */
+static int conf_identity(struct cni_ctx *ctx)
+{
+	struct cni_conf *c = &ctx->conf;
+
 	if (!c->version)
 		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
 				"the network configuration has no 'cniVersion'");
@@ -323,6 +318,16 @@ int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
 	if (!c->name)
 		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
 				"the network configuration has no 'name'");
+	return 0;
+}
+
+/* Phase 4: the device to attach (device, hwaddr, rdmaDevice, one bus id) and the devinfo file. */
+static int conf_select(struct cni_ctx *ctx)
+{
+	struct cni_conf *c = &ctx->conf;
+	const char *rc_device = NULL, *device_id = NULL, *pci_bus = NULL;
+	json_t *rc = NULL;
+
 	if (get_string(ctx, c->root, "device", "", &c->sel.netdev) < 0 ||
 	    get_string(ctx, c->root, "hwaddr", "", &c->sel.hwaddr) < 0 ||
 	    get_string(ctx, c->root, "rdmaDevice", "", &c->sel.rdma_dev) < 0 ||
@@ -349,11 +354,26 @@ int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
 	    check_name(ctx, "rdmaDevice", c->sel.rdma_dev, 63) < 0 ||
 	    check_name(ctx, "deviceID", c->sel.bus_id, 63) < 0 || check_mac(ctx, c->sel.hwaddr) < 0)
 		return -1;
+	return 0;
+}
+
+/* Phase 5: the switches and timeouts. */
+static int conf_options(struct cni_ctx *ctx)
+{
+	struct cni_conf *c = &ctx->conf;
+
 	if (get_bool(ctx, c->root, "requireRdma", &c->require_rdma) < 0 ||
 	    get_bool(ctx, c->root, "allowDefaultRoute", &c->allow_default_route) < 0 ||
 	    get_seconds(ctx, c->root, "gidTimeout", &c->gid_timeout_ms) < 0 ||
 	    get_seconds(ctx, c->root, "returnTimeout", &c->return_timeout_ms) < 0)
 		return -1;
+	return 0;
+}
+
+/* Phase 6: the blocks: ipam, prevResult, nccl, the devinfo path, GC's attachments. */
+static int conf_blocks(struct cni_ctx *ctx)
+{
+	struct cni_conf *c = &ctx->conf;
 
 	if (get_object(ctx, c->root, "ipam", "", &c->ipam) < 0)
 		return -1;
@@ -381,7 +401,17 @@ int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
 				"without '..', not %s",
 				c->devinfo_file);
 	}
-	if (parse_attachments(ctx, c->root) < 0)
+	return parse_attachments(ctx, c->root);
+}
+
+int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
+{
+	if (conf_decode(ctx, raw, len) < 0 || conf_version(ctx) < 0)
+		return -1;
+	if (strcmp(ctx->command, "VERSION") == 0)
+		return 0;
+	if (conf_identity(ctx) < 0 || conf_select(ctx) < 0 || conf_options(ctx) < 0 ||
+	    conf_blocks(ctx) < 0)
 		return -1;
 	return 0;
 }

@@ -90,8 +90,7 @@ static int run_plugin(const char *path, char **envp, const char *input, size_t i
 {
 	_cleanup_close_ int in_r = -1, in_w = -1, out_r = -1, out_w = -1;
 	_cleanup_free_ char *out = NULL;
-	size_t len = 0, cap = 0;
-	int fds[2];
+	int fds[2], r;
 	pid_t pid;
 
 	*ret_out = NULL;
@@ -119,34 +118,13 @@ static int run_plugin(const char *path, char **envp, const char *input, size_t i
 	(void)rn_write_all(in_w, input,
 			   input_len); /* a plugin that does not read is its business */
 	close(TAKE_FD(in_w));
-	for (;;) {
-		ssize_t n;
-
-		if (len + 4096 + 1 > cap) {
-			char *p;
-
-			cap = cap ? cap * 2 : 8192;
-			p = realloc(out, cap);
-			if (!p)
-				break;
-			out = p;
-		}
-		n = read(out_r, out + len, cap - len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		if (len > DELEGATE_OUT_MAX)
-			break;
-	}
-	close(TAKE_FD(out_r));
+	r = rn_read_fd(out_r, DELEGATE_OUT_MAX, &out, NULL);
+	close(TAKE_FD(out_r)); /* a plugin still writing gets EPIPE and ends */
 	while (waitpid(pid, ret_status, 0) < 0)
 		if (errno != EINTR)
 			return -errno;
-	if (!out)
-		return -ENOMEM;
-	out[len] = '\0';
+	if (r < 0)
+		return r;
 	*ret_out = TAKE_PTR(out);
 	return 0;
 }
@@ -170,6 +148,10 @@ int cni_delegate(struct cni_ctx *ctx, const struct cni_delegate_env *env, const 
 	if (!envp)
 		return cni_fail(ctx, RN_CNI_IPAM, "out of memory");
 	r = run_plugin(path, envp, input ? input : ctx->conf.raw, in_len, &out, &status);
+	if (r == -EFBIG)
+		return cni_fail(ctx, RN_CNI_IPAM,
+				"IPAM plugin %s wrote more than %d bytes: not a CNI result", path,
+				DELEGATE_OUT_MAX);
 	if (r < 0)
 		return cni_fail(ctx, RN_CNI_IPAM, "cannot run IPAM plugin %s: %s", path,
 				strerror(-r));

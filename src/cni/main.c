@@ -17,6 +17,7 @@
 
 #include "cni.h"
 #include "rdmans/cleanup.h"
+#include "rdmans/cni_json.h"
 #include "rdmans/util.h"
 
 #define STDIN_MAX (4 * 1024 * 1024)
@@ -103,121 +104,29 @@ int cni_step(void *arg, const char *what, struct rn_error *err)
 
 static int read_stdin(struct cni_ctx *ctx, char **ret, size_t *ret_len)
 {
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 0;
+	struct rn_error err = { 0 };
+	int r = rn_cni_read_input(STDIN_FILENO, STDIN_MAX, "the network configuration", ret,
+				  ret_len, &err);
 
-	for (;;) {
-		ssize_t n;
-
-		if (len + 1 >= cap) {
-			char *p;
-
-			cap = cap ? cap * 2 : 16384;
-			if (cap > STDIN_MAX + 1)
-				return cni_fail(ctx, CNI_ERR_DECODE,
-						"the network configuration on stdin is larger than "
-						"%d bytes",
-						STDIN_MAX);
-			p = realloc(buf, cap);
-			if (!p)
-				return cni_fail(ctx, CNI_ERR_IO, "out of memory");
-			buf = p;
-		}
-		n = read(STDIN_FILENO, buf + len, cap - len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			if (errno == EBADF)
-				break; /* no stdin at all: an empty configuration */
-			return cni_fail(ctx, CNI_ERR_IO, "cannot read stdin: %s", strerror(errno));
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (rn_json_complete(buf, len))
-			break; /* a runtime that keeps stdin open cannot hang us */
+	if (r == -EBADF) { /* no stdin at all: an empty configuration */
+		*ret_len = 0;
+		*ret = calloc(1, 1);
+		return *ret ? 0 : cni_fail(ctx, CNI_ERR_IO, "out of memory");
 	}
-	if (!buf) {
-		buf = calloc(1, 1);
-		if (!buf)
-			return cni_fail(ctx, CNI_ERR_IO, "out of memory");
-	}
-	buf[len] = '\0';
-	*ret = TAKE_PTR(buf);
-	*ret_len = len;
+	if (r < 0)
+		return cni_fail(ctx, r == -EFBIG ? CNI_ERR_DECODE : CNI_ERR_IO, "%s", err.msg);
 	return 0;
 }
 
-static const char *env(const char *name)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : NULL;
-}
-
-static int require_env(struct cni_ctx *ctx, const char *name, const char *value)
-{
-	if (!value)
-		return cni_fail(ctx, CNI_ERR_INVALID_ENV,
-				"%s is not set: rdma-netns is a CNI plugin, run by a container "
-				"runtime (CNI_COMMAND=%s needs %s)",
-				name, ctx->command, name);
-	return 0;
-}
-
-/* CNI_ARGS: "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=n;IgnoreUnknown=1" */
-static int parse_cni_args(struct cni_ctx *ctx, const char *args)
-{
-	static const struct {
-		const char *key;
-		size_t off, len;
-	} known[] = {
-		{ "K8S_POD_NAMESPACE", offsetof(struct cni_ctx, pod_namespace), 256 },
-		{ "K8S_POD_NAME", offsetof(struct cni_ctx, pod_name), 256 },
-		{ "K8S_POD_UID", offsetof(struct cni_ctx, pod_uid), 128 },
-		{ "K8S_POD_INFRA_CONTAINER_ID", offsetof(struct cni_ctx, infra_id), 128 },
-	};
-	_cleanup_free_ char *copy = NULL;
-	char *save = NULL;
-
-	if (!args)
-		return 0;
-	copy = strdup(args);
-	if (!copy)
-		return cni_fail(ctx, CNI_ERR_IO, "out of memory");
-	for (char *kv = strtok_r(copy, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
-		char *eq = strchr(kv, '=');
-
-		if (!eq || eq == kv)
-			return cni_fail(ctx, CNI_ERR_INVALID_ENV,
-					"CNI_ARGS is malformed at '%s' (expected "
-					"KEY=VALUE;KEY=VALUE)",
-					kv);
-		*eq = '\0';
-		for (size_t i = 0; i < RN_ARRAY_SIZE(known); i++) {
-			if (strcmp(kv, known[i].key) != 0)
-				continue;
-			if (strlen(eq + 1) >= known[i].len || strchr(eq + 1, '\n'))
-				return cni_fail(ctx, CNI_ERR_INVALID_ENV,
-						"CNI_ARGS: %s is too long or not one line", kv);
-			snprintf((char *)ctx + known[i].off, known[i].len, "%s", eq + 1);
-		}
-	}
-	return 0;
-}
-
-static int check_env(struct cni_ctx *ctx)
+static int check_env(struct cni_ctx *ctx, const struct rn_cni_env *env)
 {
 	struct rn_error err = { 0 };
 	bool add_like = !strcmp(ctx->command, "ADD") || !strcmp(ctx->command, "CHECK");
 	bool del = !strcmp(ctx->command, "DEL");
 
 	if (add_like || del) {
-		if (require_env(ctx, "CNI_CONTAINERID", ctx->container_id) < 0 ||
-		    require_env(ctx, "CNI_IFNAME", ctx->ifname) < 0)
-			return -1;
-		if (add_like && require_env(ctx, "CNI_NETNS", ctx->netns) < 0)
-			return -1;
+		if (rn_cni_env_require(env, add_like, "rdma-netns", &err) < 0)
+			return cni_fail(ctx, CNI_ERR_INVALID_ENV, "%s", err.msg);
 		if (rn_cni_state_name("x", ctx->container_id, ctx->ifname, (char[256]){ 0 }, 256,
 				      &err) < 0)
 			return cni_fail(ctx, CNI_ERR_INVALID_ENV, "CNI_CONTAINERID/CNI_IFNAME: %s",
@@ -226,20 +135,16 @@ static int check_env(struct cni_ctx *ctx)
 			return cni_fail(ctx, CNI_ERR_INVALID_ENV,
 					"CNI_NETNS must be an absolute path, not '%s'", ctx->netns);
 	}
-	return parse_cni_args(ctx, env("CNI_ARGS"));
+	if (rn_cni_args_parse(env->args, &ctx->args, &err) < 0)
+		return cni_fail(ctx, CNI_ERR_INVALID_ENV, "%s", err.msg);
+	return 0;
 }
 
 /* ---- VERSION ---- */
 
 static int cmd_version(struct cni_ctx *ctx)
 {
-	json_t *doc =
-		json_pack("{s:s,s:[sssss]}", "cniVersion",
-			  ctx->conf.version ? ctx->conf.version : cni_versions[CNI_VERSIONS_N - 1],
-			  "supportedVersions", cni_versions[0], cni_versions[1], cni_versions[2],
-			  cni_versions[3], cni_versions[4]);
-
-	if (cni_print(doc) < 0)
+	if (rn_cni_print_version(cni_out_version(ctx), CNI_OLDEST) < 0)
 		return cni_fail(ctx, CNI_ERR_IO, "cannot write to stdout");
 	return 0;
 }
@@ -257,27 +162,31 @@ int main(int argc, char **argv)
 	static struct cni_ctx ctx; /* large: keep it off the stack */
 	_cleanup_free_ char *input = NULL;
 	int (*fn)(struct cni_ctx *) = NULL;
+	struct rn_cni_env env;
+	const char *dir;
 	size_t len = 0;
 	int r = -1;
 
 	(void)argv;
 	(void)signal(SIGPIPE, SIG_IGN);
 	fault_init();
-	if (argc > 1 && isatty(STDIN_FILENO) && !env("CNI_COMMAND")) {
+	rn_cni_env_read(&env);
+	if (argc > 1 && isatty(STDIN_FILENO) && !env.command) {
 		fprintf(stderr, "rdma-netns: a CNI plugin; container runtimes run it with "
 				"CNI_COMMAND=ADD|DEL|CHECK|STATUS|GC|VERSION and the network "
 				"configuration on stdin (see rdma-netns(8))\n");
 		return 2;
 	}
-	ctx.command = env("CNI_COMMAND");
-	ctx.container_id = env("CNI_CONTAINERID");
-	ctx.netns = env("CNI_NETNS");
-	ctx.ifname = env("CNI_IFNAME");
-	ctx.path = env("CNI_PATH");
-	snprintf(ctx.state_dir, sizeof(ctx.state_dir), "%s",
-		 env("RDMA_NETNS_STATE_DIR") ?: RN_CNI_STATE_DIR);
+	ctx.command = env.command;
+	ctx.container_id = env.container_id;
+	ctx.netns = env.netns;
+	ctx.ifname = env.ifname;
+	ctx.path = env.path;
+	dir = getenv("RDMA_NETNS_STATE_DIR");
+	snprintf(ctx.state_dir, sizeof(ctx.state_dir), "%s", dir && *dir ? dir : RN_CNI_STATE_DIR);
+	dir = getenv("RDMA_NETNS_DEVINFO_DIR");
 	snprintf(ctx.devinfo_dir, sizeof(ctx.devinfo_dir), "%s",
-		 env("RDMA_NETNS_DEVINFO_DIR") ?: "/var/run/k8s.cni.cncf.io/devinfo");
+		 dir && *dir ? dir : "/var/run/k8s.cni.cncf.io/devinfo");
 
 	if (!ctx.command) {
 		ctx.command = "";
@@ -303,7 +212,7 @@ int main(int argc, char **argv)
 		r = fn(&ctx);
 		goto out;
 	}
-	if (cni_conf_parse(&ctx, input, len) < 0 || check_env(&ctx) < 0)
+	if (cni_conf_parse(&ctx, input, len) < 0 || check_env(&ctx, &env) < 0)
 		goto out;
 	r = fn(&ctx);
 out:

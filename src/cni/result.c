@@ -51,33 +51,15 @@ int cni_fail_lib(struct cni_ctx *ctx, int code, const struct rn_error *err)
 	return cni_fail(ctx, code ? code : code_for_errno(err->code), "%s", err->msg);
 }
 
-static const char *out_version(const struct cni_ctx *ctx)
+const char *cni_out_version(const struct cni_ctx *ctx)
 {
-	return ctx->conf.version ? ctx->conf.version : cni_versions[CNI_VERSIONS_N - 1];
-}
-
-int cni_print(json_t *doc)
-{
-	int r;
-
-	if (!doc)
-		return -1;
-	r = json_dumpf(doc, stdout, JSON_COMPACT | JSON_ENSURE_ASCII);
-	json_decref(doc);
-	if (r == 0)
-		putchar('\n');
-	return fflush(stdout) == 0 && r == 0 ? 0 : -1;
+	return ctx->conf.version ? ctx->conf.version : RN_CNI_VERSION_LATEST;
 }
 
 void cni_print_error(const struct cni_ctx *ctx)
 {
-	json_t *doc = json_pack("{s:s,s:i,s:s}", "cniVersion", out_version(ctx), "code",
-				ctx->code ? ctx->code : RN_CNI_KERNEL, "msg",
-				ctx->msg[0] ? ctx->msg : "unknown failure");
-
-	if (doc && ctx->details[0])
-		json_object_set_new(doc, "details", json_string(ctx->details));
-	(void)cni_print(doc);
+	(void)rn_cni_print_error(cni_out_version(ctx), ctx->code ? ctx->code : RN_CNI_KERNEL,
+				 ctx->msg[0] ? ctx->msg : "unknown failure", ctx->details);
 }
 
 void cni_ipam_result_free(struct cni_ipam_result *res)
@@ -174,8 +156,8 @@ static json_t *iface_json(const struct cni_ctx *ctx, const struct rn_attach_plan
 json_t *cni_result_main(const struct cni_ctx *ctx, const struct rn_attach_plan *plan,
 			const struct cni_ipam_result *ipam)
 {
-	json_t *doc =
-		json_pack("{s:s,s:[],s:[]}", "cniVersion", out_version(ctx), "interfaces", "ips");
+	json_t *doc = json_pack("{s:s,s:[],s:[]}", "cniVersion", cni_out_version(ctx), "interfaces",
+				"ips");
 	json_t *ifaces, *ips, *routes;
 
 	if (!doc)
@@ -216,6 +198,6 @@ json_t *cni_result_chained(const struct cni_ctx *ctx)
 	json_t *doc = json_deep_copy(ctx->conf.prev_result);
 
 	if (doc)
-		json_object_set_new(doc, "cniVersion", json_string(out_version(ctx)));
+		json_object_set_new(doc, "cniVersion", json_string(cni_out_version(ctx)));
 	return doc;
 }

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
+#include "rdmans/cni_json.h"
 #include "rdmans/discover.h"
 #include "rdmans/nccl.h"
 #include "rdmans/nccl_json.h"
@@ -124,35 +125,6 @@ static int add_devices(struct hook *h, const char *list, const char *from, struc
 			return rn_error_set(err, ENOMEM, "out of memory");
 		h->n_devices++;
 	}
-	return 0;
-}
-
-static int read_stdin(char **ret, struct rn_error *err)
-{
-	_cleanup_free_ char *buf = malloc(MAX_STATE_BYTES + 1);
-	size_t len = 0;
-
-	if (!buf)
-		return rn_error_set(err, ENOMEM, "out of memory");
-	for (;;) {
-		ssize_t n = read(STDIN_FILENO, buf + len, MAX_STATE_BYTES + 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return rn_error_errno(err, errno, "cannot read the OCI state on stdin");
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > MAX_STATE_BYTES)
-			return rn_error_set(err, EFBIG,
-					    "the OCI state on stdin is larger than 1 MiB: not a "
-					    "runtime's state");
-		if (rn_json_complete(buf, len))
-			break; /* the whole state: a runtime that keeps stdin open cannot hang us */
-	}
-	buf[len] = '\0';
-	*ret = TAKE_PTR(buf);
 	return 0;
 }
 
@@ -525,6 +497,7 @@ static int run(struct hook *h, int argc, char **argv)
 	size_t n_layers = 0;
 	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
 	_cleanup_free_ char *input = NULL;
+	size_t input_len = 0;
 	_cleanup_close_ int nsfd = -1, hostfd = -1;
 	struct rn_error err = { 0 };
 	const char *ann_devices;
@@ -566,8 +539,9 @@ static int run(struct hook *h, int argc, char **argv)
 		return fail(h,
 			    "unexpected argument (the state comes on stdin; see rdmans-hook(8))");
 
-	if (read_stdin(&input, &err) < 0 || parse_state(h, input, &err) < 0 ||
-	    read_config(h, &err) < 0)
+	if (rn_cni_read_input(STDIN_FILENO, MAX_STATE_BYTES, "the OCI state", &input, &input_len,
+			      &err) < 0 ||
+	    parse_state(h, input, &err) < 0 || read_config(h, &err) < 0)
 		return fail_err(h, &err);
 
 	ann_devices = annotation(h, ANN_DEVICES);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
+#include "rdmans/cni_json.h"
 #include "rdmans/util.h"
 #include "rdmans/ipam.h"
 
@@ -26,18 +27,6 @@
 
 #define MAX_STDIN (1024 * 1024)
 
-/* CNI spec error codes */
-enum {
-	CNI_INCOMPATIBLE = 1,
-	CNI_UNKNOWN_CONTAINER = 3,
-	CNI_INVALID_ENV = 4,
-	CNI_IO = 5,
-	CNI_DECODE = 6,
-	CNI_INVALID_CONFIG = 7,
-	CNI_TRY_AGAIN = 11,
-	CNI_NOT_AVAILABLE = 50,
-};
-
 /* Ours (100+), documented in rdma-netns-ipam(8). */
 enum {
 	IPAM_EXHAUSTED = 100, /* no free address left in a range */
@@ -45,19 +34,17 @@ enum {
 	IPAM_CHECK_FAILED = 102, /* CHECK: the addresses are not held as ADD left them */
 };
 
-static const char *const versions[] = { "0.1.0", "0.2.0", "0.3.0", "0.3.1",
-					"0.4.0", "1.0.0", "1.1.0" };
-#define LATEST "1.1.0"
+/* The oldest CNI version rdma-netns-ipam speaks: 0.1.0 (rdmans/cni_json.h numbers them). */
+#define IPAM_OLDEST 10
 
 struct plugin {
-	const char *command;
-	const char *container_id;
-	const char *ifname;
-	char pod_namespace[256];
-	char pod_name[256];
+	struct rn_cni_env env;
+	struct rn_cni_args args; /* the pod, from CNI_ARGS */
 	char *stdin_text;
+	size_t stdin_len;
 	json_t *doc;
 	const char *version; /* the caller's cniVersion */
+	int ver; /* its number (rn_cni_version_parse) */
 	struct rn_ipam_config cfg;
 	bool have_cfg;
 	FILE *log;
@@ -87,9 +74,10 @@ static void logf_(struct plugin *p, enum rn_ipam_log_level level, const char *fm
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 	fprintf(out, "%s.%03ldZ [%s] %s %s", when, ts.tv_nsec / 1000000, names[level],
-		p->command ? p->command : "-", p->container_id ? p->container_id : "-");
-	if (p->ifname)
-		fprintf(out, "/%s", p->ifname);
+		p->env.command ? p->env.command : "-",
+		p->env.container_id ? p->env.container_id : "-");
+	if (p->env.ifname)
+		fprintf(out, "/%s", p->env.ifname);
 	fputs(": ", out);
 	va_start(ap, fmt);
 	vfprintf(out, fmt, ap);
@@ -130,19 +118,12 @@ static int open_log(struct plugin *p, char *why, size_t len)
 
 static const char *out_version(const struct plugin *p)
 {
-	return p->version ? p->version : LATEST;
+	return p->version ? p->version : RN_CNI_VERSION_LATEST;
 }
 
 static int fail(struct plugin *p, int code, const char *msg, const char *details)
 {
-	_cleanup_json_ json_t *doc =
-		json_pack("{s:s,s:i,s:s}", "cniVersion", out_version(p), "code", code, "msg", msg);
-
-	if (details && *details)
-		json_object_set_new(doc, "details", json_string(details));
-	json_dumpf(doc, stdout, JSON_COMPACT);
-	fputc('\n', stdout);
-	fflush(stdout);
+	(void)rn_cni_print_error(out_version(p), code, msg, details);
 	logf_(p, RN_IPAM_LOG_ERROR, "%s (code %d)%s%s", msg, code, details ? ": " : "",
 	      details ? details : "");
 	return 1;
@@ -161,32 +142,19 @@ static int code_for(const struct rn_error *err)
 	case ECONNREFUSED:
 	case ETIMEDOUT:
 	case EAGAIN:
-		return CNI_TRY_AGAIN;
+		return CNI_ERR_TRY_AGAIN;
 	case EINVAL:
-		return CNI_INVALID_CONFIG;
+		return CNI_ERR_INVALID_CONFIG;
 	case EBADMSG:
-		return CNI_DECODE;
+		return CNI_ERR_DECODE;
 	default:
-		return CNI_IO;
+		return CNI_ERR_IO;
 	}
 }
 
 static int fail_err(struct plugin *p, const char *what, const struct rn_error *err)
 {
 	return fail(p, code_for(err), what, err->msg);
-}
-
-static int version_index(const char *v)
-{
-	for (size_t i = 0; i < RN_ARRAY_SIZE(versions); i++)
-		if (strcmp(versions[i], v) == 0)
-			return (int)i;
-	return -1;
-}
-
-static bool version_at_least(const struct plugin *p, const char *v)
-{
-	return version_index(out_version(p)) >= version_index(v);
 }
 
 static json_t *ip_json(const struct rn_ipam_lease_addr *a)
@@ -208,9 +176,9 @@ static json_t *gateway_json(const struct rn_ipam_lease_addr *a)
 /* Result in the caller's version: 0.1/0.2 (ip4/ip6), 0.3/0.4 (ips with version), 1.x. */
 static int print_result(struct plugin *p, const struct rn_ipam_lease *lease)
 {
-	_cleanup_json_ json_t *doc = json_pack("{s:s}", "cniVersion", out_version(p));
+	json_t *doc = json_pack("{s:s}", "cniVersion", out_version(p));
 	_cleanup_json_ json_t *routes = NULL, *dns = NULL;
-	bool legacy = !version_at_least(p, "0.3.0");
+	bool legacy = p->ver < 30;
 
 	if (p->cfg.routes_json)
 		routes = json_loads(p->cfg.routes_json, 0, NULL);
@@ -249,7 +217,7 @@ static int print_result(struct plugin *p, const struct rn_ipam_lease *lease)
 		}
 	} else {
 		json_t *ips = json_array();
-		bool with_version = !version_at_least(p, "1.0.0");
+		bool with_version = p->ver < 100;
 
 		for (size_t i = 0; i < lease->n; i++) {
 			const struct rn_ipam_lease_addr *a = &lease->addr[i];
@@ -270,82 +238,19 @@ static int print_result(struct plugin *p, const struct rn_ipam_lease *lease)
 	}
 	if (dns)
 		json_object_set(doc, "dns", dns);
-	json_dumpf(doc, stdout, JSON_COMPACT);
-	fputc('\n', stdout);
-	fflush(stdout);
+	(void)rn_cni_print(doc);
 	return 0;
 }
 
 /* ---- input ----------------------------------------------------------------- */
 
-static int read_stdin(struct plugin *p)
-{
-	size_t len = 0;
-	char *buf = malloc(MAX_STDIN + 1);
-
-	if (!buf)
-		return -ENOMEM;
-	while (len <= MAX_STDIN) {
-		ssize_t n = read(STDIN_FILENO, buf + len, MAX_STDIN + 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			free(buf);
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len <= MAX_STDIN && rn_json_complete(buf, len))
-			break; /* a runtime that keeps stdin open cannot hang us */
-	}
-	if (len > MAX_STDIN) {
-		free(buf);
-		return -EFBIG;
-	}
-	buf[len] = '\0';
-	p->stdin_text = buf;
-	return 0;
-}
-
-/* K8S_POD_NAMESPACE and K8S_POD_NAME from "K=V;K=V" (others are ignored). */
-static int parse_cni_args(struct plugin *p, const char *args)
-{
-	while (args && *args) {
-		const char *semi = strchr(args, ';'), *eq;
-		size_t len = semi ? (size_t)(semi - args) : strlen(args);
-		char *dst = NULL;
-		size_t size = 0, klen;
-
-		eq = memchr(args, '=', len);
-		if (!eq)
-			return -EINVAL;
-		klen = (size_t)(eq - args);
-		if (klen == 17 && memcmp(args, "K8S_POD_NAMESPACE", 17) == 0)
-			dst = p->pod_namespace, size = sizeof(p->pod_namespace);
-		else if (klen == 12 && memcmp(args, "K8S_POD_NAME", 12) == 0)
-			dst = p->pod_name, size = sizeof(p->pod_name);
-		if (dst) {
-			size_t vlen = len - klen - 1;
-
-			if (vlen >= size)
-				return -EINVAL;
-			memcpy(dst, eq + 1, vlen);
-			dst[vlen] = '\0';
-		}
-		args += len + (semi ? 1 : 0);
-	}
-	return 0;
-}
-
 static void owner_of(const struct plugin *p, struct rn_ipam_owner *o)
 {
-	o->container_id = p->container_id;
-	o->ifname = p->ifname;
-	o->pod_namespace = p->pod_namespace;
-	o->pod_name = p->pod_name;
-	o->netns = getenv("CNI_NETNS"); /* recorded for `rdmans ipam reconcile` */
+	o->container_id = p->env.container_id;
+	o->ifname = p->env.ifname;
+	o->pod_namespace = p->args.pod_namespace;
+	o->pod_name = p->args.pod_name;
+	o->netns = p->env.netns; /* recorded for `rdmans ipam reconcile` */
 }
 
 static void log_lease(struct plugin *p, const char *verb, const struct rn_ipam_lease *l)
@@ -363,12 +268,12 @@ static void log_lease(struct plugin *p, const char *verb, const struct rn_ipam_l
 	}
 	/* what the runtime said: podman passes K8S_POD_NAME alone */
 	logf_(p, RN_IPAM_LOG_INFO, "%s %s (%s %s%s%s, node %s, store %s)", verb, line,
-	      p->pod_name[0] ? "pod" : "container",
-	      p->pod_name[0] && p->pod_namespace[0] ? p->pod_namespace : "",
-	      p->pod_name[0] && p->pod_namespace[0] ? "/" : "",
-	      p->pod_name[0]	? p->pod_name
-	      : p->container_id ? p->container_id
-				: "?",
+	      p->args.pod_name[0] ? "pod" : "container",
+	      p->args.pod_name[0] && p->args.pod_namespace[0] ? p->args.pod_namespace : "",
+	      p->args.pod_name[0] && p->args.pod_namespace[0] ? "/" : "",
+	      p->args.pod_name[0]   ? p->args.pod_name
+	      : p->env.container_id ? p->env.container_id
+				    : "?",
 	      p->cfg.node, p->cfg.store == RN_IPAM_STORE_ETCD ? "etcd" : "local");
 }
 
@@ -416,8 +321,8 @@ static int cmd_add(struct plugin *p, struct rn_ipam_store *s)
 		else
 			v6++;
 	}
-	if (!version_at_least(p, "0.3.0") && (v4 > 1 || v6 > 1))
-		return fail(p, CNI_INCOMPATIBLE,
+	if (p->ver < 30 && (v4 > 1 || v6 > 1))
+		return fail(p, CNI_ERR_INCOMPATIBLE,
 			    "CNI version 0.2.0 and older carry one address per family",
 			    "use cniVersion 0.3.0 or later with several ranges of one family");
 	owner_of(p, &o);
@@ -492,7 +397,7 @@ static int cmd_status(struct plugin *p, struct rn_ipam_store *s)
 	struct rn_error err = { 0 };
 
 	if (rn_ipam_status(s, &p->cfg, &err) < 0)
-		return fail(p, CNI_NOT_AVAILABLE, "rdma-netns-ipam cannot serve ADD", err.msg);
+		return fail(p, CNI_ERR_NOT_AVAILABLE, "rdma-netns-ipam cannot serve ADD", err.msg);
 	logf_(p, RN_IPAM_LOG_DEBUG, "STATUS ok");
 	return 0;
 }
@@ -507,35 +412,22 @@ static int cmd_gc(struct plugin *p, struct rn_ipam_store *s)
 	if (!list)
 		list = json_object_get(p->doc, "cni.dev/attachments");
 	if (!json_is_array(list))
-		return fail(p, CNI_INVALID_CONFIG, "GC needs the valid attachments",
+		return fail(p, CNI_ERR_INVALID_CONFIG, "GC needs the valid attachments",
 			    "the configuration has no \"cni.dev/valid-attachments\" list");
 	valid = calloc(json_array_size(list) + 1, sizeof(*valid));
 	if (!valid)
-		return fail(p, CNI_IO, "out of memory", NULL);
+		return fail(p, CNI_ERR_IO, "out of memory", NULL);
 	json_array_foreach (list, i, item) {
 		valid[i].container_id = json_string_value(json_object_get(item, "containerID"));
 		valid[i].ifname = json_string_value(json_object_get(item, "ifname"));
 		if (!valid[i].container_id || !valid[i].ifname)
-			return fail(p, CNI_INVALID_CONFIG, "GC: bad valid-attachments entry",
+			return fail(p, CNI_ERR_INVALID_CONFIG, "GC: bad valid-attachments entry",
 				    "each entry needs \"containerID\" and \"ifname\" strings");
 	}
 	if (rn_ipam_gc(s, &p->cfg, valid, json_array_size(list), &released, &err) < 0)
 		return fail_err(p, "GC failed", &err);
 	logf_(p, RN_IPAM_LOG_INFO, "released %zu address(es) of node %s, network %s", released,
 	      p->cfg.node, p->cfg.network);
-	return 0;
-}
-
-static int cmd_version(struct plugin *p)
-{
-	_cleanup_json_ json_t *doc =
-		json_pack("{s:s,s:[]}", "cniVersion", LATEST, "supportedVersions");
-	json_t *list = json_object_get(doc, "supportedVersions");
-
-	for (size_t i = 0; i < RN_ARRAY_SIZE(versions); i++)
-		json_array_append_new(list, json_string(versions[i]));
-	json_dumpf(doc, stdout, JSON_COMPACT);
-	fputc('\n', stdout);
 	return 0;
 }
 
@@ -553,90 +445,84 @@ static int run(struct plugin *p)
 	struct rn_error err = { 0 };
 	json_error_t jerr;
 	bool add_like, store_only;
-	const char *args;
+	const char *command;
 	unsigned flags;
 	char why[PATH_MAX + 128];
 	int r;
 
-	p->command = getenv("CNI_COMMAND");
-	if (!p->command || !*p->command) {
-		printf("CNI plugin " RN_IPAM_PLUGIN_NAME " version %s (CNI %s - %s)\n",
-		       RDMANS_VERSION, versions[0], LATEST);
+	rn_cni_env_read(&p->env);
+	command = p->env.command;
+	if (!command) {
+		printf("CNI plugin " RN_IPAM_PLUGIN_NAME " version %s (CNI 0.1.0 - %s)\n",
+		       RDMANS_VERSION, RN_CNI_VERSION_LATEST);
 		return 0;
 	}
-	r = read_stdin(p);
+	r = rn_cni_read_input(STDIN_FILENO, MAX_STDIN, "the network configuration", &p->stdin_text,
+			      &p->stdin_len, &err);
 	if (r < 0)
-		return fail(p, CNI_IO, "cannot read the network configuration from stdin",
+		return fail(p, CNI_ERR_IO, "cannot read the network configuration from stdin",
 			    strerror(-r));
-	if (strcmp(p->command, "VERSION") == 0)
-		return cmd_version(p);
+	if (strcmp(command, "VERSION") == 0) {
+		(void)rn_cni_print_version(RN_CNI_VERSION_LATEST, IPAM_OLDEST);
+		return 0;
+	}
 
 	p->doc = json_loads(p->stdin_text, 0, &jerr);
 	if (!json_is_object(p->doc))
-		return fail(p, CNI_DECODE, "the network configuration is not a JSON object",
+		return fail(p, CNI_ERR_DECODE, "the network configuration is not a JSON object",
 			    jerr.text);
 	p->version = json_string_value(json_object_get(p->doc, "cniVersion"));
 	if (!p->version)
 		p->version = "0.1.0"; /* libcni's reading of a config without one */
-	if (version_index(p->version) < 0) {
-		const char *asked = p->version;
-		char msg[128];
-
-		p->version = LATEST;
-		snprintf(msg, sizeof(msg), "cniVersion %.32s is not one of 0.1.0 ... 1.1.0", asked);
-		return fail(p, CNI_INCOMPATIBLE, "incompatible CNI version", msg);
+	p->ver = rn_cni_version_check(p->version, IPAM_OLDEST, RN_IPAM_PLUGIN_NAME, &err);
+	if (p->ver < 0) {
+		p->version = NULL; /* the error in a version the caller reads */
+		return fail(p, CNI_ERR_INCOMPATIBLE, "incompatible CNI version", err.msg);
 	}
 
-	add_like = strcmp(p->command, "ADD") == 0 || strcmp(p->command, "CHECK") == 0;
-	store_only = strcmp(p->command, "DEL") == 0 || strcmp(p->command, "GC") == 0;
-	if (!add_like && !store_only && strcmp(p->command, "STATUS") != 0)
-		return fail(p, CNI_INVALID_ENV, "unknown CNI_COMMAND",
+	add_like = strcmp(command, "ADD") == 0 || strcmp(command, "CHECK") == 0;
+	store_only = strcmp(command, "DEL") == 0 || strcmp(command, "GC") == 0;
+	if (!add_like && !store_only && strcmp(command, "STATUS") != 0)
+		return fail(p, CNI_ERR_INVALID_ENV, "unknown CNI_COMMAND",
 			    "CNI_COMMAND must be ADD, DEL, CHECK, STATUS, GC or VERSION");
-	if (strcmp(p->command, "CHECK") == 0 && !version_at_least(p, "0.4.0"))
-		return fail(p, CNI_INCOMPATIBLE, "CHECK needs cniVersion 0.4.0 or later", NULL);
-	if ((strcmp(p->command, "STATUS") == 0 || strcmp(p->command, "GC") == 0) &&
-	    !version_at_least(p, "1.1.0"))
-		return fail(p, CNI_INCOMPATIBLE, "STATUS and GC need cniVersion 1.1.0", NULL);
+	if (strcmp(command, "CHECK") == 0 && p->ver < 40)
+		return fail(p, CNI_ERR_INCOMPATIBLE, "CHECK needs cniVersion 0.4.0 or later", NULL);
+	if ((strcmp(command, "STATUS") == 0 || strcmp(command, "GC") == 0) && p->ver < 110)
+		return fail(p, CNI_ERR_INCOMPATIBLE, "STATUS and GC need cniVersion 1.1.0", NULL);
 
-	p->container_id = getenv("CNI_CONTAINERID");
-	p->ifname = getenv("CNI_IFNAME");
 	flags = store_only ? RN_IPAM_CONFIG_STORE_ONLY : 0;
 	if (rn_ipam_config_parse(p->stdin_text, config_root(), flags, &p->cfg, &err) < 0)
-		return fail(p, err.code == EBADMSG ? CNI_DECODE : CNI_INVALID_CONFIG,
+		return fail(p, err.code == EBADMSG ? CNI_ERR_DECODE : CNI_ERR_INVALID_CONFIG,
 			    "invalid IPAM configuration", err.msg);
 	p->have_cfg = true;
 	if (open_log(p, why, sizeof(why)) < 0)
-		return fail(p, CNI_INVALID_CONFIG, why,
+		return fail(p, CNI_ERR_INVALID_CONFIG, why,
 			    "point ipam.log_file at a writable regular file, or remove it to log "
 			    "to stderr");
 	log_config(p);
 
-	if (add_like || strcmp(p->command, "DEL") == 0) {
+	if (add_like || strcmp(command, "DEL") == 0) {
 		struct rn_ipam_owner o;
 		char id[RN_IPAM_ID_MAX];
 
-		if (!p->container_id || !*p->container_id)
-			return fail(p, CNI_INVALID_ENV, "CNI_CONTAINERID is not set", NULL);
-		if (!p->ifname || !*p->ifname)
-			return fail(p, CNI_INVALID_ENV, "CNI_IFNAME is not set", NULL);
-		args = getenv("CNI_ARGS");
-		if (parse_cni_args(p, args) < 0)
-			return fail(p, CNI_INVALID_ENV, "CNI_ARGS is not K=V;K=V",
-				    "K8S_POD_NAMESPACE and K8S_POD_NAME must fit 255 bytes");
+		if (rn_cni_env_require(&p->env, false, RN_IPAM_PLUGIN_NAME, &err) < 0)
+			return fail(p, CNI_ERR_INVALID_ENV, err.msg, NULL);
+		if (rn_cni_args_parse(p->env.args, &p->args, &err) < 0)
+			return fail(p, CNI_ERR_INVALID_ENV, "CNI_ARGS is not K=V;K=V", err.msg);
 		owner_of(p, &o);
 		if (rn_ipam_attachment_id(&o, id, sizeof(id), &err) < 0)
-			return fail(p, CNI_INVALID_ENV, "invalid CNI environment", err.msg);
+			return fail(p, CNI_ERR_INVALID_ENV, "invalid CNI environment", err.msg);
 	}
 
 	if (rn_ipam_store_open(&p->cfg, &s, &err) < 0)
 		return fail_err(p, "cannot open the IPAM store", &err);
-	if (strcmp(p->command, "ADD") == 0)
+	if (strcmp(command, "ADD") == 0)
 		return cmd_add(p, s);
-	if (strcmp(p->command, "DEL") == 0)
+	if (strcmp(command, "DEL") == 0)
 		return cmd_del(p, s);
-	if (strcmp(p->command, "CHECK") == 0)
+	if (strcmp(command, "CHECK") == 0)
 		return cmd_check(p, s);
-	if (strcmp(p->command, "STATUS") == 0)
+	if (strcmp(command, "STATUS") == 0)
 		return cmd_status(p, s);
 	return cmd_gc(p, s);
 }
@@ -647,12 +533,13 @@ int main(void)
 	int r;
 
 	p.log_level = RN_IPAM_LOG_ERROR;
+	p.ver = rn_cni_version_parse(RN_CNI_VERSION_LATEST);
 	r = run(&p);
 	if (p.doc)
 		json_decref(p.doc);
 	if (p.stdin_text) {
 		/* it may hold an etcd password */
-		explicit_bzero(p.stdin_text, strlen(p.stdin_text));
+		explicit_bzero(p.stdin_text, p.stdin_len);
 		free(p.stdin_text);
 	}
 	if (p.have_cfg)

@@ -6,6 +6,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +32,19 @@ static long now_ms(void)
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-static int run_step(rn_attach_step_fn step, void *arg, const char *what, struct rn_error *err)
+/* Tells the caller's step function what was just changed ("moved netdev eth1"). */
+__attribute__((format(printf, 4, 5))) static int
+run_step(rn_attach_step_fn step, void *arg, struct rn_error *err, const char *fmt, ...)
 {
-	return step ? step(arg, what, err) : 0;
+	char what[128];
+	va_list ap;
+
+	if (!step)
+		return 0;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return step(arg, what, err);
 }
 
 static bool plan_has_rdma(const struct rn_attach_plan *plan, const char *name)
@@ -52,6 +63,19 @@ static int plan_add_rdma(struct rn_attach_plan *plan, const char *name, struct r
 		return rn_error_set(err, E2BIG, "more than %d RDMA devices selected",
 				    RN_ATTACH_MAX);
 	(void)rn_strscpy(plan->rdma[plan->n_rdma++], RN_RDMA_NAME_MAX, name);
+	return 0;
+}
+
+/* names[0..n) (at most RN_ATTACH_MAX of them), as plan_add_rdma() each. */
+static int plan_add_rdma_names(struct rn_attach_plan *plan, char (*names)[RN_RDMA_NAME_MAX],
+			       size_t n, struct rn_error *err)
+{
+	for (size_t i = 0; i < n && i < RN_ATTACH_MAX; i++) {
+		int r = plan_add_rdma(plan, names[i], err);
+
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -81,23 +105,14 @@ static int plan_add_netdev(struct rn_attach_plan *plan, const struct rn_link *l,
 	return 0;
 }
 
-static int plan_add_netdev_name(struct rn_attach_plan *plan, const char *name, struct rn_error *err)
+/* The host's netdev named `name` (or, NULL, the one of ifindex) into the plan. */
+static int plan_add_netdev_at(struct rn_attach_plan *plan, const char *name, int ifindex,
+			      struct rn_error *err)
 {
 	struct rn_link l;
 	int r;
 
-	r = rn_link_by_name(name, &l, err);
-	if (r < 0)
-		return r;
-	return plan_add_netdev(plan, &l, err);
-}
-
-static int plan_add_netdev_index(struct rn_attach_plan *plan, int ifindex, struct rn_error *err)
-{
-	struct rn_link l;
-	int r;
-
-	r = rn_link_by_index(ifindex, &l, err);
+	r = name ? rn_link_by_name(name, &l, err) : rn_link_by_index(ifindex, &l, err);
 	if (r < 0)
 		return r;
 	return plan_add_netdev(plan, &l, err);
@@ -114,20 +129,13 @@ static int home_rdma_dump(struct rn_rdma_devs *devs, bool *kernel, bool *exclusi
 	*kernel = false;
 	if (exclusive)
 		*exclusive = false;
-	r = rn_rdma_open(&rdma, err);
+	r = rn_rdma_open_dump(&rdma, exclusive, devs, err);
 	if (r == -EPROTONOSUPPORT) {
 		rn_error_clear(err);
 		return 0;
 	}
-	if (r < 0)
-		return r;
-	*kernel = true;
-	if (exclusive) {
-		r = rn_rdma_netns_mode_get(rdma, exclusive, err);
-		if (r < 0)
-			return r;
-	}
-	return rn_rdma_dev_dump(rdma, devs, err);
+	*kernel = r == 0;
+	return r;
 }
 
 static const struct rn_rdma_dev *devs_find(const struct rn_rdma_devs *devs, const char *name)
@@ -166,7 +174,7 @@ static int add_netdevs_bound(struct rn_attach_plan *plan, const struct rn_rdma_d
 
 			if (!d->ports[p].ndev_index)
 				continue;
-			r = plan_add_netdev_index(plan, (int)d->ports[p].ndev_index, err);
+			r = plan_add_netdev_at(plan, NULL, (int)d->ports[p].ndev_index, err);
 			if (r < 0)
 				return r;
 		}
@@ -192,12 +200,7 @@ static int add_rdma_of_netdev(struct rn_attach_plan *plan, const struct rn_rdma_
 	}
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < n && i < RN_ATTACH_MAX; i++) {
-		r = plan_add_rdma(plan, names[i], err);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return plan_add_rdma_names(plan, names, n, err);
 }
 
 enum sel_kind { SEL_NETDEV, SEL_HWADDR, SEL_RDMA, SEL_BUS };
@@ -219,22 +222,12 @@ static int resolve_one(enum sel_kind kind, const char *value, const struct rn_rd
 				"netdev %s not found on the host ('ip link' lists them)", value);
 		if (r < 0)
 			return r;
-		r = plan_add_netdev(plan, &l, err);
-		if (r == 0)
-			r = add_rdma_of_netdev(plan, devs, err);
-		if (r == 0)
-			r = add_netdevs_bound(plan, devs, err);
-		return r;
+		break;
 	case SEL_HWADDR:
 		r = rn_link_by_mac(value, &l, err);
 		if (r < 0)
 			return r;
-		r = plan_add_netdev(plan, &l, err);
-		if (r == 0)
-			r = add_rdma_of_netdev(plan, devs, err);
-		if (r == 0)
-			r = add_netdevs_bound(plan, devs, err);
-		return r;
+		break;
 	case SEL_RDMA: {
 		struct rn_sysfs_rdma_dev sd;
 
@@ -253,7 +246,7 @@ static int resolve_one(enum sel_kind kind, const char *value, const struct rn_rd
 			return r;
 		if (plan->n_netdevs == 0 && rn_sysfs_rdma_get(value, &sd, NULL) == 0)
 			for (size_t i = 0; r == 0 && i < sd.n_netdevs; i++)
-				r = plan_add_netdev_name(plan, sd.netdevs[i], err);
+				r = plan_add_netdev_at(plan, sd.netdevs[i], 0, err);
 		if (r < 0)
 			return r;
 		if (plan->n_netdevs == 0)
@@ -279,18 +272,16 @@ static int resolve_one(enum sel_kind kind, const char *value, const struct rn_rd
 			return rn_error_set(err, E2BIG,
 					    "device %s has more than %d RDMA devices or netdevs",
 					    value, RN_ATTACH_MAX);
-		for (size_t i = 0; i < rn; i++) {
-			r = plan_add_rdma(plan, rnames[i], err);
-			if (r < 0)
-				return r;
-		}
+		r = plan_add_rdma_names(plan, rnames, rn, err);
+		if (r < 0)
+			return r;
 		/* Netdevs bound to those RDMA devices' ports first (they name the pod interface). */
 		r = add_netdevs_bound(plan, devs, err);
 		if (r < 0)
 			return r;
 		if (plan->n_netdevs == 0)
 			for (size_t i = 0; i < nn; i++) {
-				r = plan_add_netdev_name(plan, nnames[i], err);
+				r = plan_add_netdev_at(plan, nnames[i], 0, err);
 				if (r < 0)
 					return r;
 			}
@@ -306,8 +297,16 @@ static int resolve_one(enum sel_kind kind, const char *value, const struct rn_rd
 		(void)rn_strscpy(plan->bus_id, sizeof(plan->bus_id), value);
 		return 0;
 	}
+	default:
+		return rn_error_set(err, EINVAL, "unknown selection");
 	}
-	return rn_error_set(err, EINVAL, "unknown selection");
+	/* a netdev l: it, the RDMA devices bound to it, the other netdevs of their ports */
+	r = plan_add_netdev(plan, &l, err);
+	if (r == 0)
+		r = add_rdma_of_netdev(plan, devs, err);
+	if (r == 0)
+		r = add_netdevs_bound(plan, devs, err);
+	return r;
 }
 
 int rn_attach_check_movable(const struct rn_attach_plan *plan, struct rn_error *err)
@@ -482,19 +481,47 @@ int rn_attach_resolve_chained(int pod_nsfd, const char *ifname,
 		(void)rn_strscpy(plan->bus_id, sizeof(plan->bus_id), bus);
 		if (!hints->rdma_dev) {
 			r = rn_sysfs_rdma_by_bus_id(bus, names, RN_ATTACH_MAX, &n, err);
+			if (r == 0)
+				r = plan_add_rdma_names(plan, names, n, err);
 			if (r < 0)
 				return r;
-			for (size_t i = 0; i < n && i < RN_ATTACH_MAX; i++) {
-				r = plan_add_rdma(plan, names[i], err);
-				if (r < 0)
-					return r;
-			}
 		}
 	}
 	return 0;
 }
 
 /* ---- moving in ---- */
+
+/*
+ * The plan's RDMA devices from one netns to the other, a step after each:
+ * into the pod (in_pod NULL), or home, those of them in_pod lists (moved[i]
+ * tells which went).
+ */
+static int move_rdma_devs(const struct rn_attach_plan *plan, int from_fd, int to_fd,
+			  const struct rn_rdma_devs *in_pod, bool *moved, rn_attach_step_fn step,
+			  void *arg, struct rn_error *err)
+{
+	for (size_t i = 0; i < plan->n_rdma; i++) {
+		int r;
+
+		if (in_pod && !devs_find(in_pod, plan->rdma[i]))
+			continue;
+		r = rn_move_rdma_dev(plan->rdma[i], from_fd, to_fd, err);
+		if (r < 0 && in_pod)
+			return rn_error_wrap(err, "cannot bring RDMA device %s home",
+					     plan->rdma[i]);
+		if (r < 0)
+			return r;
+		if (moved)
+			moved[i] = true;
+		r = run_step(step, arg, err,
+			     in_pod ? "brought RDMA device %s home" : "moved RDMA device %s",
+			     plan->rdma[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
 
 struct name_probe {
 	const char *name;
@@ -514,7 +541,6 @@ int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, rn_attach
 		      void *arg, struct rn_error *err)
 {
 	_cleanup_close_ int home = -1;
-	char what[128];
 	int r;
 
 	home = rn_netns_open_self(err);
@@ -542,15 +568,9 @@ int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, rn_attach
 		}
 	}
 	/* RDMA devices first: a driver that cannot change netns refuses before a netdev moved. */
-	for (size_t i = 0; i < plan->n_rdma; i++) {
-		r = rn_move_rdma_dev(plan->rdma[i], home, pod_nsfd, err);
-		if (r < 0)
-			return r;
-		snprintf(what, sizeof(what), "moved RDMA device %s", plan->rdma[i]);
-		r = run_step(step, arg, what, err);
-		if (r < 0)
-			return r;
-	}
+	r = move_rdma_devs(plan, home, pod_nsfd, NULL, NULL, step, arg, err);
+	if (r < 0)
+		return r;
 	if (plan->chained)
 		return 0;
 	for (size_t i = 0; i < plan->n_netdevs; i++) {
@@ -561,8 +581,7 @@ int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, rn_attach
 			r = rn_link_set_alias(nd->ifindex, nd->name, nd->name, err);
 			if (r < 0)
 				return r;
-			snprintf(what, sizeof(what), "set the alias of %s", nd->name);
-			r = run_step(step, arg, what, err);
+			r = run_step(step, arg, err, "set the alias of %s", nd->name);
 			if (r < 0)
 				return r;
 		}
@@ -570,8 +589,7 @@ int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, rn_attach
 				 strcmp(nd->name, nd->pod_name) ? nd->pod_name : NULL, err);
 		if (r < 0)
 			return r;
-		snprintf(what, sizeof(what), "moved netdev %s", nd->name);
-		r = run_step(step, arg, what, err);
+		r = run_step(step, arg, err, "moved netdev %s", nd->name);
 		if (r < 0)
 			return r;
 	}
@@ -599,7 +617,6 @@ static int configure_here(void *arg, struct rn_error *err)
 {
 	struct conf_job *job = arg;
 	struct rn_link l;
-	char what[128];
 	int r;
 
 	r = rn_link_by_name(job->ifname, &l, err);
@@ -608,15 +625,14 @@ static int configure_here(void *arg, struct rn_error *err)
 	r = rn_link_set_up(l.ifindex, l.name, true, err);
 	if (r < 0)
 		return r;
-	r = run_step(job->step, job->arg, "brought the pod interface up", err);
+	r = run_step(job->step, job->arg, err, "brought the pod interface up");
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < job->n_ips; i++) {
 		r = rn_link_addr_add(l.ifindex, l.name, job->ips[i].cidr, err);
 		if (r < 0)
 			return r;
-		snprintf(what, sizeof(what), "added address %s", job->ips[i].cidr);
-		r = run_step(job->step, job->arg, what, err);
+		r = run_step(job->step, job->arg, err, "added address %s", job->ips[i].cidr);
 		if (r < 0)
 			return r;
 	}
@@ -635,8 +651,7 @@ static int configure_here(void *arg, struct rn_error *err)
 		}
 		if (r < 0)
 			return r;
-		snprintf(what, sizeof(what), "added route %s", rt->dst);
-		r = run_step(job->step, job->arg, what, err);
+		r = run_step(job->step, job->arg, err, "added route %s", rt->dst);
 		if (r < 0)
 			return r;
 	}
@@ -764,14 +779,39 @@ static int roce_probe_here(void *arg, struct rn_error *err)
 	return 0;
 }
 
+struct gid_wait {
+	struct roce_probe probe;
+	long deadline;
+};
+
+/* In the pod (one thread and one sysfs for the whole wait): until every GID is there, or the deadline. */
+static int gid_wait_here(void *arg, struct rn_error *err)
+{
+	struct gid_wait *w = arg;
+	struct gid_job *job = w->probe.job;
+	unsigned int pause_us = 2000;
+	int r;
+
+	r = roce_probe_here(&w->probe, err);
+	if (r < 0 || job->n_devs == 0)
+		return r; /* InfiniBand, or no device bound to the pod interface */
+	for (;;) {
+		r = gid_probe_here(job, err);
+		if (r < 0 || !job->missing[0] || now_ms() >= w->deadline)
+			return r;
+		usleep(pause_us);
+		if (pause_us < 50000)
+			pause_us *= 2;
+	}
+}
+
 static int gid_check(int pod_nsfd, const struct rn_attach_plan *plan, const char *const *addrs,
 		     size_t n_addrs, int timeout_ms, struct rn_error *err)
 {
 	_cleanup_free_ struct gid_addr *parsed = NULL;
 	struct gid_job job = { 0 };
-	struct roce_probe probe = { .plan = plan, .job = &job };
-	long deadline = now_ms() + timeout_ms;
-	unsigned int pause_us = 2000;
+	struct gid_wait w = { .probe = { .plan = plan, .job = &job },
+			      .deadline = now_ms() + timeout_ms };
 	int r;
 
 	if (plan->n_rdma == 0 || n_addrs == 0 || plan->n_netdevs == 0)
@@ -784,23 +824,9 @@ static int gid_check(int pod_nsfd, const struct rn_attach_plan *plan, const char
 		return r;
 	job.addrs = parsed;
 	job.n_addrs = n_addrs;
-	r = rn_netns_run_sysfs(pod_nsfd, roce_probe_here, &probe, err);
-	if (r < 0)
+	r = rn_netns_run_sysfs(pod_nsfd, gid_wait_here, &w, err);
+	if (r < 0 || !job.missing[0])
 		return r;
-	if (job.n_devs == 0)
-		return 0; /* InfiniBand, or no device bound to the pod interface */
-	for (;;) {
-		r = rn_netns_run_sysfs(pod_nsfd, gid_probe_here, &job, err);
-		if (r < 0)
-			return r;
-		if (!job.missing[0])
-			return 0;
-		if (now_ms() >= deadline)
-			break;
-		usleep(pause_us);
-		if (pause_us < 50000)
-			pause_us *= 2;
-	}
 	return rn_error_set(err, ETIMEDOUT,
 			    "no RoCE v2 GID for the pod address on RDMA device %s after %d ms "
 			    "(is the port up? 'rdmans gids --netns' shows the table)",
@@ -990,35 +1016,27 @@ static int find_here(void *arg, struct rn_error *err)
 	return 0;
 }
 
-struct send_home_job {
-	const struct rn_link *link;
-	const char *name;
+struct fetch_job {
+	const struct rn_attach_netdev *nd;
 	int home_fd;
+	bool found; /* in the netns entered (as link); sent home unless an error says otherwise */
+	struct rn_link link;
 };
 
-static int send_home_here(void *arg, struct rn_error *err)
+/* One entry into a netns: look for the netdev there and send it home under its host name. */
+static int fetch_here(void *arg, struct rn_error *err)
 {
-	struct send_home_job *job = arg;
-
-	return rn_link_move(job->link->ifindex, job->link->name, job->home_fd,
-			    strcmp(job->link->name, job->name) ? job->name : NULL, err);
-}
-
-/* Moves netdev `l`, found in the netns of from_fd, home under its host name. */
-static int netdev_send_home(const struct rn_attach_netdev *nd, const struct rn_link *l, int from_fd,
-			    int home_fd, struct rn_error *err)
-{
-	struct send_home_job job = { .link = l, .name = nd->name, .home_fd = home_fd };
+	struct fetch_job *f = arg;
+	struct find_job job = { .nd = f->nd, .in_pod = true };
 	int r;
 
-	r = rn_netns_run(from_fd, send_home_here, &job, err);
-	if (r == -EEXIST)
-		return rn_error_set(
-			err, EEXIST,
-			"cannot bring netdev %s home: the host has another netdev named "
-			"%s now; rename that one and run DEL again",
-			l->name, nd->name);
-	return r;
+	r = find_here(&job, err);
+	if (r < 0 || !job.found)
+		return r;
+	f->found = true;
+	f->link = job.link;
+	return rn_link_move(job.link.ifindex, job.link.name, f->home_fd,
+			    strcmp(job.link.name, f->nd->name) ? f->nd->name : NULL, err);
 }
 
 /* At home: its host name, alias and up/down as before the attach. */
@@ -1070,7 +1088,6 @@ static int out_from_pod(const struct rn_attach_plan *plan, int pod_fd, int home_
 			struct out_state *os, rn_attach_step_fn step, void *arg,
 			struct rn_error *err)
 {
-	char what[128];
 	int r;
 
 	if (plan->n_rdma > 0 && plan->rdma_kernel) {
@@ -1079,38 +1096,32 @@ static int out_from_pod(const struct rn_attach_plan *plan, int pod_fd, int home_
 		r = rn_rdma_dump_in(pod_fd, &devs, err);
 		if (r < 0)
 			return rn_error_wrap(err, "cannot list the RDMA devices in the pod");
-		for (size_t i = 0; i < plan->n_rdma; i++) {
-			if (!devs_find(&devs, plan->rdma[i]))
-				continue;
-			r = rn_move_rdma_dev(plan->rdma[i], pod_fd, home_fd, err);
-			if (r < 0)
-				return rn_error_wrap(err, "cannot bring RDMA device %s home",
-						     plan->rdma[i]);
-			os->rdma_home[i] = true;
-			snprintf(what, sizeof(what), "brought RDMA device %s home", plan->rdma[i]);
-			r = run_step(step, arg, what, err);
-			if (r < 0)
-				return r;
-		}
+		r = move_rdma_devs(plan, pod_fd, home_fd, &devs, os->rdma_home, step, arg, err);
+		if (r < 0)
+			return r;
 	}
 	if (plan->chained)
 		return 0;
 	for (size_t i = 0; i < plan->n_netdevs; i++) {
 		const struct rn_attach_netdev *nd = &plan->netdevs[i];
-		struct find_job job = { .nd = nd, .in_pod = true };
+		struct fetch_job f = { .nd = nd, .home_fd = home_fd };
 
-		r = rn_netns_run(pod_fd, find_here, &job, err);
-		if (r < 0)
+		r = rn_netns_run(pod_fd, fetch_here, &f, err);
+		os->netdev_seen_in_pod[i] = f.found;
+		if (r < 0 && !f.found)
 			return rn_error_wrap(err, "cannot look for netdev %s in the pod",
 					     nd->pod_name);
-		if (!job.found)
-			continue;
-		os->netdev_seen_in_pod[i] = true;
-		r = netdev_send_home(nd, &job.link, pod_fd, home_fd, err);
+		if (r == -EEXIST)
+			return rn_error_set(
+				err, EEXIST,
+				"cannot bring netdev %s home: the host has another netdev named "
+				"%s now; rename that one and run DEL again",
+				f.link.name, nd->name);
 		if (r < 0)
 			return r;
-		snprintf(what, sizeof(what), "brought netdev %s home", nd->name);
-		r = run_step(step, arg, what, err);
+		if (!f.found)
+			continue;
+		r = run_step(step, arg, err, "brought netdev %s home", nd->name);
 		if (r < 0)
 			return r;
 	}
@@ -1140,7 +1151,6 @@ static int out_at_home(const struct rn_attach_plan *plan, bool pod_alive, struct
 	for (size_t i = 0; !plan->chained && i < plan->n_netdevs; i++) {
 		const struct rn_attach_netdev *nd = &plan->netdevs[i];
 		struct find_job job = { .nd = nd };
-		char what[128];
 
 		if (os->netdev_done[i])
 			continue;
@@ -1153,8 +1163,7 @@ static int out_at_home(const struct rn_attach_plan *plan, bool pod_alive, struct
 			if (r < 0)
 				return r;
 			os->netdev_done[i] = true;
-			snprintf(what, sizeof(what), "restored netdev %s", nd->name);
-			r = run_step(step, arg, what, err);
+			r = run_step(step, arg, err, "restored netdev %s", nd->name);
 			if (r < 0)
 				return r;
 			continue;
@@ -1168,29 +1177,6 @@ static int out_at_home(const struct rn_attach_plan *plan, bool pod_alive, struct
 	}
 	*ret_pending = pending;
 	return 0;
-}
-
-struct mac_hunt {
-	const struct rn_attach_netdev *nd;
-	int home_fd;
-	bool moved;
-};
-
-static int hunt_here(void *arg, struct rn_error *err)
-{
-	struct mac_hunt *h = arg;
-	struct find_job job = { .nd = h->nd, .in_pod = true };
-	struct send_home_job send;
-	int r;
-
-	r = find_here(&job, err);
-	if (r < 0 || !job.found)
-		return r;
-	send = (struct send_home_job){ .link = &job.link,
-				       .name = h->nd->name,
-				       .home_fd = h->home_fd };
-	h->moved = true;
-	return send_home_here(&send, err);
 }
 
 /* After the wait: look for what is still missing in every other netns. */
@@ -1236,11 +1222,11 @@ static int out_hunt(const struct rn_attach_plan *plan, int home_fd, bool pod_ali
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < plan->n_netdevs; i++) {
-		struct mac_hunt h = { .nd = &plan->netdevs[i], .home_fd = home_fd };
+		struct fetch_job f = { .nd = &plan->netdevs[i], .home_fd = home_fd };
 
 		if (os->netdev_done[i])
 			continue;
-		for (size_t k = 0; k < n_nets && !h.moved; k++) {
+		for (size_t k = 0; k < n_nets && !f.found; k++) {
 			_cleanup_close_ int fd = -1;
 
 			if (rn_netns_id_equal(&nets[k].id, &home_id))
@@ -1248,7 +1234,7 @@ static int out_hunt(const struct rn_attach_plan *plan, int home_fd, bool pod_ali
 			fd = rn_netns_open_path(nets[k].path, NULL);
 			if (fd < 0)
 				continue;
-			r = rn_netns_run(fd, hunt_here, &h, err);
+			r = rn_netns_run(fd, fetch_here, &f, err);
 			if (r < 0)
 				return r;
 		}
@@ -1328,6 +1314,12 @@ int rn_attach_plan_save(const struct rn_attach_plan *plan, struct rn_cni_state *
 		if (r < 0)                                                                         \
 			return r;                                                                  \
 	} while (0)
+/* "PREFIX.I.FIELD" */
+#define SETI(prefix, field, ...)                                                                   \
+	do {                                                                                       \
+		snprintf(key, sizeof(key), "%s.%zu.%s", prefix, i, field);                         \
+		SET(key, __VA_ARGS__);                                                             \
+	} while (0)
 
 	SET("mode", "%s", plan->chained ? "chained" : "main");
 	if (plan->bus_id[0])
@@ -1337,26 +1329,18 @@ int rn_attach_plan_save(const struct rn_attach_plan *plan, struct rn_cni_state *
 	for (size_t i = 0; i < plan->n_netdevs; i++) {
 		const struct rn_attach_netdev *nd = &plan->netdevs[i];
 
-		snprintf(key, sizeof(key), "netdev.%zu.name", i);
-		SET(key, "%s", nd->name);
-		snprintf(key, sizeof(key), "netdev.%zu.pod_name", i);
-		SET(key, "%s", nd->pod_name);
-		snprintf(key, sizeof(key), "netdev.%zu.mac", i);
-		SET(key, "%s", nd->mac);
-		snprintf(key, sizeof(key), "netdev.%zu.ifindex", i);
-		SET(key, "%d", nd->ifindex);
-		snprintf(key, sizeof(key), "netdev.%zu.kind", i);
-		SET(key, "%s", nd->kind);
-		snprintf(key, sizeof(key), "netdev.%zu.alias", i);
-		SET(key, "%s", nd->alias);
-		snprintf(key, sizeof(key), "netdev.%zu.up", i);
-		SET(key, "%d", nd->was_up);
+		SETI("netdev", "name", "%s", nd->name);
+		SETI("netdev", "pod_name", "%s", nd->pod_name);
+		SETI("netdev", "mac", "%s", nd->mac);
+		SETI("netdev", "ifindex", "%d", nd->ifindex);
+		SETI("netdev", "kind", "%s", nd->kind);
+		SETI("netdev", "alias", "%s", nd->alias);
+		SETI("netdev", "up", "%d", nd->was_up);
 	}
 	SET("rdma", "%zu", plan->n_rdma);
-	for (size_t i = 0; i < plan->n_rdma; i++) {
-		snprintf(key, sizeof(key), "rdma.%zu.name", i);
-		SET(key, "%s", plan->rdma[i]);
-	}
+	for (size_t i = 0; i < plan->n_rdma; i++)
+		SETI("rdma", "name", "%s", plan->rdma[i]);
+#undef SETI
 #undef SET
 	return 0;
 }

@@ -70,13 +70,8 @@ int rn_cni_state_set(struct rn_cni_state *st, const char *key, const char *value
 		return 0;
 	}
 	kcopy = strdup(key);
-	kv = realloc(st->v, (st->n + 1) * sizeof(*kv));
-	if (!kcopy || !kv) {
-		if (kv)
-			st->v = kv;
+	if (!kcopy || RN_GROW(st->v, NULL, st->n + 1) < 0)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	}
-	st->v = kv;
 	st->v[st->n].key = TAKE_PTR(kcopy);
 	st->v[st->n].value = TAKE_PTR(copy);
 	st->n++;
@@ -395,8 +390,8 @@ static int fsync_dir(const char *dir)
 	return 0;
 }
 
-int rn_cni_state_write(const char *dir, const char *name, const struct rn_cni_state *st,
-		       struct rn_error *err)
+static int state_write(const char *dir, const char *name, const struct rn_cni_state *st,
+		       bool durable, struct rn_error *err)
 {
 	char path[PATH_MAX], tmp[PATH_MAX];
 	_cleanup_close_ int fd = -1;
@@ -426,7 +421,7 @@ int rn_cni_state_write(const char *dir, const char *name, const struct rn_cni_st
 		    fputc('\n', f) == EOF)
 			r = -1;
 	}
-	if (r == 0 && (fflush(f) != 0 || fsync(fileno(f)) < 0))
+	if (r == 0 && (fflush(f) != 0 || (durable && fsync(fileno(f)) < 0)))
 		r = -1;
 	e = errno ? errno : EIO;
 	if (fclose(f) != 0 && r == 0) {
@@ -442,8 +437,21 @@ int rn_cni_state_write(const char *dir, const char *name, const struct rn_cni_st
 		(void)unlink(tmp);
 		return rn_error_errno(err, e, "cannot rename %s to %s", tmp, path);
 	}
-	(void)fsync_dir(dir);
+	if (durable)
+		(void)fsync_dir(dir);
 	return 0;
+}
+
+int rn_cni_state_write(const char *dir, const char *name, const struct rn_cni_state *st,
+		       struct rn_error *err)
+{
+	return state_write(dir, name, st, true, err);
+}
+
+int rn_cni_state_write_nosync(const char *dir, const char *name, const struct rn_cni_state *st,
+			      struct rn_error *err)
+{
+	return state_write(dir, name, st, false, err);
 }
 
 /* ".NAME.PID.tmp" of a writer killed before its rename: its PID is gone. */
@@ -518,15 +526,8 @@ int rn_cni_state_list(const char *dir, char ***ret_names, size_t *ret_n, struct 
 			continue;
 		if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
 			continue;
-		if (n == cap) {
-			char **v;
-
-			cap = cap ? cap * 2 : 16;
-			v = realloc(names, cap * sizeof(*v));
-			if (!v)
-				goto oom;
-			names = v;
-		}
+		if (RN_GROW(names, &cap, n + 1) < 0)
+			goto oom;
 		copy = strdup(de->d_name);
 		if (!copy)
 			goto oom;

@@ -106,6 +106,22 @@ static void values_round_trip_with_escapes(void)
 		CHECK_INT(rn_cni_state_get_uint(&back, "pod_name", &v), -EINVAL);
 		CHECK_INT(rn_cni_state_get_uint(&back, "absent", &v), -ENOENT);
 	}
+	rn_cni_state_free(&back);
+	/* without the fsyncs: replaced whole, same mode, no temporary file left */
+	CHECK_INT(rn_cni_state_set(&st, "phase", "ready", &err), 0);
+	CHECK_INT(rn_cni_state_write_nosync(dir, "net:c1:net1", &st, &err), 0);
+	CHECK_INT(stat(path, &sb), 0);
+	CHECK_INT(sb.st_mode & 0777, 0600);
+	CHECK_INT(rn_cni_state_read(dir, "net:c1:net1", &back, &err), 0);
+	CHECK_STR(rn_cni_state_get(&back, "phase"), "ready");
+	CHECK_STR(rn_cni_state_get(&back, "pod_name"), "gpu-pod1");
+	CHECK_INT(back.n, 4);
+	{
+		char tmp[160];
+
+		snprintf(tmp, sizeof(tmp), "%s/.net:c1:net1.%d.tmp", dir, (int)getpid());
+		CHECK_INT(stat(tmp, &sb), -1);
+	}
 	rn_cni_state_free(&st);
 	rn_cni_state_free(&back);
 	CHECK_INT(rn_cni_state_read(dir, "net:c9:net1", &back, &err), -ENOENT);
