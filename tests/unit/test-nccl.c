@@ -1592,7 +1592,6 @@ static void merging_again_changes_nothing_and_restores_what_is_no_longer_set(voi
 	CHECK_CONTAINS(later, "#rdmans-overridden:NCCL_IB_HCA=mlx5\n");
 	rn_nccl_result_free(&res2);
 	{
-		_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
 		_cleanup_nccl_layer_ struct rn_nccl_layer l = { 0 };
 
 		/* the device left: a profile-only result, nothing detected */
