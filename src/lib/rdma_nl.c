@@ -371,16 +371,25 @@ int rn_rdma_dev_find(struct rn_rdma *rdma, const char *name, struct rn_rdma_dev 
 	r = rn_name_check("RDMA device", name, RN_RDMA_NAME_MAX - 1, err);
 	if (r < 0)
 		return r;
-	r = rn_rdma_dev_dump(rdma, &devs, err);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < devs.n; i++) {
-		if (strcmp(devs.devs[i].name, name) == 0) {
-			*out = devs.devs[i];
-			/* ownership of the ports array moves to out */
-			devs.devs[i].ports = NULL;
-			devs.devs[i].nports = 0;
-			return 0;
+	/*
+	 * The kernel resumes a dump that spans several messages by counting the
+	 * devices this netns sees: one that leaves between two parts (another
+	 * ADD moving its device) makes the next one skipped. So "absent" is
+	 * what three dumps in a row say.
+	 */
+	for (int tries = 0; tries < 3; tries++) {
+		rn_rdma_devs_free(&devs);
+		r = rn_rdma_dev_dump(rdma, &devs, err);
+		if (r < 0)
+			return r;
+		for (size_t i = 0; i < devs.n; i++) {
+			if (strcmp(devs.devs[i].name, name) == 0) {
+				*out = devs.devs[i];
+				/* ownership of the ports array moves to out */
+				devs.devs[i].ports = NULL;
+				devs.devs[i].nports = 0;
+				return 0;
+			}
 		}
 	}
 	return rn_error_set(err, ENODEV,
