@@ -306,16 +306,80 @@ static int cmp_port_index(const void *a, const void *b)
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
-int rn_rdma_dev_dump(struct rn_rdma *rdma, struct rn_rdma_devs *out, struct rn_error *err)
+static bool same_devs(const struct rn_rdma_devs *a, const struct rn_rdma_devs *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (a->devs[i].index != b->devs[i].index ||
+		    strcmp(a->devs[i].name, b->devs[i].name) != 0)
+			return false;
+	return true;
+}
+
+/* One pass of the device dump, sorted by index; no ports yet. */
+static int dev_list_once(struct rn_rdma *rdma, struct rn_rdma_devs *out, char *ack, size_t ack_len,
+			 struct rn_error *err)
 {
 	struct dev_collect c = { .out = out, .cap = 0 };
-	char ack[256], says[300];
 	struct nlmsghdr *nlh;
 	int r;
 
 	memset(out, 0, sizeof(*out));
 	nlh = msg_prepare(rdma, RDMA_NLDEV_CMD_GET, NLM_F_DUMP);
-	r = msg_exchange(rdma, nlh, dev_dump_cb, &c, ack, sizeof(ack), err);
+	r = msg_exchange(rdma, nlh, dev_dump_cb, &c, ack, ack_len, err);
+	if (r < 0) {
+		rn_rdma_devs_free(out);
+		return r;
+	}
+	if (out->n > 1)
+		qsort(out->devs, out->n, sizeof(*out->devs), cmp_dev_index);
+	return 0;
+}
+
+/*
+ * The kernel sends one device per part of a dump and resumes by counting
+ * the devices this netns sees (ib_enum_all_devs): a device that leaves
+ * between two parts (moved to a pod, or briefly unregistered while it
+ * moves) makes the next one skipped, one that arrives makes one repeated.
+ * A list is trusted once two passes in a row agree: a pass that skipped a
+ * device saw a change, and the next one sees the set after it.
+ */
+#define DEV_LIST_PASSES 16
+
+static int dev_list_stable(struct rn_rdma *rdma, struct rn_rdma_devs *out, char *ack,
+			   size_t ack_len, struct rn_error *err)
+{
+	_cleanup_rdma_devs_ struct rn_rdma_devs prev = { 0 };
+	int r;
+
+	r = dev_list_once(rdma, &prev, ack, ack_len, err);
+	if (r < 0)
+		return r;
+	for (int pass = 1; pass < DEV_LIST_PASSES; pass++) {
+		r = dev_list_once(rdma, out, ack, ack_len, err);
+		if (r < 0)
+			return r;
+		if (same_devs(&prev, out))
+			return 0;
+		rn_rdma_devs_free(&prev);
+		prev = *out;
+		memset(out, 0, sizeof(*out));
+	}
+	return rn_error_set(err, EAGAIN,
+			    "the RDMA devices of this network namespace kept changing while being "
+			    "listed (%d passes disagreed); try again once devices stop moving",
+			    DEV_LIST_PASSES);
+}
+
+int rn_rdma_dev_dump(struct rn_rdma *rdma, struct rn_rdma_devs *out, struct rn_error *err)
+{
+	char ack[256], says[300];
+	struct nlmsghdr *nlh;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	r = dev_list_stable(rdma, out, ack, sizeof(ack), err);
 	if (r < 0)
 		goto fail;
 	/* The kernel dumps ports one device at a time (DEV_INDEX is required). */
@@ -331,8 +395,6 @@ int rn_rdma_dev_dump(struct rn_rdma *rdma, struct rn_rdma_devs *out, struct rn_e
 			qsort(out->devs[i].ports, out->devs[i].nports, sizeof(struct rn_rdma_port),
 			      cmp_port_index);
 	}
-	if (out->n > 1)
-		qsort(out->devs, out->n, sizeof(*out->devs), cmp_dev_index);
 	return 0;
 fail:
 	rn_rdma_devs_free(out);
@@ -371,25 +433,16 @@ int rn_rdma_dev_find(struct rn_rdma *rdma, const char *name, struct rn_rdma_dev 
 	r = rn_name_check("RDMA device", name, RN_RDMA_NAME_MAX - 1, err);
 	if (r < 0)
 		return r;
-	/*
-	 * The kernel resumes a dump that spans several messages by counting the
-	 * devices this netns sees: one that leaves between two parts (another
-	 * ADD moving its device) makes the next one skipped. So "absent" is
-	 * what three dumps in a row say.
-	 */
-	for (int tries = 0; tries < 3; tries++) {
-		rn_rdma_devs_free(&devs);
-		r = rn_rdma_dev_dump(rdma, &devs, err);
-		if (r < 0)
-			return r;
-		for (size_t i = 0; i < devs.n; i++) {
-			if (strcmp(devs.devs[i].name, name) == 0) {
-				*out = devs.devs[i];
-				/* ownership of the ports array moves to out */
-				devs.devs[i].ports = NULL;
-				devs.devs[i].nports = 0;
-				return 0;
-			}
+	r = rn_rdma_dev_dump(rdma, &devs, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < devs.n; i++) {
+		if (strcmp(devs.devs[i].name, name) == 0) {
+			*out = devs.devs[i];
+			/* ownership of the ports array moves to out */
+			devs.devs[i].ports = NULL;
+			devs.devs[i].nports = 0;
+			return 0;
 		}
 	}
 	return rn_error_set(err, ENODEV,
