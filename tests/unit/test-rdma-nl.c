@@ -247,6 +247,18 @@ ssize_t __wrap_mnl_socket_recvfrom(const struct mnl_socket *nl, void *buf, size_
 
 /* ---- tests ---- */
 
+/* mlx5_0, mlx5_1, mlx5_2 at indexes 1, 4, 6; returns mlx5_1's slot. */
+static int three_devices(void)
+{
+	int mid;
+
+	fake_reset();
+	fake_add(1, "mlx5_0");
+	mid = fake_add(4, "mlx5_1");
+	fake_add(6, "mlx5_2");
+	return mid;
+}
+
 static char *names_of(const struct rn_rdma_devs *devs)
 {
 	static char buf[256];
@@ -266,10 +278,7 @@ static void dump_quiet(void)
 	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
 	struct rn_error err = { 0 };
 
-	fake_reset();
-	fake_add(1, "mlx5_0");
-	fake_add(4, "mlx5_1");
-	fake_add(6, "mlx5_2");
+	three_devices();
 	REQUIRE(rn_rdma_open(&rdma, &err) == 0);
 	CHECK_INT(rn_rdma_dev_dump(rdma, &devs, &err), 0);
 	CHECK_STR(names_of(&devs), "mlx5_0 mlx5_1 mlx5_2");
@@ -285,13 +294,8 @@ static void dump_device_leaves_mid_dump(void)
 	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
 	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
 	struct rn_error err = { 0 };
-	int mid;
 
-	fake_reset();
-	fake_add(1, "mlx5_0");
-	mid = fake_add(4, "mlx5_1");
-	fake_add(6, "mlx5_2");
-	fake_toggle_after(2, mid); /* leaves once mlx5_0 and mlx5_1 were sent */
+	fake_toggle_after(2, three_devices()); /* leaves once mlx5_0 and mlx5_1 were sent */
 	REQUIRE(rn_rdma_open(&rdma, &err) == 0);
 	CHECK_INT(rn_rdma_dev_dump(rdma, &devs, &err), 0);
 	CHECK_STR(names_of(&devs), "mlx5_0 mlx5_2");
@@ -321,13 +325,8 @@ static void find_device_behind_one_that_leaves(void)
 	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
 	struct rn_rdma_dev dev = { 0 };
 	struct rn_error err = { 0 };
-	int mid;
 
-	fake_reset();
-	fake_add(1, "mlx5_0");
-	mid = fake_add(4, "mlx5_1");
-	fake_add(6, "mlx5_2");
-	fake_toggle_after(2, mid);
+	fake_toggle_after(2, three_devices());
 	REQUIRE(rn_rdma_open(&rdma, &err) == 0);
 	CHECK_INT(rn_rdma_dev_find(rdma, "mlx5_2", &dev, &err), 0);
 	CHECK_STR(dev.name, "mlx5_2");
@@ -341,12 +340,8 @@ static void dump_never_settles(void)
 	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
 	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
 	struct rn_error err = { 0 };
-	int flapping;
+	int flapping = three_devices();
 
-	fake_reset();
-	fake_add(1, "mlx5_0");
-	flapping = fake_add(4, "mlx5_1");
-	fake_add(6, "mlx5_2");
 	for (unsigned p = 1; p < MAX_EVENTS; p++)
 		fake_toggle_after(p * 2, flapping); /* on the move during every pass */
 	REQUIRE(rn_rdma_open(&rdma, &err) == 0);
