@@ -1,30 +1,43 @@
 #!/bin/bash
-# Prepares what the VM test suite needs, and is fast when it is already there:
-#  - host packages (qemu, busybox-static, kmod, iproute2, rdma-core, ...,
-#    linux-headers-$KVER for out-of-tree test modules), installed only if missing;
-#  - Debian's kernel package linux-image-$KVER, fetched with `apt-get download`
-#    (never installed on the host) and unpacked with dpkg-deb -x;
-#  - a busybox initramfs that mounts the host's / over 9p under a tmpfs overlay.
+# Prepares what the VM test suite needs, and is fast when it is already there.
+# Two worlds ($RDMANS_VM_WORLD):
+#  - today (the default): Debian 12's kernel (linux-image-$KVER, kver.sh), and
+#    the host's own / as the guest's root;
+#  - current: Debian sid's kernel (linux-binary-, linux-modules-$KVER) and a
+#    sid userland root made by mmdebstrap (containerd 2.x, podman 5, runc,
+#    crun, CNI plugins, rdma-core, perftest, and the headers and compiler that
+#    build out-of-tree modules for that kernel), never installed on the host.
+#    Sid is read through a private apt list dir: the host's apt setup is untouched.
+# Both: host packages (qemu, busybox-static, ...) installed only if missing;
+# kernel packages fetched with `apt-get download` and unpacked with dpkg-deb -x;
+# a busybox initramfs that mounts the host's / over 9p under a tmpfs overlay
+# (and, in the current world, the sid root as the guest's / instead).
 #
 # Layout ($RDMANS_VM_CACHE, default /var/cache/rdmans-vm):
-#   $CACHE/$KVER/root/        the unpacked package (depmod'ed)
-#   $CACHE/$KVER/vmlinuz      -> root/boot/vmlinuz-$KVER
-#   $CACHE/$KVER/modules      -> root/lib/modules/$KVER
+#   $CACHE/$KVER/root/        the unpacked packages (depmod'ed)
+#   $CACHE/$KVER/vmlinuz      the kernel image
+#   $CACHE/$KVER/modules      -> the module tree
 #   $CACHE/$KVER/initramfs.img
+#   $CACHE/current/apt/       sid's package lists (current world)
+#   $CACHE/current/root/      the sid userland (current world)
 #
-# Prints nothing on stdout except, with --print, "KVER=... CACHE_DIR=..." lines.
-# KVER comes from tests/vm/kver.sh ($RDMANS_VM_KVER overrides it).
+# Prints nothing on stdout except, with --print, "KVER=... CACHE_DIR=...
+# WORLD=... ROOT=..." lines (ROOT: the guest's / on the host, "/" for today).
+# KVER: kver.sh for today, sid's linux-image-amd64 for current;
+# $RDMANS_VM_KVER overrides either.
 set -eu -o pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 CACHE=${RDMANS_VM_CACHE:-/var/cache/rdmans-vm}
+WORLD=${RDMANS_VM_WORLD:-today}
+case "$WORLD" in today | current) ;; *) echo "prepare.sh: error: RDMANS_VM_WORLD must be today or current, not '$WORLD'" >&2; exit 2 ;; esac
 
 log() { echo "prepare.sh: $*" >&2; }
 die() { echo "prepare.sh: error: $*" >&2; exit 1; }
 
 # Bumped whenever the initramfs contents below change in a way the hash of
 # this file would not already catch (kept for clarity).
-INITRAMFS_FORMAT=1
+INITRAMFS_FORMAT=2
 
 apt_updated=0
 apt_update_once() {
@@ -60,19 +73,61 @@ ensure_packages() {
 	fi
 }
 
+# --- sid through a private apt dir (current world) ---------------------------
+# The mirror is the host's own (its debian.sources or sources.list), suite sid.
+SID=$CACHE/current
+sid_apt_opts() {
+	echo "-o Dir::Etc::sourcelist=$SID/apt/sources.list -o Dir::Etc::sourceparts=-" \
+		"-o Dir::State::Lists=$SID/apt/lists -o Dir::Cache=$SID/apt/cache" \
+		"-o Dir::State::status=$SID/apt/status -o Acquire::Check-Valid-Until=false" \
+		"-o APT::Sandbox::User=root"
+}
+sid_mirror() {
+	local m
+	m=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\/debian\)\/*$/\1/p' \
+		/etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
+	[ -n "$m" ] || m=$(sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\/debian\)\/*[[:space:]].*/\2/p' \
+		/etc/apt/sources.list 2>/dev/null | head -n 1)
+	[ -n "$m" ] || die "no Debian mirror in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list"
+	echo "$m"
+}
+sid_lists() {
+	[ -f "$SID/apt/.updated" ] && return 0
+	need_root "fetching sid's package lists"
+	mkdir -p "$SID/apt/lists/partial" "$SID/apt/cache/archives/partial"
+	: >"$SID/apt/status"
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(sid_mirror) sid main" \
+		>"$SID/apt/sources.list"
+	log "fetching sid's package lists"
+	# shellcheck disable=SC2046
+	apt-get $(sid_apt_opts) update -qq >&2 || die "apt-get update (sid, private lists) failed"
+	touch "$SID/apt/.updated"
+}
+
 # --- kernel version ---------------------------------------------------------
-if ! KVER=$("$HERE/kver.sh" 2>/dev/null); then
+if [ "$WORLD" = current ]; then
+	mkdir -p "$SID" 2>/dev/null || die "cannot create $SID (set RDMANS_VM_CACHE?)"
+	exec 8>"$SID/.lock"
+	flock 8
+	sid_lists
+	if [ -n "${RDMANS_VM_KVER:-}" ]; then
+		KVER=$RDMANS_VM_KVER
+	else
+		# shellcheck disable=SC2046
+		KVER=$(apt-cache $(sid_apt_opts) depends linux-image-amd64 2>/dev/null |
+			sed -n 's/.*Depends: linux-image-\([0-9].*-amd64\)$/\1/p' | head -n 1)
+		[ -n "$KVER" ] || die "sid's linux-image-amd64 names no kernel"
+	fi
+elif ! KVER=$("$HERE/kver.sh" 2>/dev/null); then
 	need_root "apt-get update"
 	apt_update_once
 	KVER=$("$HERE/kver.sh") || die "cannot determine the kernel version (kver.sh failed)"
 fi
-case "$KVER" in
-*[!A-Za-z0-9._+-]* | "") die "odd kernel version '$KVER'" ;;
-esac
-
 # --- host packages ----------------------------------------------------------
 ensure_packages qemu-system-x86 busybox-static cpio gzip kmod util-linux \
-	coreutils iproute2 rdma-core ibverbs-utils "linux-headers-$KVER"
+	coreutils iproute2 rdma-core ibverbs-utils xz-utils
+# today's world builds its test modules on the host; the current one in its root
+[ "$WORLD" = current ] || ensure_packages "linux-headers-$KVER"
 
 # --- kernel + modules + initramfs (under a lock: tests may run concurrently) --
 mkdir -p "$CACHE" 2>/dev/null || die "cannot create cache dir $CACHE (set RDMANS_VM_CACHE?)"
@@ -83,23 +138,38 @@ flock 9
 KDIR=$CACHE/$KVER
 mkdir -p "$KDIR"
 
-if [ ! -e "$KDIR/root/.unpacked" ]; then
-	log "fetching linux-image-$KVER"
-	dl=$(mktemp -d "$CACHE/.dl.XXXXXX")
-	trap 'rm -rf "$dl"' EXIT
-	if ! (cd "$dl" && apt-get download -q -o APT::Sandbox::User=root "linux-image-$KVER" >&2); then
+# The kernel's packages: today, linux-image-$KVER holds it all; in sid the image,
+# its modules and its config are three packages (linux-image-$KVER is empty).
+if [ "$WORLD" = current ]; then
+	kpkgs="linux-binary-$KVER linux-modules-$KVER linux-base-$KVER"
+	apt_download() {
+		# shellcheck disable=SC2046
+		apt-get $(sid_apt_opts) download -q "$@" >&2
+	}
+else
+	kpkgs="linux-image-$KVER"
+	apt_download() {
+		apt-get download -q -o APT::Sandbox::User=root "$@" >&2 && return 0
 		need_root "apt-get update"
 		apt_update_once
-		(cd "$dl" && apt-get download -q -o APT::Sandbox::User=root "linux-image-$KVER" >&2) ||
-			die "apt-get download linux-image-$KVER failed"
-	fi
-	deb=$(ls "$dl"/linux-image-*.deb 2>/dev/null | head -n 1)
-	[ -n "$deb" ] || die "apt-get download produced no .deb"
-	log "unpacking $(basename "$deb")"
+		apt-get download -q -o APT::Sandbox::User=root "$@" >&2
+	}
+fi
+if [ ! -e "$KDIR/root/.unpacked" ]; then
+	log "fetching $kpkgs"
+	dl=$(mktemp -d "$CACHE/.dl.XXXXXX")
+	trap 'rm -rf "$dl"' EXIT
+	# shellcheck disable=SC2086
+	(cd "$dl" && apt_download $kpkgs) || die "apt-get download $kpkgs failed"
 	mkdir "$dl/root"
-	dpkg-deb -x "$deb" "$dl/root" || die "dpkg-deb -x $deb failed"
-	[ -f "$dl/root/boot/vmlinuz-$KVER" ] || die "no boot/vmlinuz-$KVER in $deb"
-	[ -d "$dl/root/lib/modules/$KVER" ] || die "no lib/modules/$KVER in $deb"
+	for deb in "$dl"/*.deb; do
+		[ -f "$deb" ] || die "apt-get download produced no .deb"
+		log "unpacking $(basename "$deb")"
+		dpkg-deb -x "$deb" "$dl/root" || die "dpkg-deb -x $deb failed"
+	done
+	# sid ships a merged /usr: bookworm's depmod looks only under ROOT/lib/modules
+	[ -e "$dl/root/lib" ] || ln -s usr/lib "$dl/root/lib"
+	[ -d "$dl/root/lib/modules/$KVER" ] || die "no lib/modules/$KVER in $kpkgs"
 	depmod -b "$dl/root" "$KVER" || die "depmod failed"
 	touch "$dl/root/.unpacked"
 	rm -rf "$KDIR/root" "$KDIR/initramfs.img"
@@ -107,7 +177,11 @@ if [ ! -e "$KDIR/root/.unpacked" ]; then
 	rm -rf "$dl"
 	trap - EXIT
 fi
-ln -sfn "root/boot/vmlinuz-$KVER" "$KDIR/vmlinuz"
+for vmlinuz in "root/boot/vmlinuz-$KVER" "root/lib/modules/$KVER/vmlinuz" ""; do
+	[ -z "$vmlinuz" ] || [ ! -f "$KDIR/$vmlinuz" ] || break
+done
+[ -n "$vmlinuz" ] || die "no kernel image (boot/vmlinuz-$KVER or lib/modules/$KVER/vmlinuz) in $KDIR/root"
+ln -sfn "$vmlinuz" "$KDIR/vmlinuz"
 ln -sfn "root/lib/modules/$KVER" "$KDIR/modules"
 
 # The initramfs is rebuilt whenever this script changes.
@@ -127,8 +201,13 @@ if [ ! -f "$KDIR/initramfs.img" ] || [ "$(cat "$KDIR/initramfs.stamp" 2>/dev/nul
 	done | while read -r kind path _; do
 		[ "$kind" = insmod ] || continue # "builtin X": nothing to load
 		name=$(basename "$path")
+		# busybox insmod takes plain modules: sid's are .ko.xz
+		case "$name" in *.xz) name=${name%.xz} ;; esac
 		grep -qx "$name" "$ir/mod/order" && continue
-		cp "$path" "$ir/mod/$name"
+		case "$path" in
+		*.xz) xz -dc "$path" >"$ir/mod/$name" || die "cannot decompress $path" ;;
+		*) cp "$path" "$ir/mod/$name" ;;
+		esac
 		echo "$name" >>"$ir/mod/order"
 	done
 	[ -s "$ir/mod/order" ] || die "no modules for the initramfs"
@@ -136,6 +215,9 @@ if [ ! -f "$KDIR/initramfs.img" ] || [ "$(cat "$KDIR/initramfs.stamp" 2>/dev/nul
 #!/bin/busybox sh
 # rdmans VM stage 1: reach the host's / over 9p, put a tmpfs overlay on top,
 # mount the API filesystems, then switch_root and run the job (stage 2).
+# The job share may name another root (its file "root": a host directory, the
+# current world's sid root) and host directories to show at the same paths in
+# it (its file "binds", one a line), each under a tmpfs overlay of its own.
 /bin/busybox --install -s /bin
 export PATH=/bin
 panic() { echo "rdmans-vm init: $*"; poweroff -f; sleep 5; }
@@ -147,11 +229,25 @@ for m in $(cat /mod/order); do
 done
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose hostroot /lower ||
 	panic "cannot mount the host root (9p tag hostroot)"
+mkdir -p /share
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none rdmansvm /share ||
+	panic "cannot mount the job share (9p tag rdmansvm)"
+root=
+[ -f /share/root ] && root=$(cat /share/root)
+[ -z "$root" ] || [ -d "/lower$root" ] || panic "the guest root $root is not a directory on the host"
 mount -t tmpfs -o mode=0755 rw /rw
 mkdir -p /rw/upper /rw/work
-mount -t overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work overlay /newroot ||
+mount -t overlay -o lowerdir=/lower$root,upperdir=/rw/upper,workdir=/rw/work overlay /newroot ||
 	panic "cannot mount the overlay root"
 N=/newroot
+i=0
+[ -f /share/binds ] && while read -r p; do
+	[ -n "$p" ] || continue
+	i=$((i + 1))
+	mkdir -p "/rw/b$i/upper" "/rw/b$i/work" "$N$p" &&
+		mount -t overlay -o "lowerdir=/lower$p,upperdir=/rw/b$i/upper,workdir=/rw/b$i/work" overlay "$N$p" ||
+		panic "cannot show the host's $p in the guest"
+done </share/binds
 mount -t proc proc $N/proc
 mount -t sysfs sysfs $N/sys
 mount -t devtmpfs devtmpfs $N/dev
@@ -159,9 +255,8 @@ mkdir -p $N/dev/pts $N/dev/shm
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts $N/dev/pts
 mount -t tmpfs -o mode=1777 shm $N/dev/shm
 mount -t tmpfs -o mode=0755 run $N/run
-mkdir -p $N/run/netns $N/run/lock $N/run/rdmans-vm/share
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none rdmansvm $N/run/rdmans-vm/share ||
-	panic "cannot mount the job share (9p tag rdmansvm)"
+mkdir -p $N/run/netns $N/run/lock $N/run/rdmans-vm/share $N/tmp
+mount --move /share $N/run/rdmans-vm/share || panic "cannot move the job share into the root"
 mount -t debugfs debugfs $N/sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs $N/sys/kernel/tracing 2>/dev/null
 mount -t bpf bpf $N/sys/fs/bpf 2>/dev/null
@@ -170,7 +265,7 @@ mount -t cgroup2 cgroup2 $N/sys/fs/cgroup 2>/dev/null
 kver=$(uname -r)
 mods=$(cat /rdmans-vm-modules)
 mkdir -p $N/lib/modules/$kver
-mount --bind $N$mods $N/lib/modules/$kver || panic "cannot bind $mods to /lib/modules/$kver"
+mount --bind /lower$mods $N/lib/modules/$kver || panic "cannot bind $mods to /lib/modules/$kver"
 cp /bin/busybox /stage2 $N/run/rdmans-vm/
 exec switch_root $N /run/rdmans-vm/busybox sh /run/rdmans-vm/stage2
 EOF
@@ -197,7 +292,7 @@ $B sync
 $B poweroff -f
 EOF
 	chmod 755 "$ir/init"
-	echo "$KDIR/root/lib/modules/$KVER" >"$ir/rdmans-vm-modules"
+	readlink -f "$KDIR/root/lib/modules/$KVER" >"$ir/rdmans-vm-modules"
 	(cd "$ir" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) |
 		gzip -1 >"$ir.img" || die "cannot build the initramfs"
 	mv "$ir.img" "$KDIR/initramfs.img"
@@ -206,7 +301,39 @@ EOF
 	trap - EXIT
 fi
 
+# --- the current world's userland: a sid root ---------------------------------
+# What a current node runs (containerd 2.x, podman 5, runc, crun, CNI plugins,
+# rdma-core, perftest), the libraries of our test build, the CRI client's
+# grpc tools, and gcc + linux-headers-$KVER for out-of-tree test modules.
+ROOT=/
+if [ "$WORLD" = current ]; then
+	sid_pkgs="bash iproute2 kmod procps util-linux jq busybox-static strace ca-certificates
+		containerd runc crun podman netavark containernetworking-plugins iptables nftables
+		rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
+		libmnl0 libnl-3-200 libnl-route-3-200 libjansson4 libcurl4t64 libibverbs1
+		librdmacm1t64 libmicrohttpd12t64 libasan8 libubsan1
+		python3 python3-grpcio python3-protobuf python3-grpc-tools golang-k8s-cri-api-dev
+		etcd-server etcd-client make linux-headers-$KVER"
+	ROOT=$SID/root
+	rstamp="$(echo $sid_pkgs | tr ' ' '\n' | LC_ALL=C sort | tr '\n' ' ')"
+	if [ "$(cat "$ROOT/.rdmans-world" 2>/dev/null)" != "$rstamp" ]; then
+		need_root "building the sid root"
+		ensure_packages mmdebstrap
+		log "building the current world's sid root (mmdebstrap, about 1 GB)"
+		rm -rf "$SID/root.new"
+		mmdebstrap --quiet --variant=minbase --aptopt='Acquire::Check-Valid-Until "false"' \
+			--include="$(echo $sid_pkgs | tr ' ' ',')" sid "$SID/root.new" \
+			"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(sid_mirror) sid main" >&2 ||
+			die "mmdebstrap of the sid root failed"
+		echo "$rstamp" >"$SID/root.new/.rdmans-world"
+		rm -rf "$ROOT"
+		mv "$SID/root.new" "$ROOT"
+	fi
+fi
+
 if [ "${1:-}" = --print ]; then
 	echo "KVER=$KVER"
 	echo "CACHE_DIR=$KDIR"
+	echo "WORLD=$WORLD"
+	echo "ROOT=$ROOT"
 fi

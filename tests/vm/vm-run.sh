@@ -1,10 +1,15 @@
 #!/bin/bash
 # vm-run.sh GUEST_SCRIPT [ARGS...]
 #
-# Boots Debian's kernel (see kver.sh) in qemu with the host's / as the guest's
-# root (9p, read-only, tmpfs overlay on top) and runs GUEST_SCRIPT there as
-# root, with ARGS, in the same working directory. The guest sees host files at
-# the same paths; what it writes stays in the guest's tmpfs.
+# Boots Debian's kernel in qemu and runs GUEST_SCRIPT there as root, with ARGS,
+# in the same working directory; what the guest writes stays in its tmpfs.
+# RDMANS_VM_WORLD picks the world (prepare.sh):
+#  - today (default): Debian 12's kernel, the host's / as the guest's root (9p,
+#    read-only, tmpfs overlay on top): the guest sees host files at the same paths;
+#  - current: sid's kernel and the sid root prepare.sh builds as the guest's
+#    root; of the host's files the guest sees, at the same paths, this
+#    repository, the working directory, $RDMANS_BUILD_DIR and the directories
+#    listed (space-separated) in $RDMANS_VM_BINDS, each under its own overlay.
 #
 # The script's stdout+stderr appear on this script's stdout; this script exits
 # with the script's exit status, or non-zero with a message on stderr when the
@@ -43,6 +48,7 @@ t0=$(date +%s.%N)
 prep=$("$HERE/prepare.sh" --print) || die "prepare.sh failed"
 KVER=$(echo "$prep" | sed -n 's/^KVER=//p')
 KDIR=$(echo "$prep" | sed -n 's/^CACHE_DIR=//p')
+ROOT=$(echo "$prep" | sed -n 's/^ROOT=//p')
 [ -n "$KVER" ] && [ -r "$KDIR/vmlinuz" ] && [ -r "$KDIR/initramfs.img" ] ||
 	die "prepare.sh did not leave a kernel and initramfs in '$KDIR'"
 
@@ -86,6 +92,14 @@ trap 'echo "$me: terminated" >&2; exit 143' TERM HUP
 	echo
 } >"$work/share/job.sh"
 : >"$work/share/out"
+if [ "$ROOT" != / ]; then
+	echo "$ROOT" >"$work/share/root"
+	# parents first: a bind inside another one is mounted over it
+	for d in "$(cd "$HERE/../.." && pwd)" "$cwd" ${RDMANS_BUILD_DIR:-} ${RDMANS_VM_BINDS:-}; do
+		[ -d "$d" ] || die "cannot show $d in the guest: not a directory"
+		readlink -f "$d"
+	done | awk '{ print length($0) " " $0 }' | sort -n -u | cut -d' ' -f2- >"$work/share/binds"
+fi
 
 # One vCPU by default: with two, a guest once sat in a soft lockup on both
 # vCPUs (runc and its re-exec, 400 s) under multi-threaded TCG; one vCPU
