@@ -90,7 +90,10 @@ int cni_cmd_status(struct cni_ctx *ctx)
 				"move into pods. Run 'rdmans system set netns exclusive --persist' "
 				"and reboot the node");
 	}
-	if (ctx->conf.ipam_type && !ctx->conf.prev_result && cni_delegate_supports(ctx, "1.1.0")) {
+	/* STATUS exists for 1.1.0 configurations only: an IPAM plugin that knows
+	 * it (host-local 1.9) refuses it for an older one, as the runtime would */
+	if (ctx->conf.ipam_type && !ctx->conf.prev_result && ctx->conf.ver >= 110 &&
+	    cni_delegate_supports(ctx, "1.1.0")) {
 		struct cni_delegate_env env = { .command = "STATUS" };
 
 		return cni_delegate(ctx, &env, NULL, NULL);

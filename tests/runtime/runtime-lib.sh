@@ -9,8 +9,13 @@
 #                       rt_podman, rt_image: what every script here starts with
 #   rt_install          meson install of the build tree (its own prefix, the
 #                       default /usr/local in tools/test.sh); sets R (the
-#                       installed rdmans), HOOK, HOOK_JSON (the JSON podman reads)
-#   rt_podman           containers.conf, storage on a tmpfs, no CNI config but ours
+#                       installed rdmans), HOOK, HOOK_JSON (the JSON podman reads).
+#                       In the current world (no meson of the build's version
+#                       there) each file of meson-info/intro-installed.json is
+#                       copied where meson install puts it
+#   rt_podman [RUNTIME] containers.conf (CNI backend on podman 4, netavark on 5),
+#                       storage on a tmpfs, no CNI config but ours; RUNTIME runc
+#                       (the default) or crun
 #   rt_image            the busybox image $IMG in podman's store
 #   rt_t NAME CMD...    runs CMD, prints "# NAME: Ns" (the suite reports durations)
 #   rt_gid_in CTR DEV IPV4  (podman) the RoCE v2 GID index of IPV4 in DEV's table,
@@ -18,6 +23,13 @@
 #   rt_snap NETDEV      everything a container may change on the node: RDMA devices
 #                       and where they are, NETDEV and its IPv4 addresses, rdma-netns
 #                       state and device-info files, leases
+#   rt_world            "WORLD: kernel K, RUNTIME VERSION..." for the TAP log
+#   cri_containerd CONF start containerd with its CRI plugin as a node runs it
+#                       (config CONF), wait for CRI; CTRD is its pid
+#   cri_start           the CRI client (cri.py) as a coprocess
+#   cri METHOD ARG...   one CRI call; the answer's "ok" value in $CRI_OUT, or
+#                       non-zero with the error in $CRI_OUT; ARG "json:V" is JSON
+#   rt_here NAME CMD... vm_check in this shell (CMD's variables, $CRI_OUT, stay)
 . "$RDMANS_VM_LIB"
 . "$(dirname "$RDMANS_VM_LIB")/../netns/hook-lib.sh"
 
@@ -36,9 +48,16 @@ rt_t() {
 
 rt_install() {
 	local inst
-	meson install -C "$B" --no-rebuild --quiet >/tmp/rt-install.log 2>&1 ||
-		vm_fail "meson install -C $B failed: $(tail -n 5 /tmp/rt-install.log)"
-	inst=$(meson introspect "$B" --installed) || vm_fail "meson introspect --installed failed"
+	if [ "${RDMANS_VM_WORLD:-today}" = current ]; then
+		inst=$(cat "$B/meson-info/intro-installed.json") || vm_fail "no $B/meson-info/intro-installed.json"
+		jq -r 'to_entries[] | "\(.key)\t\(.value)"' <<<"$inst" | while IFS=$'\t' read -r from to; do
+			mkdir -p "$(dirname "$to")" && cp -a "$from" "$to" || exit 1
+		done || vm_fail "copying the installed files of $B failed"
+	else
+		meson install -C "$B" --no-rebuild --quiet >/tmp/rt-install.log 2>&1 ||
+			vm_fail "meson install -C $B failed: $(tail -n 5 /tmp/rt-install.log)"
+		inst=$(meson introspect "$B" --installed) || vm_fail "meson introspect --installed failed"
+	fi
 	R=$(jq -r --arg s "$B/src/cli/rdmans" '.[$s]' <<<"$inst")
 	HOOK=$(jq -r --arg s "$B/src/hook/rdmans-hook" '.[$s]' <<<"$inst")
 	HOOK_JSON=$(jq -r --arg s "$B/hooks/rdmans-hook.json" '.[$s]' <<<"$inst")
@@ -47,20 +66,23 @@ rt_install() {
 }
 
 rt_podman() {
+	local backend=cni
 	mkdir -p /etc/containers /var/lib/containers /etc/cni/net.d
 	# podman's overlay driver cannot sit on the guest's overlay root; a tmpfs is fine
 	mountpoint -q /var/lib/containers || mount -t tmpfs tmpfs /var/lib/containers
+	# podman 5 has no CNI backend
+	case "$(podman --version)" in *" "[0-4].*) ;; *) backend=netavark ;; esac
 	# test-machine.md: CNI backend; cgroupfs and file events (no systemd in the
 	# guest); runc needs default_ulimits here ("error setting rlimit type 7")
-	cat >/etc/containers/containers.conf <<'CONF'
+	cat >/etc/containers/containers.conf <<CONF
 [containers]
 default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
 [network]
-network_backend = "cni"
+network_backend = "$backend"
 [engine]
 cgroup_manager = "cgroupfs"
 events_logger = "file"
-runtime = "runc"
+runtime = "${1:-runc}"
 CONF
 	# the host's podman package left its bridge network here; the node has ours only
 	rm -f /etc/cni/net.d/*
@@ -106,4 +128,58 @@ rt_snap() {
 	ip -o -4 addr show "$1" 2>&1 # (IPv6 link-local comes and goes with DAD: not ours)
 	find /var/lib/cni/rdma-netns /var/run/k8s.cni.cncf.io -type f ! -path '*/locks/*' 2>/dev/null | sort
 	"$R" ipam ls 2>&1
+}
+
+rt_world() {
+	echo "${RDMANS_VM_WORLD:-today}: kernel $(uname -r), $(. /etc/os-release && echo "$PRETTY_NAME")"
+}
+
+# --- containerd through CRI, as kubelet drives it (current world) -------------------------
+CRI_OUT=
+RT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+cri_containerd() {
+	mkdir -p /var/lib/containerd /run/containerd /var/log/pods
+	# its overlayfs snapshotter cannot sit on the guest's overlay root; a tmpfs is fine
+	mountpoint -q /var/lib/containerd || mount -t tmpfs tmpfs /var/lib/containerd
+	containerd --config "$1" >>/tmp/containerd.log 2>&1 &
+	CTRD=$!
+	vm_poll 120 sh -c 'ctr version && ctr plugins ls | grep -q "io.containerd.grpc.v1 *cri *.*ok"' ||
+		vm_fail "containerd's CRI plugin did not start: $(tail -n 5 /tmp/containerd.log)"
+}
+
+cri_start() {
+	coproc CRI { exec python3 "$RT_DIR/cri.py" 2>>/tmp/cri.err; }
+}
+
+rt_here() {
+	local name=$1 rc=0
+	shift
+	"$@" || rc=$?
+	if [ "$rc" = 0 ]; then
+		vm_ok "$name"
+	else
+		vm_not_ok "$name"
+		vm_diag "command: $* (exit $rc)${CRI_OUT:+; CRI: $CRI_OUT}"
+	fi
+	return "$rc"
+}
+
+cri() {
+	local req
+	req=$(jq -cn '$ARGS.positional | map(if startswith("json:") then .[5:] | fromjson else . end)' \
+		--args "$@") || { CRI_OUT="bad arguments: $*"; return 2; }
+	[ -n "${CRI_PID:-}" ] || { CRI_OUT="the CRI client is not running: $(tail -n 3 /tmp/cri.err)"; return 2; }
+	echo "$req" >&"${CRI[1]}"
+	# the client answers every request (its gRPC calls have deadlines); never wait forever
+	if ! IFS= read -r -t 600 CRI_OUT <&"${CRI[0]}"; then
+		CRI_OUT="no answer from the CRI client: $(tail -n 3 /tmp/cri.err)"
+		return 2
+	fi
+	if jq -e 'has("ok")' <<<"$CRI_OUT" >/dev/null 2>&1; then
+		CRI_OUT=$(jq -c '.ok' <<<"$CRI_OUT")
+		return 0
+	fi
+	CRI_OUT=$(jq -r '.error // .' <<<"$CRI_OUT")
+	return 1
 }

@@ -312,7 +312,7 @@ if [ "$WORLD" = current ]; then
 		rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
 		libmnl0 libnl-3-200 libnl-route-3-200 libjansson4 libcurl4t64 libibverbs1
 		librdmacm1t64 libmicrohttpd12t64 libasan8 libubsan1
-		python3 python3-grpcio python3-protobuf python3-grpc-tools golang-k8s-cri-api-dev
+		python3 python3-grpcio python3-protobuf python3-grpc-tools golang-k8s-cri-api-dev python3-jsonschema
 		etcd-server etcd-client make linux-headers-$KVER"
 	ROOT=$SID/root
 	rstamp="$(echo $sid_pkgs | tr ' ' '\n' | LC_ALL=C sort | tr '\n' ' ')"

@@ -120,6 +120,8 @@ if [ -n "${RDMANS_VM_STATE_DIR:-}" ]; then
 	qemu+=(-virtfs "local,path=$RDMANS_VM_STATE_DIR,mount_tag=rdmansstate,security_model=none,multidevs=remap")
 fi
 
+# Which world this ran in, for the TAP log
+echo "# world: ${RDMANS_VM_WORLD:-today} (kernel $KVER, root ${ROOT})"
 t1=$(date +%s.%N)
 timeout -k 10 "$timeout_s" "${qemu[@]}" </dev/null >"$work/qemu.log" 2>&1 &
 qpid=$!

@@ -4,6 +4,9 @@
 # Builds the simhca test-double kernel module (simhca.ko) for the kernel the
 # VM suite boots (tests/vm/kver.sh; $RDMANS_VM_KVER overrides it) and prints
 # the path of the .ko on stdout (nothing else goes to stdout).
+# With RDMANS_VM_WORLD=current, for the current world's kernel instead, with
+# the compiler and headers of that world's sid root (tests/vm/prepare.sh), in
+# a chroot: sid's kernel needs sid's gcc.
 #
 # The sources are copied into OUTDIR and built there, out of tree
 # (make -C /usr/src/linux-headers-$KVER M=OUTDIR): nothing is written into the
@@ -21,26 +24,35 @@ me=simhca/build.sh
 log() { echo "$me: $*" >&2; }
 die() { echo "$me: error: $*" >&2; exit 1; }
 
-if ! KVER=$("$HERE/../kver.sh" 2>/dev/null); then
-	[ "$(id -u)" = 0 ] || die "cannot determine the kernel version (run 'apt-get update' as root)"
-	apt-get update -qq >&2 || die "apt-get update failed"
-	KVER=$("$HERE/../kver.sh") || die "cannot determine the kernel version (kver.sh failed)"
-fi
-case "$KVER" in
-*[!A-Za-z0-9._+-]* | "") die "odd kernel version '$KVER'" ;;
-esac
-
-KDIR=/usr/src/linux-headers-$KVER
-if [ ! -f "$KDIR/Makefile" ] || [ ! -f "$KDIR/Module.symvers" ]; then
-	[ "$(id -u)" = 0 ] || die "$KDIR is missing; install linux-headers-$KVER (as root)"
-	log "installing linux-headers-$KVER"
-	export DEBIAN_FRONTEND=noninteractive
-	if ! apt-get install -y -qq --no-install-recommends "linux-headers-$KVER" >&2; then
+ROOT=/
+if [ "${RDMANS_VM_WORLD:-today}" = current ]; then
+	prep=$("$HERE/../prepare.sh" --print) || die "prepare.sh (current world) failed"
+	KVER=$(echo "$prep" | sed -n 's/^KVER=//p')
+	ROOT=$(echo "$prep" | sed -n 's/^ROOT=//p')
+	[ -f "$ROOT/usr/src/linux-headers-$KVER/Makefile" ] ||
+		die "the current world's root $ROOT has no linux-headers-$KVER"
+else
+	if ! KVER=$("$HERE/../kver.sh" 2>/dev/null); then
+		[ "$(id -u)" = 0 ] || die "cannot determine the kernel version (run 'apt-get update' as root)"
 		apt-get update -qq >&2 || die "apt-get update failed"
-		apt-get install -y -qq --no-install-recommends "linux-headers-$KVER" >&2 ||
-			die "apt-get install linux-headers-$KVER failed"
+		KVER=$("$HERE/../kver.sh") || die "cannot determine the kernel version (kver.sh failed)"
 	fi
-	[ -f "$KDIR/Makefile" ] || die "linux-headers-$KVER installed but $KDIR/Makefile is missing"
+	case "$KVER" in
+	*[!A-Za-z0-9._+-]* | "") die "odd kernel version '$KVER'" ;;
+	esac
+
+	KDIR=/usr/src/linux-headers-$KVER
+	if [ ! -f "$KDIR/Makefile" ] || [ ! -f "$KDIR/Module.symvers" ]; then
+		[ "$(id -u)" = 0 ] || die "$KDIR is missing; install linux-headers-$KVER (as root)"
+		log "installing linux-headers-$KVER"
+		export DEBIAN_FRONTEND=noninteractive
+		if ! apt-get install -y -qq --no-install-recommends "linux-headers-$KVER" >&2; then
+			apt-get update -qq >&2 || die "apt-get update failed"
+			apt-get install -y -qq --no-install-recommends "linux-headers-$KVER" >&2 ||
+				die "apt-get install linux-headers-$KVER failed"
+		fi
+		[ -f "$KDIR/Makefile" ] || die "linux-headers-$KVER installed but $KDIR/Makefile is missing"
+	fi
 fi
 
 if [ $# -ge 1 ] && [ -n "$1" ]; then
@@ -74,7 +86,16 @@ if [ "$(cat "$OUT/.kver" 2>/dev/null)" != "$KVER" ]; then
 	echo "$KVER" >"$OUT/.kver"
 fi
 
-if ! make -C "$KDIR" M="$OUT" modules >"$OUT/build.log" 2>&1; then
+if [ "$ROOT" = / ]; then
+	build() { make -C "$KDIR" M="$OUT" modules; }
+else
+	# objtool needs /proc; the chroot sees OUT at /mnt, in a mount namespace of its own
+	build() {
+		unshare -m sh -c 'mount -t proc proc "$1/proc" && mount --bind "$2" "$1/mnt" &&
+			exec chroot "$1" make -C "/usr/src/linux-headers-$3" M=/mnt modules' _ "$ROOT" "$OUT" "$KVER"
+	}
+fi
+if ! build >"$OUT/build.log" 2>&1; then
 	cat "$OUT/build.log" >&2
 	die "building simhca.ko failed (log: $OUT/build.log)"
 fi

@@ -32,6 +32,7 @@
  */
 
 #include <linux/module.h>
+#include <linux/version.h>
 #include <linux/kernel.h>
 #include <linux/slab.h>
 #include <linux/list.h>
@@ -263,9 +264,31 @@ static int simhca_dealloc_pd(struct ib_pd *pd, struct ib_udata *udata)
 	return 0;
 }
 
+/*
+ * The kernel's ops change shape over time; built and selftested on Debian's
+ * 6.1 and 7.2: create_cq takes the uverbs attribute bundle from 6.11, and
+ * reg_user_mr a DMA handle (struct ib_dmah) from 6.17.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+#define SIMHCA_CQ_UDATA struct uverbs_attr_bundle *attrs
+#else
+#define SIMHCA_CQ_UDATA struct ib_udata *udata
+#endif
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0)
+#define SIMHCA_MR_DMAH struct ib_dmah *dmah,
+#else
+#define SIMHCA_MR_DMAH
+#endif
+/* bus attribute callbacks take a const bus_type from 6.4 */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+#define SIMHCA_BUS const struct bus_type
+#else
+#define SIMHCA_BUS struct bus_type
+#endif
+
 static int simhca_create_cq(struct ib_cq *ibcq,
 			    const struct ib_cq_init_attr *attr,
-			    struct ib_udata *udata)
+			    SIMHCA_CQ_UDATA)
 {
 	if (attr->flags)
 		return -EOPNOTSUPP;
@@ -417,6 +440,7 @@ static struct ib_mr *simhca_get_dma_mr(struct ib_pd *pd, int access)
 
 static struct ib_mr *simhca_reg_user_mr(struct ib_pd *pd, u64 start,
 					u64 length, u64 virt, int access,
+					SIMHCA_MR_DMAH
 					struct ib_udata *udata)
 {
 	return ERR_PTR(-EOPNOTSUPP);
@@ -801,7 +825,7 @@ err_uninit:
 /* Control: /sys/bus/simhca/{new_device,del_device,list}                  */
 /* ---------------------------------------------------------------------- */
 
-static ssize_t new_device_store(struct bus_type *bus, const char *buf,
+static ssize_t new_device_store(SIMHCA_BUS *bus, const char *buf,
 				size_t count)
 {
 	char pattern[IB_DEVICE_NAME_MAX + 1], ifname[IFNAMSIZ + 1];
@@ -835,7 +859,7 @@ static ssize_t new_device_store(struct bus_type *bus, const char *buf,
 }
 static BUS_ATTR_WO(new_device);
 
-static ssize_t del_device_store(struct bus_type *bus, const char *buf,
+static ssize_t del_device_store(SIMHCA_BUS *bus, const char *buf,
 				size_t count)
 {
 	struct simhca_dev *sdev;
@@ -862,7 +886,7 @@ static ssize_t del_device_store(struct bus_type *bus, const char *buf,
 static BUS_ATTR_WO(del_device);
 
 /* "ID IBDEV NETDEV AUXDEV\n" per device; "-" where there is none. */
-static ssize_t list_show(struct bus_type *bus, char *buf)
+static ssize_t list_show(SIMHCA_BUS *bus, char *buf)
 {
 	struct simhca_dev *sdev;
 	ssize_t len = 0;
