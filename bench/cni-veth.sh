@@ -2,7 +2,11 @@
 # ADD+DEL of a veth move into a pod and back, on the host kernel:
 #   rdma-netns     the plugin (main mode, no IPAM, "requireRdma": false)
 #   host-device    the reference plugin from containernetworking-plugins
-#                  (/usr/lib/cni/host-device), same job
+#                  (/usr/lib/cni/host-device: Debian 12's, 1.1.1), same job
+#   host-device (current)  the same plugin as the current world ships it
+#                  (sid's containernetworking-plugins, 1.9.1 today; its root
+#                  made by tests/vm/prepare.sh with RDMANS_VM_WORLD=current),
+#                  run on this host (it needs glibc 2.34)
 #   ip -batch      the floor: the same kernel operations (alias, move+rename,
 #                  up; move back+rename, alias cleared) by iproute2, fewest
 #                  processes (3 per cycle: host, pod, host)
@@ -33,6 +37,11 @@ base=${RDMA_NETNS_BASE:-}
 [ -z "$base" ] || [ -x "$base" ] || { echo "cni-veth.sh: RDMA_NETNS_BASE $base is not executable" >&2; exit 1; }
 hd=/usr/lib/cni/host-device
 [ -x "$hd" ] || { echo "cni-veth.sh: $hd missing (apt-get install containernetworking-plugins)" >&2; exit 1; }
+cur_root=$(RDMANS_VM_WORLD=current "$top/tests/vm/prepare.sh" --print | sed -n 's/^ROOT=//p') ||
+	{ echo "cni-veth.sh: tests/vm/prepare.sh (current world) failed" >&2; exit 1; }
+hd19=$cur_root/usr/lib/cni/host-device
+[ -x "$hd19" ] || { echo "cni-veth.sh: $hd19 missing (tests/vm/prepare.sh, current world)" >&2; exit 1; }
+hd_ver() { "$1" </dev/null 2>&1 | head -n 1 | sed 's/^CNI host-device plugin //'; }
 
 tmp=$(mktemp -d /var/tmp/rnb.XXXXXX)
 cleanup() {
@@ -65,13 +74,17 @@ cycle_hd() {
 	CNI_COMMAND=ADD "$hd" <<<"$conf_hd" >/dev/null
 	CNI_COMMAND=DEL "$hd" <<<"$conf_hd" >/dev/null
 }
+cycle_hd19() {
+	CNI_COMMAND=ADD "$hd19" <<<"$conf_hd" >/dev/null
+	CNI_COMMAND=DEL "$hd19" <<<"$conf_hd" >/dev/null
+}
 cycle_ip() {
 	ip -batch "$tmp/add-host"
 	ip -n rnb-pod -batch "$tmp/pod"
 	ip -batch "$tmp/del-host"
 }
-kinds="rn hd ip"
-[ -z "$base" ] || kinds="rn base hd ip"
+kinds="rn hd hd19 ip"
+[ -z "$base" ] || kinds="rn base hd hd19 ip"
 # sanity: each really moves and restores
 for k in $kinds; do
 	f=cycle_$k
@@ -105,7 +118,8 @@ label() {
 	case $1 in
 	rn) echo "rdma-netns" ;;
 	base) echo "rdma-netns base" ;;
-	hd) echo "host-device (/usr/lib/cni)" ;;
+	hd) echo "host-device 1.1.1 (Debian 12)" ;;
+	hd19) echo "host-device, current world (sid)" ;;
 	ip) echo "ip -batch (floor, 3 processes)" ;;
 	esac
 }
@@ -118,7 +132,8 @@ for k in $kinds; do
 	eval "med_$k=$med"
 	printf '%-40s %6s ms %6s ms %6s - %6s ms\n' "$(label "$k")" "$med" "$mean" "$q1" "$q3"
 done
-awk -v a="$med_rn" -v b="$med_hd" -v c="$med_ip" -v d="${med_base:-}" 'BEGIN {
-	printf "rdma-netns / host-device: %.2f   rdma-netns / ip -batch: %.2f", a / b, a / c
+echo "host-device versions: Debian 12 '$(hd_ver "$hd")', current world '$(hd_ver "$hd19")' ($(dpkg-query --admindir="$cur_root/var/lib/dpkg" -W -f='${Version}' containernetworking-plugins 2>/dev/null))"
+awk -v a="$med_rn" -v b="$med_hd" -v c="$med_ip" -v d="${med_base:-}" -v e="$med_hd19" 'BEGIN {
+	printf "rdma-netns / host-device 1.1.1: %.2f   rdma-netns / host-device (current): %.2f   rdma-netns / ip -batch: %.2f", a / b, a / e, a / c
 	if (d != "") printf "   rdma-netns / base: %.2f   base / host-device: %.2f", a / d, d / b
 	printf "   (medians)\n" }'

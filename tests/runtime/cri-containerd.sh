@@ -34,12 +34,7 @@ rt_podman
 rt_t "podman import" rt_image
 vm_diag "$(rt_world); $(containerd --version); $(runc --version | head -n 1)"
 
-# The sandbox ("pause") image: the busybox image, sleeping
-dir=$(mktemp -d /tmp/rt-pause.XXXXXX)
-hl_rootfs "$dir" && mkdir -p "$dir/etc" "$dir/run"
-tar -C "$dir" -c . | podman import --quiet --change 'CMD ["/bin/sleep", "2147483647"]' - "$PAUSE" >/dev/null ||
-	vm_fail "podman import of the pause image failed"
-rm -rf "$dir"
+rt_pause_image "$PAUSE"
 
 # --- the node: 9 veth "NICs", each with a simhca RoCE device -------------------------------
 for i in 0 1 2 3 4 5 6 7 8; do
@@ -75,10 +70,7 @@ mkdir -p /etc/containerd
 	done
 } >/etc/containerd/config.toml
 rt_t "containerd start" cri_containerd /etc/containerd/config.toml
-podman save --quiet --format oci-archive -o /tmp/img.tar "$IMG" && podman save --quiet --format oci-archive -o /tmp/pause.tar "$PAUSE" ||
-	vm_fail "podman save"
-ctr -n k8s.io images import /tmp/img.tar >/dev/null && ctr -n k8s.io images import /tmp/pause.tar >/dev/null ||
-	vm_fail "ctr images import"
+cri_images "$IMG" "$PAUSE"
 vm_diag "images: $(ctr -n k8s.io images ls -q | tr '\n' ' ')"
 cri_start
 

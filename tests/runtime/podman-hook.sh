@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest script: podman 4.3 runs rdmans-hook from the oci-hooks JSON that
+# Guest script: podman (4.3 today, 5.x with runc or crun in the current world) runs rdmans-hook from the oci-hooks JSON that
 # `meson install` put where podman reads it (issue 11 item 6), and from the
 # CDI spec `rdmans cdi generate` wrote to /etc/cdi (items 1-3). Each pod's
 # netns already holds its netdev (net1) and address, as a CNI plugin leaves
@@ -12,6 +12,7 @@
 #  - CDI: --device rdmans.io/rdma=DEV is accepted (cdiVersion), the device
 #    nodes are there, the environment holds no pod-dependent NCCL value, and
 #    nccl.conf is still right; rdma=all gives the pod its own devices only.
+#  - `rdmans move DEV --container ID` with podman's container ID.
 set -u
 . "$(dirname "$0")/runtime-lib.sh"
 
@@ -123,4 +124,15 @@ ip netns add pod5 && ip -n pod5 link set lo up
 vm_run_code 126 "rdmans.io/rdma=all in a pod that got no RDMA device is refused" \
 	podman run --rm --network ns:/var/run/netns/pod5 --device rdmans.io/rdma=all "$IMG" true
 vm_check "  saying so" vm_expect_contains "$ERR" "its network namespace holds none and none of its netdevs has one on the host"
+
+# --- rdmans move --container with podman's own container ID ---------------------------------
+ip netns add pod6 && ip -n pod6 link set lo up
+vm_veth h6 p6 || vm_fail "veth h6"
+d6=$(vm_simhca_new "irdma%d" h6) || vm_fail "simhca on h6"
+podman run -d --name c6 --network ns:/var/run/netns/pod6 "$IMG" sleep 1000000 >/dev/null || vm_fail "podman run c6"
+cid=$(podman inspect -f '{{.Id}}' c6)
+vm_run_code 0 "rdmans move $d6 --container ${cid:0:12} (podman's ID, a prefix)" "$R" move "$d6" --container "${cid:0:12}"
+vm_check "  $d6 is in c6's netns (pod6)" vm_expect_eq pod6 "$(where "$d6")"
+vm_check "  the container sees it" vm_expect_eq "$d6" "$(podman exec c6 ls /sys/class/infiniband 2>&1)"
+podman rm -f -t 0 c6 >/dev/null
 vm_done

@@ -6,7 +6,8 @@
 # and tests/netns/hook-lib.sh.
 #
 #   rt_setup            the RDMA modules (exclusive mode), simhca, rt_install,
-#                       rt_podman, rt_image: what every script here starts with
+#                       rt_podman (runtime $RDMANS_PODMAN_RUNTIME, runc by default),
+#                       rt_image: what every script here starts with
 #   rt_install          meson install of the build tree (its own prefix, the
 #                       default /usr/local in tools/test.sh); sets R (the
 #                       installed rdmans), HOOK, HOOK_JSON (the JSON podman reads).
@@ -24,6 +25,7 @@
 #                       and where they are, NETDEV and its IPv4 addresses, rdma-netns
 #                       state and device-info files, leases
 #   rt_world            "WORLD: kernel K, RUNTIME VERSION..." for the TAP log
+#   rt_pause_image NAME the sandbox ("pause") image: the busybox image, sleeping
 #   cri_containerd CONF start containerd with its CRI plugin as a node runs it
 #                       (config CONF), wait for CRI; CTRD is its pid
 #   cri_start           the CRI client (cri.py) as a coprocess
@@ -118,8 +120,9 @@ rt_setup() {
 	vm_load_simhca
 	modprobe rdma_ucm 2>/dev/null
 	rt_t "meson install" rt_install
-	rt_podman
+	rt_podman "${RDMANS_PODMAN_RUNTIME:-runc}"
 	rt_t "podman import" rt_image
+	vm_diag "$(rt_world); $(podman --version), OCI runtime $("${RDMANS_PODMAN_RUNTIME:-runc}" --version | head -n 1)"
 }
 
 rt_snap() {
@@ -137,6 +140,25 @@ rt_world() {
 # --- containerd through CRI, as kubelet drives it (current world) -------------------------
 CRI_OUT=
 RT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+rt_pause_image() {
+	local dir
+	dir=$(mktemp -d /tmp/rt-pause.XXXXXX)
+	hl_rootfs "$dir" && mkdir -p "$dir/etc" "$dir/run"
+	tar -C "$dir" -c . | podman import --quiet --change 'CMD ["/bin/sleep", "2147483647"]' - "$1" >/dev/null ||
+		vm_fail "podman import of the pause image failed"
+	rm -rf "$dir"
+}
+
+# cri_images IMAGE...: podman's images into containerd's k8s.io namespace (CRI's)
+cri_images() {
+	local img
+	for img; do
+		podman save --quiet --format oci-archive -o /tmp/img.tar "$img" &&
+			ctr -n k8s.io images import /tmp/img.tar >/dev/null || vm_fail "podman save | ctr images import of $img"
+	done
+	rm -f /tmp/img.tar
+}
 
 cri_containerd() {
 	mkdir -p /var/lib/containerd /run/containerd /var/log/pods

@@ -187,6 +187,7 @@ vm_check "DEL after the netns died: node as before" vm_expect_eq "$before_u" "$(
 ip netns del podu
 
 # --- chained after the real host-device plugin ----------------------------------------------------
+vm_diag "host-device: $(/usr/lib/cni/host-device </dev/null 2>&1 | head -n 1)"
 aux1=$(aux_of "$(vm_simhca_new "mlx5_%d" h1)")
 dev1=$(awk -v a="$aux1" '$4 == a { print $2 }' /sys/bus/simhca/list)
 list=$(jq -nc --arg hl "$HL" --arg aux "$aux1" '{cniVersion: "1.0.0", name: "chainnet", plugins: [
