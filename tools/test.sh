@@ -8,6 +8,8 @@ build=${RDMANS_TEST_BUILD:-build-test}
 
 tools/install-deps.sh
 tests/vm/prepare.sh
+# the current world: sid's kernel and userland root (cached; about 70 s the first time)
+RDMANS_VM_WORLD=current tests/vm/prepare.sh
 if [ ! -d "$build" ]; then
 	meson setup "$build" -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
 		-Dfault_injection=true

@@ -189,7 +189,7 @@ touch /tmp/add-go
 wait "$runp_pid"
 vm_diag "the client of the killed RunPodSandbox: $(tail -c 300 /tmp/podk.out)"
 # the orphaned ADD ends on its own (it was containerd's child); wait for it to leave
-vm_poll 120 sh -c '! pgrep -f rdma-netns.real' >/dev/null
+vm_poll 120 sh -c '! pgrep -x rdma-netns.real' >/dev/null
 mv /opt/cni/bin/rdma-netns.real /opt/cni/bin/rdma-netns
 rt_t "containerd restart" cri_containerd /etc/containerd/config.toml
 cri pods
