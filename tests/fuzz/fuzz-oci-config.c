@@ -9,7 +9,7 @@
 #include "fuzz.h"
 #include "oci-config-props.h"
 
-#define MAX_INPUT 4096
+#define FUZZ_CONFIG_MAX 4096
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	};
 	char why[512] = "";
 
-	FUZZ_ASSERT(oci_config_props_check((const char *)data, size, MAX_INPUT, add,
+	FUZZ_ASSERT(oci_config_props_check((const char *)data, size, FUZZ_CONFIG_MAX, add,
 					   sizeof(add) / sizeof(add[0]), why, sizeof(why)) >= 0,
 		    "%s", why);
 	return 0;

@@ -18,6 +18,9 @@
 #define FLAGS (JSON_DECODE_INT_AS_REAL | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL)
 
 static int broken(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int broken(char *why, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
