@@ -146,10 +146,11 @@ static int add_devices(struct hook *h, const char *list, const char *from, struc
 
 static const char *annotation(const struct hook *h, const char *key)
 {
-	json_t *v = json_object_get(json_object_get(h->state, "annotations"), key);
+	json_t *v;
 
 	if (h->oci)
 		return rn_oci_config_annotation(h->oci, key);
+	v = json_object_get(json_object_get(h->state, "annotations"), key);
 	if (!v)
 		v = json_object_get(json_object_get(h->config_json, "annotations"), key);
 	return json_is_string(v) ? json_string_value(v) : NULL;
