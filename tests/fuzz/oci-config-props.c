@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,18 +16,8 @@
 
 #define FLAGS (JSON_DECODE_INT_AS_REAL | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL)
 
-static int broken(char *why, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int broken(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
+/* what broke, in why; -1 */
+#define broken(why, why_len, ...) (snprintf((why), (why_len), __VA_ARGS__), -1)
 
 /* The first value of name in an env array, or NULL. */
 static const char *env_value(json_t *env, const char *name)
