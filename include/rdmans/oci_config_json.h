@@ -69,8 +69,9 @@ struct rn_oci_env_add {
  * appended to it as "NAME=VALUE" (in that order), the rest byte for byte as
  * parsed. The ones already set are left as they are and get `kept`. *ret
  * (malloc'd, NUL-terminated) and *ret_len; with nothing to add, a copy of the
- * input. -EINVAL when the config has no "process" (no process to give an
- * environment to) or a name or value cannot be an environment entry.
+ * input (also when it has no "process"). -EINVAL when there is something to
+ * add and the config has no "process" (no process to give an environment
+ * to), or a name or value cannot be an environment entry.
  */
 int rn_oci_config_add_env(const struct rn_oci_config *c, struct rn_oci_env_add *add, size_t n,
 			  char **ret, size_t *ret_len, struct rn_error *err);

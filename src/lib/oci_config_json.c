@@ -301,10 +301,6 @@ int rn_oci_config_add_env(const struct rn_oci_config *c, struct rn_oci_env_add *
 
 	*ret = NULL;
 	*ret_len = 0;
-	if (c->process_close == NO_POS)
-		return rn_error_set(err, EINVAL,
-				    "the OCI config has no \"process\": there is no process to "
-				    "give an environment to");
 	for (size_t i = 0; i < n; i++) {
 		add[i].kept = rn_oci_config_env_get(c, add[i].name);
 		if (add[i].kept)
@@ -313,14 +309,21 @@ int rn_oci_config_add_env(const struct rn_oci_config *c, struct rn_oci_env_add *
 		if (r < 0)
 			return r;
 	}
+	if (elen && c->process_close == NO_POS)
+		return rn_error_set(err, EINVAL,
+				    "the OCI config has no \"process\": there is no process to "
+				    "give an environment to");
 	if (c->env_close != NO_POS) {
 		at = c->env_close;
 		pre = c->env_empty ? "" : ",";
 		post = "";
-	} else {
+	} else if (c->process_close != NO_POS) {
 		at = c->process_close;
 		pre = c->process_empty ? "\"env\":[" : ",\"env\":[";
 		post = "]";
+	} else {
+		at = c->len; /* nothing to add */
+		pre = post = "";
 	}
 	if (elen == 0)
 		pre = post = "";

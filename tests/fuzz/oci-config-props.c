@@ -81,8 +81,10 @@ int oci_config_props_check(const char *in, size_t len, size_t max, struct rn_oci
 			return 1; /* no process: refused, rightly */
 		return broken(why, why_len, "add refused a config with a process: %s", err.msg);
 	}
-	if (!pin)
+	if (!pin && (olen != len || memcmp(in, out, len) != 0))
 		return broken(why, why_len, "added to a config without a process");
+	if (!pin)
+		return 0;
 
 	/* bytes: one contiguous insertion */
 	if (olen < len)

@@ -26,6 +26,10 @@ printf '%s' '{"ociVersion":"1.0.2-dev","process":{"env":["PATH=/bin"],"args":["s
 pre "no rdmans.io annotation: the config goes back" "$tmp/plain.json"
 vm_check "  stdout is the config, byte for byte" cmp "$tmp/plain.json" "$tmp/out"
 
+printf '{"ociVersion": "1.0.2-dev"}' >"$tmp/noproc.json"
+pre "no process and nothing asked: the config goes back" "$tmp/noproc.json"
+vm_check "  stdout is the config, byte for byte" cmp "$tmp/noproc.json" "$tmp/out"
+
 sed 's/"type":"network","path":"\/run\/netns\/x"/"type":"network"/; s/"io.podman.annotations.autoremove"/"rdmans.io\/nccl-profile"/' \
 	"$tmp/plain.json" >"$tmp/new.json"
 pre "a new netns (no path): the config goes back" "$tmp/new.json"

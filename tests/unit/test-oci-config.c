@@ -264,7 +264,7 @@ static void precreate_huge_input_is_refused_before_it_is_read(void)
 	CHECK_INT(rn_oci_config_parse(text, strlen(text), strlen(text), &c, &err), 0);
 }
 
-static void precreate_a_config_without_process_gets_nothing_written(void)
+static void precreate_a_config_without_process_gets_nothing_added(void)
 {
 	_cleanup_(rn_oci_config_freep) struct rn_oci_config *c = NULL;
 	struct rn_error err = { 0 };
@@ -275,6 +275,10 @@ static void precreate_a_config_without_process_gets_nothing_written(void)
 	CHECK_INT(rn_oci_config_add_env(c, nccl, RN_ARRAY_SIZE(nccl), &out, &len, &err), -EINVAL);
 	CHECK(out == NULL && len == 0);
 	CHECK_CONTAINS(err.msg, "has no \"process\"");
+	/* nothing to add (a container not ours): it goes back as it came */
+	CHECK_INT(rn_oci_config_add_env(c, nccl, 0, &out, &len, &err), 0);
+	CHECK_STR(out, "{\"root\":{}}");
+	free(out);
 }
 
 /* Each prefix, and each one-byte change, of the podman-like config: refused, or every property holds. */
@@ -318,5 +322,5 @@ RN_TEST_MAIN(T(precreate_adds_the_variables_and_keeps_every_other_byte),
 	     T(precreate_reads_the_network_namespace_annotations_and_root),
 	     T(precreate_bad_input_is_refused_with_a_message),
 	     T(precreate_huge_input_is_refused_before_it_is_read),
-	     T(precreate_a_config_without_process_gets_nothing_written),
+	     T(precreate_a_config_without_process_gets_nothing_added),
 	     T(precreate_properties_hold_on_cut_and_changed_configs))
