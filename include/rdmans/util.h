@@ -71,6 +71,13 @@ int rn_read_fd(int fd, size_t max, char **ret, size_t *ret_len);
  * read is still parsed strictly.
  */
 bool rn_json_complete(const char *buf, size_t len);
+/*
+ * The index just past the JSON value that starts at buf[i] (an object, array
+ * or string: its closing character; a number or literal: the next
+ * delimiter), or SIZE_MAX when buf ends first. Validates nothing: for text
+ * a strict parser has already accepted, or to tell that a value is whole.
+ */
+size_t rn_json_value_end(const char *buf, size_t len, size_t i);
 
 /* Writes all of buf, retrying on EINTR and short writes; 0 or -errno. */
 int rn_write_all(int fd, const char *buf, size_t len);

@@ -17,6 +17,15 @@
  * Without such annotations it does nothing. It refuses a container that
  * shares the host's netns. Any failure is one line on stderr and exit 1,
  * which makes the runtime fail the container's creation.
+ *
+ * With --stage precreate (podman's extension stage, oci-hooks(5)) the
+ * runtime gives the OCI config itself on stdin and takes what the hook
+ * prints as the config to run: the hook moves the devices asked for into
+ * the netns the config names (linux.namespaces, type network, path), resolves
+ * the settings there and prints the config with them added to process.env,
+ * so that PID 1 has them in its environment (rn_oci_config_add_env(): one
+ * insertion, every other byte as it came; a variable the config sets
+ * already wins). Nothing is printed unless the whole config is ready.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +44,7 @@
 #include "rdmans/nccl.h"
 #include "rdmans/nccl_json.h"
 #include "rdmans/netns.h"
+#include "rdmans/oci_config_json.h"
 #include "rdmans/rootfs.h"
 #include "rdmans/util.h"
 
@@ -49,6 +59,7 @@
 
 #define MAX_DEVICES 64
 #define MAX_STATE_BYTES (1 << 20)
+#define MAX_CONFIG_BYTES (16 << 20) /* config.json, also the precreate stage's stdin */
 #define MAX_NCCL_CONF_BYTES (1 << 20)
 #define NCCL_CONF "/etc/nccl.conf"
 #define PROFILE_SCRIPT "/etc/profile.d/rdmans-nccl.sh"
@@ -68,6 +79,8 @@ struct hook {
 	bool sandbox; /* a pod's infra container: devices yes, files no */
 	const char *ann_nccl, *ann_profile, *ann_conf;
 	json_t *state, *config_json;
+	struct rn_oci_config *oci; /* --stage precreate: the config on stdin */
+	char ns_desc[PATH_MAX + 16]; /* the container's netns, for messages */
 };
 
 static void hook_free(struct hook *h)
@@ -78,11 +91,14 @@ static void hook_free(struct hook *h)
 		json_decref(h->state);
 	if (h->config_json)
 		json_decref(h->config_json);
+	rn_oci_config_free(h->oci);
 }
 
 static int fail(const struct hook *h, const char *msg)
 {
-	if (h->id[0])
+	if (h->oci)
+		fprintf(stderr, "rdmans-hook: precreate: %s\n", msg);
+	else if (h->id[0])
 		fprintf(stderr, "rdmans-hook: container %s: %s\n", h->id, msg);
 	else
 		fprintf(stderr, "rdmans-hook: %s\n", msg);
@@ -130,8 +146,11 @@ static int add_devices(struct hook *h, const char *list, const char *from, struc
 
 static const char *annotation(const struct hook *h, const char *key)
 {
-	json_t *v = json_object_get(json_object_get(h->state, "annotations"), key);
+	json_t *v;
 
+	if (h->oci)
+		return rn_oci_config_annotation(h->oci, key);
+	v = json_object_get(json_object_get(h->state, "annotations"), key);
 	if (!v)
 		v = json_object_get(json_object_get(h->config_json, "annotations"), key);
 	return json_is_string(v) ? json_string_value(v) : NULL;
@@ -192,7 +211,7 @@ static int read_config(struct hook *h, struct rn_error *err)
 	{
 		_cleanup_free_ char *text = NULL;
 		size_t len = 0;
-		int r = rn_read_regular(path, 16u << 20, "the bundle's", &text, &len, err);
+		int r = rn_read_regular(path, MAX_CONFIG_BYTES, "the bundle's", &text, &len, err);
 
 		if (r < 0)
 			return r;
@@ -254,11 +273,9 @@ static int add_pod_devices(struct hook *h, int nsfd, struct rn_error *err)
 static int move_devices(struct hook *h, int nsfd, bool *moved, struct rn_error *err)
 {
 	_cleanup_rdma_devs_ struct rn_rdma_devs here = { 0 };
-	char desc[64];
 	int r;
 
 	*moved = false;
-	snprintf(desc, sizeof(desc), "the netns of PID %d", (int)h->pid);
 	if (h->all) {
 		r = add_pod_devices(h, nsfd, err);
 		if (r < 0)
@@ -271,7 +288,7 @@ static int move_devices(struct hook *h, int nsfd, bool *moved, struct rn_error *
 		struct rn_located_dev loc = { 0 };
 		struct rn_move_request req = { .dev = h->devices[i],
 					       .target_nsfd = nsfd,
-					       .target_desc = desc };
+					       .target_desc = h->ns_desc };
 		struct rn_move_result res;
 
 		if (in_devs(&here, h->devices[i]))
@@ -329,6 +346,8 @@ static const char *image_ld_library_path(const struct hook *h)
 	size_t i;
 	json_t *v;
 
+	if (h->oci)
+		return rn_oci_config_env_get(h->oci, "LD_LIBRARY_PATH");
 	json_array_foreach (env, i, v)
 		if (json_is_string(v) && strncmp(json_string_value(v), "LD_LIBRARY_PATH=", 16) == 0)
 			return json_string_value(v) + 16;
@@ -467,13 +486,103 @@ static int write_files(struct hook *h, const struct rn_nccl_result *res, struct 
 	return r;
 }
 
+/* ---- precreate ---- */
+
+/* --stage precreate: the config on stdin, and what the hook needs of it. */
+static int read_precreate(struct hook *h, struct rn_error *err)
+{
+	_cleanup_free_ char *input = NULL;
+	size_t len = 0;
+	bool readonly = false;
+	const char *root;
+	int r;
+
+	r = rn_cni_read_input(STDIN_FILENO, MAX_CONFIG_BYTES, "the OCI config", &input, &len, err);
+	if (r == 0)
+		r = rn_oci_config_parse(input, len, MAX_CONFIG_BYTES, &h->oci, err);
+	if (r < 0)
+		return rn_error_wrap(err, "precreate (podman gives the OCI config on stdin)");
+	root = rn_oci_config_root(h->oci, &readonly);
+	h->readonly = readonly;
+	if ((size_t)snprintf(h->rootfs, sizeof(h->rootfs), "%s", root) >= sizeof(h->rootfs))
+		return rn_error_set(err, ENAMETOOLONG, "root.path in the OCI config is too long");
+	return 0;
+}
+
+/*
+ * Prints the config with res's settings added to process.env (res NULL: as it
+ * came); a setting the config has already is left to it, and said. Nothing
+ * reaches stdout unless the whole config is ready.
+ */
+static int precreate_print(const struct hook *h, const struct rn_nccl_result *res,
+			   struct rn_error *err)
+{
+	size_t n = res ? res->n : 0, len = 0;
+	_cleanup_free_ struct rn_oci_env_add *add = calloc(n + 1, sizeof(*add));
+	_cleanup_free_ char *out = NULL;
+	int r;
+
+	if (!add)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		add[i].name = res->v[i].name;
+		add[i].value = res->v[i].value;
+	}
+	r = rn_oci_config_add_env(h->oci, add, n, &out, &len, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		if (add[i].kept)
+			fprintf(stderr,
+				"rdmans-hook: precreate: process.env sets %s=%s already: it wins "
+				"over rdmans' value %s (%s)\n",
+				add[i].name, add[i].kept, add[i].value, res->v[i].origin);
+	r = rn_write_all(STDOUT_FILENO, out, len);
+	if (r < 0)
+		return rn_error_errno(err, -r, "cannot write the OCI config to stdout");
+	return 0;
+}
+
+/*
+ * The container's netns: the PID's (createRuntime, prestart) or the path in
+ * the config (precreate). 0 with *ret_nsfd -1 when the config asks for a new,
+ * empty one: nothing is there yet to resolve.
+ */
+static int open_netns(struct hook *h, int *ret_nsfd, struct rn_error *err)
+{
+	const char *path = NULL;
+
+	*ret_nsfd = -1;
+	if (!h->oci) {
+		snprintf(h->ns_desc, sizeof(h->ns_desc), "the netns of PID %d", (int)h->pid);
+		*ret_nsfd = rn_netns_open_pid(h->pid, err);
+		return *ret_nsfd < 0 ? *ret_nsfd : 0;
+	}
+	switch (rn_oci_config_netns(h->oci, &path)) {
+	case RN_OCI_NETNS_NEW:
+		return 0;
+	case RN_OCI_NETNS_PATH:
+		snprintf(h->ns_desc, sizeof(h->ns_desc), "netns %s", path);
+		*ret_nsfd = rn_netns_open_path(path, err);
+		return *ret_nsfd < 0 ? *ret_nsfd : 0;
+	case RN_OCI_NETNS_NONE:
+	default:
+		/* no network namespace of its own: the runtime's, the host's */
+		snprintf(h->ns_desc, sizeof(h->ns_desc), "the host's netns");
+		*ret_nsfd = rn_netns_open_host(err);
+		return *ret_nsfd < 0 ? *ret_nsfd : 0;
+	}
+}
+
 /* ---- main ---- */
 
 static void usage(FILE *out)
 {
-	fputs("Usage: rdmans-hook [--device DEV]... [--all] [--profile NAME] [--config FILE] "
-	      "[--cni-config FILE]\n"
+	fputs("Usage: rdmans-hook [--stage createRuntime|prestart|precreate] [--device DEV]... "
+	      "[--all] [--profile NAME] [--config FILE] [--cni-config FILE]\n"
 	      "An OCI hook (createRuntime or prestart): reads the container's state on stdin.\n"
+	      "--stage precreate (podman): reads the OCI config on stdin and prints it with the "
+	      "NCCL settings in process.env.\n"
 	      "Annotations: " ANN_DEVICES ": DEV[,DEV...]|all  " ANN_NCCL ": {\"profile\":..., "
 	      "\"env\":{...}}\n"
 	      "             " ANN_PROFILE ": NAME  " ANN_CONF ": off\n"
@@ -489,6 +598,7 @@ static int run(struct hook *h, int argc, char **argv)
 		{ "profile", required_argument, NULL, 'p' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "cni-config", required_argument, NULL, 'n' },
+		{ "stage", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -501,10 +611,10 @@ static int run(struct hook *h, int argc, char **argv)
 	_cleanup_close_ int nsfd = -1, hostfd = -1;
 	struct rn_error err = { 0 };
 	const char *ann_devices;
-	bool moved = false, files;
+	bool moved = false, files, precreate = false;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "d:ap:c:n:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:ap:c:n:s:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			if (add_devices(h, optarg, "--device", &err) < 0)
@@ -524,6 +634,13 @@ static int run(struct hook *h, int argc, char **argv)
 		case 'n':
 			h->cni_config = optarg;
 			break;
+		case 's':
+			precreate = strcmp(optarg, "precreate") == 0;
+			if (!precreate && strcmp(optarg, "createRuntime") != 0 &&
+			    strcmp(optarg, "prestart") != 0)
+				return fail(h,
+					    "--stage takes createRuntime, prestart or precreate");
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -539,9 +656,13 @@ static int run(struct hook *h, int argc, char **argv)
 		return fail(h,
 			    "unexpected argument (the state comes on stdin; see rdmans-hook(8))");
 
-	if (rn_cni_read_input(STDIN_FILENO, MAX_STATE_BYTES, "the OCI state", &input, &input_len,
-			      &err) < 0 ||
-	    parse_state(h, input, &err) < 0 || read_config(h, &err) < 0)
+	if (precreate)
+		r = read_precreate(h, &err);
+	else if ((r = rn_cni_read_input(STDIN_FILENO, MAX_STATE_BYTES, "the OCI state", &input,
+					&input_len, &err)) == 0 &&
+		 (r = parse_state(h, input, &err)) == 0)
+		r = read_config(h, &err);
+	if (r < 0)
 		return fail_err(h, &err);
 
 	ann_devices = annotation(h, ANN_DEVICES);
@@ -558,13 +679,20 @@ static int run(struct hook *h, int argc, char **argv)
 		return fail(h, "annotation " ANN_CONF " must be \"on\" or \"off\"");
 	files = !h->sandbox && !(h->ann_conf && strcmp(h->ann_conf, "off") == 0);
 
-	/* Nothing asked for: not our container. */
+	/* Nothing asked for: not our container (precreate: the config goes back as it came). */
 	if (h->n_devices == 0 && !h->all && !h->ann_nccl && !h->ann_profile)
-		return 0;
+		return precreate && precreate_print(h, NULL, &err) < 0 ? fail_err(h, &err) : 0;
 
-	nsfd = rn_netns_open_pid(h->pid, &err);
-	if (nsfd < 0)
+	if (open_netns(h, &nsfd, &err) < 0)
 		return fail_err(h, &err);
+	if (nsfd < 0) {
+		/* precreate, and the runtime makes the netns later: createRuntime does the work */
+		fprintf(stderr,
+			"rdmans-hook: precreate: the OCI config asks for a new network "
+			"namespace, which does not exist yet: no NCCL settings in process.env "
+			"(the createRuntime hook writes them to /etc/nccl.conf)\n");
+		return precreate_print(h, NULL, &err) < 0 ? fail_err(h, &err) : 0;
+	}
 	hostfd = rn_netns_open_host(&err);
 	if (hostfd < 0)
 		return fail_err(h, &err);
@@ -582,9 +710,11 @@ static int run(struct hook *h, int argc, char **argv)
 		r = check_writable(h, &err);
 	if (r == 0 && (h->n_devices || h->all))
 		r = move_devices(h, nsfd, &moved, &err);
-	if (r == 0 && files)
+	if (r == 0 && !h->sandbox && (files || precreate))
 		r = resolve(h, nsfd, layers, n_layers, moved ? 3000 : 0, &res, &err);
-	if (r == 0 && files)
+	if (r == 0 && precreate)
+		r = precreate_print(h, h->sandbox ? NULL : &res, &err);
+	else if (r == 0 && files)
 		r = write_files(h, &res, &err);
 	for (size_t i = 0; i < n_layers; i++)
 		rn_nccl_layer_free(&layers[i]);

@@ -229,21 +229,27 @@ int rn_read_fd(int fd, size_t max, char **ret, size_t *ret_len)
 	return 0;
 }
 
-bool rn_json_complete(const char *buf, size_t len)
+size_t rn_json_value_end(const char *buf, size_t len, size_t i)
 {
-	size_t depth = 0, i = 0;
+	size_t depth = 0;
 	bool in_string = false;
 
-	while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
-		i++;
-	if (i == len || (buf[i] != '{' && buf[i] != '['))
-		return false;
+	if (i >= len)
+		return SIZE_MAX;
+	if (buf[i] != '{' && buf[i] != '[' && buf[i] != '"') {
+		/* a number, true, false, null: up to the next delimiter */
+		while (i < len && !strchr(",:]} \t\n\r", buf[i]))
+			i++;
+		return i;
+	}
 	for (; i < len; i++) {
 		char c = buf[i];
 
 		if (in_string) {
 			if (c == '\\')
 				i++; /* the escaped character, whatever it is */
+			else if (c == '"' && depth == 0)
+				return i + 1;
 			else if (c == '"')
 				in_string = false;
 		} else if (c == '"') {
@@ -252,10 +258,21 @@ bool rn_json_complete(const char *buf, size_t len)
 			depth++;
 		} else if (c == '}' || c == ']') {
 			if (depth == 0 || --depth == 0)
-				return true;
+				return i + 1;
 		}
 	}
-	return false;
+	return SIZE_MAX;
+}
+
+bool rn_json_complete(const char *buf, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
+		i++;
+	if (i == len || (buf[i] != '{' && buf[i] != '['))
+		return false;
+	return rn_json_value_end(buf, len, i) != SIZE_MAX;
 }
 
 /* rn_open_beneath() without openat2: one component at a time, never through a symlink. */

@@ -23,22 +23,8 @@ vm_check "meson install put the hook JSON where podman and CRI-O read it ($HOOK_
 	sh -c 'for d in $2; do [ "$(dirname "$1")" = "$d" ] && exit 0; done; exit 1' _ "$HOOK_JSON" "$HOOKS_DIRS"
 vm_check "  its hook.path is the installed rdmans-hook ($HOOK)" vm_expect_eq "$HOOK" "$(jq -r .hook.path "$HOOK_JSON")"
 
-pod() { # pod NS HOSTSIDE ADDR PATTERN: a netns whose net1 has ADDR, an HCA bound to it; prints the HCA
-	ip netns add "$1" && ip link add "$2" type veth peer name "$2p" && ip link set "$2" up &&
-		ip link set "$2p" netns "$1" && ip -n "$1" link set "$2p" name net1 &&
-		ip -n "$1" addr add "$3" dev net1 && ip -n "$1" link set net1 up && ip -n "$1" link set lo up &&
-		ip netns exec "$1" sh -c '. "$RDMANS_VM_LIB"; vm_simhca_new "$1" net1' _ "$4"
-}
-d1=$(pod pod1 v1 10.56.0.2/24 "irdma%d") || vm_fail "pod1"
-d2=$(pod pod2 v2 10.57.0.2/24 "mlx5_%d") || vm_fail "pod2"
-where() { # where DEV: "host", or the netns holding it
-	rdma dev show "$1" >/dev/null 2>&1 && { echo host; return; }
-	local ns
-	for ns in $(ip netns list | cut -d' ' -f1); do
-		ip netns exec "$ns" rdma dev show "$1" >/dev/null 2>&1 && { echo "$ns"; return; }
-	done
-	echo nowhere
-}
+d1=$(rt_pod pod1 v1 10.56.0.2/24 "irdma%d") || vm_fail "pod1"
+d2=$(rt_pod pod2 v2 10.57.0.2/24 "mlx5_%d") || vm_fail "pod2"
 # inside CTR: the nccl.conf lines NCCL reads (no comments)
 conf_in() { podman exec "$1" sh -c 'grep "^NCCL_" /etc/nccl.conf' 2>&1; }
 val() { sed -n "s/^$2=//p" <<<"$1"; }
@@ -46,17 +32,17 @@ val() { sed -n "s/^$2=//p" <<<"$1"; }
 # --- hooks.d: nothing runs the hook but its annotations ----------------------------------------
 rt_t "podman run, no annotation" vm_run_code 0 "a container in pod1 without annotations runs" \
 	podman run --rm --network ns:/var/run/netns/pod1 "$IMG" sh -c 'ls /etc/nccl.conf 2>/dev/null; ls /sys/class/infiniband'
-vm_check "  no hook: $d1 stays on the host, no nccl.conf" vm_expect_eq "host|" "$(where "$d1")|$OUT"
+vm_check "  no hook: $d1 stays on the host, no nccl.conf" vm_expect_eq "host|" "$(rt_where "$d1")|$OUT"
 vm_run_code 0 "a container with other annotations (example.com/devices, rdmans.io/nccl-conf) runs" \
 	podman run --rm --network ns:/var/run/netns/pod1 --annotation "example.com/devices=$d1" \
 	--annotation rdmans.io/nccl-conf=on "$IMG" sh -c 'ls /etc/nccl.conf 2>/dev/null; ls /sys/class/infiniband'
-vm_check "  no hook: $d1 stays on the host, no nccl.conf" vm_expect_eq "host|" "$(where "$d1")|$OUT"
+vm_check "  no hook: $d1 stays on the host, no nccl.conf" vm_expect_eq "host|" "$(rt_where "$d1")|$OUT"
 
 # --- hooks.d: the annotations move the device and write nccl.conf --------------------------------
 rt_t "podman run, hook" vm_run_code 0 "a container in pod1 annotated rdmans.io/devices=$d1 starts" \
 	podman run -d --name c1 --network ns:/var/run/netns/pod1 --annotation "rdmans.io/devices=$d1" \
 	--annotation rdmans.io/nccl-profile=roce "$IMG" sh -c 'cat /etc/nccl.conf; exec sleep 1000000'
-vm_check "  $d1 is in pod1" vm_expect_eq pod1 "$(where "$d1")"
+vm_check "  $d1 is in pod1" vm_expect_eq pod1 "$(rt_where "$d1")"
 gid=$(rt_gid_in c1 "$d1" 10.56.0.2)
 vm_check "  inside, a RoCE v2 GID of $d1 holds 10.56.0.2 (index $gid)" test -n "$gid"
 conf=$(conf_in c1)
@@ -72,13 +58,13 @@ rt_t "podman run --read-only" vm_run_code 126 "a read-only container asking for 
 vm_check "  the message says why and the fix (rdmans.io/nccl-conf: off)" vm_expect_contains "$ERR" \
 	"its root filesystem is read-only (root.readonly in config.json), so rdmans-hook cannot write /etc/nccl.conf there"
 vm_check "  ... names the annotation" vm_expect_contains "$ERR" 'Set the annotation rdmans.io/nccl-conf: "off"'
-vm_check "  nothing moved: $d2 is still on the host" vm_expect_eq host "$(where "$d2")"
+vm_check "  nothing moved: $d2 is still on the host" vm_expect_eq host "$(rt_where "$d2")"
 vm_run_code 0 "with rdmans.io/nccl-conf=off it starts" podman run --rm --read-only --network ns:/var/run/netns/pod2 \
 	--annotation "rdmans.io/devices=$d2" --annotation rdmans.io/nccl-conf=off "$IMG" sh -c 'ls /sys/class/infiniband; ls /etc/nccl.conf 2>/dev/null; true'
 vm_check "  it sees $d2 and has no nccl.conf" vm_expect_eq "$d2" "$OUT"
 
 # --- CDI: the generated spec in /etc/cdi ---------------------------------------------------
-d3=$(pod pod3 v3 10.58.0.2/24 "irdma%d") || vm_fail "pod3"
+d3=$(rt_pod pod3 v3 10.58.0.2/24 "irdma%d") || vm_fail "pod3"
 vm_veth h5 p5 || vm_fail "veth h5"
 d5=$(vm_simhca_new "irdma%d" h5) || vm_fail "simhca on h5"
 rt_t "cdi generate" vm_run_code 0 "rdmans cdi generate --output /etc/cdi/rdmans.json" "$R" cdi generate --output /etc/cdi/rdmans.json
@@ -87,7 +73,7 @@ vm_check "  the spec says cdiVersion 0.3.0, the lowest its content needs" vm_exp
 node3=$(jq -r --arg d "$d3" '.devices[] | select(.name == $d) | .containerEdits.deviceNodes[0].path' "$spec")
 rt_t "podman run --device (CDI)" vm_run_code 0 "podman run --device rdmans.io/rdma=$d3: podman 4.3 takes the spec" \
 	podman run -d --name c3 --network ns:/var/run/netns/pod3 --device "rdmans.io/rdma=$d3" "$IMG" sleep 1000000
-vm_check "  its hook moved $d3 into pod3" vm_expect_eq pod3 "$(where "$d3")"
+vm_check "  its hook moved $d3 into pod3" vm_expect_eq pod3 "$(rt_where "$d3")"
 vm_check "  the device nodes are there ($node3, rdma_cm)" podman exec c3 test -c "$node3" -a -c /dev/infiniband/rdma_cm
 # PID 1's: podman applies CDI edits to the spec it runs, not to the config exec sessions take
 env3=$(podman exec c3 cat /proc/1/environ | tr '\0' '\n' | grep '^NCCL_' | sort)
@@ -104,7 +90,7 @@ podman rm -f -t 0 c3 >/dev/null
 # --- CDI "all": the pod's own devices ------------------------------------------------------
 # pod4's network attachment gave it d4 (moved in, as rdma-netns does); d5's netdev stays on
 # the host; d2 is in pod2 since the read-only run. "all" takes d4 and nothing else.
-d4=$(pod pod4 v4 10.59.0.2/24 "irdma%d") || vm_fail "pod4"
+d4=$(rt_pod pod4 v4 10.59.0.2/24 "irdma%d") || vm_fail "pod4"
 rdma dev set "$d4" netns pod4 || vm_fail "moving $d4 into pod4"
 "$R" cdi generate --output "$spec" 2>/dev/null || vm_fail "cdi generate again"
 node4=$(jq -r --arg d "$d4" '.devices[] | select(.name == $d) | .containerEdits.deviceNodes[0].path' "$spec")
@@ -112,7 +98,7 @@ node5=$(jq -r --arg d "$d5" '.devices[] | select(.name == $d) | .containerEdits.
 rt_t "podman run rdma=all" vm_run_code 0 "rdmans.io/rdma=all in pod4 starts, though $d2 is in another pod" \
 	podman run -d --name c4 --network ns:/var/run/netns/pod4 --device rdmans.io/rdma=all "$IMG" sleep 1000000
 vm_check "  the container sees $d4 only" vm_expect_eq "$d4" "$(podman exec c4 ls /sys/class/infiniband 2>&1)"
-vm_check "  $d5 (netdev on the host) and $d2 (pod2) stayed where they were" vm_expect_eq "host pod2" "$(where "$d5") $(where "$d2")"
+vm_check "  $d5 (netdev on the host) and $d2 (pod2) stayed where they were" vm_expect_eq "host pod2" "$(rt_where "$d5") $(rt_where "$d2")"
 vm_check "  nccl.conf: NCCL_IB_HCA is $d4 only" vm_expect_eq "=$d4" "$(val "$(conf_in c4)" NCCL_IB_HCA)"
 vm_check "  PID 1's environment names no HCA (it would beat nccl.conf)" \
 	bash -c '! podman exec c4 cat /proc/1/environ | tr "\0" "\n" | grep "^NCCL_IB_HCA="'

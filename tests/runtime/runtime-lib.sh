@@ -10,7 +10,8 @@
 #                       rt_image: what every script here starts with
 #   rt_install          meson install of the build tree (its own prefix, the
 #                       default /usr/local in tools/test.sh); sets R (the
-#                       installed rdmans), HOOK, HOOK_JSON (the JSON podman reads).
+#                       installed rdmans), HOOK, HOOK_JSON (the JSON podman reads),
+#                       HOOK_PRE_JSON (the precreate one, in its own directory).
 #                       In the current world (no meson of the build's version
 #                       there) each file of meson-info/intro-installed.json is
 #                       copied where meson install puts it
@@ -21,6 +22,10 @@
 #   rt_t NAME CMD...    runs CMD, prints "# NAME: Ns" (the suite reports durations)
 #   rt_gid_in CTR DEV IPV4  (podman) the RoCE v2 GID index of IPV4 in DEV's table,
 #                       read inside container CTR; "" when none
+#   rt_pod NS HOSTSIDE ADDR PATTERN  a pod's netns NS (a CNI plugin's work): its net1
+#                       (a veth from HOSTSIDE) has ADDR and a simhca HCA named by
+#                       PATTERN is bound to it; prints the HCA
+#   rt_where DEV        "host", or the netns that holds RDMA device DEV
 #   rt_snap NETDEV      everything a container may change on the node: RDMA devices
 #                       and where they are, NETDEV and its IPv4 addresses, rdma-netns
 #                       state and device-info files, leases
@@ -63,6 +68,7 @@ rt_install() {
 	R=$(jq -r --arg s "$B/src/cli/rdmans" '.[$s]' <<<"$inst")
 	HOOK=$(jq -r --arg s "$B/src/hook/rdmans-hook" '.[$s]' <<<"$inst")
 	HOOK_JSON=$(jq -r --arg s "$B/hooks/rdmans-hook.json" '.[$s]' <<<"$inst")
+	HOOK_PRE_JSON=$(jq -r --arg s "$B/hooks/rdmans-hook-precreate.json" '.[$s]' <<<"$inst")
 	CNI_INSTALLED=$(dirname "$(jq -r --arg s "$B/src/cni/rdma-netns" '.[$s]' <<<"$inst")")
 	[ -x "$R" ] && [ -x "$HOOK" ] || vm_fail "meson install left no rdmans ($R) or rdmans-hook ($HOOK)"
 }
@@ -204,4 +210,19 @@ cri() {
 	fi
 	CRI_OUT=$(jq -r '.error // .' <<<"$CRI_OUT")
 	return 1
+
+rt_pod() { # rt_pod NS HOSTSIDE ADDR PATTERN: a netns whose net1 has ADDR, an HCA bound to it; prints the HCA
+	ip netns add "$1" && ip link add "$2" type veth peer name "$2p" && ip link set "$2" up &&
+		ip link set "$2p" netns "$1" && ip -n "$1" link set "$2p" name net1 &&
+		ip -n "$1" addr add "$3" dev net1 && ip -n "$1" link set net1 up && ip -n "$1" link set lo up &&
+		ip netns exec "$1" sh -c '. "$RDMANS_VM_LIB"; vm_simhca_new "$1" net1' _ "$4"
+}
+
+rt_where() { # rt_where DEV: "host", or the netns holding it
+	rdma dev show "$1" >/dev/null 2>&1 && { echo host; return; }
+	local ns
+	for ns in $(ip netns list | cut -d' ' -f1); do
+		ip netns exec "$ns" rdma dev show "$1" >/dev/null 2>&1 && { echo "$ns"; return; }
+	done
+	echo nowhere
 }

@@ -265,6 +265,38 @@ static void format_args_formats_the_callers_own_arguments(void)
 	free(s);
 }
 
+static void json_value_end_skips_one_value_whatever_it_holds(void)
+{
+	/* { text, start, expected end (SIZE_MAX: text ends first) } */
+	static const struct {
+		const char *text;
+		size_t at, end;
+	} cases[] = {
+		{ "{\"a\":[1,{\"b\":\"}]\"}]} tail", 0, 20 },
+		{ "\"x\\\"y\" ,", 0, 6 },
+		{ "\"\\\\\"]", 0, 4 },
+		{ "[\"]\"] ", 0, 5 },
+		{ "18446744073709551615,", 0, 20 },
+		{ "-0.1e5}", 0, 6 },
+		{ "true]", 0, 4 },
+		{ "{\"a\":1} ", 5, 6 },
+		{ "{\"a\":[1,2}", 0, SIZE_MAX },
+		{ "\"abc", 0, SIZE_MAX },
+		{ "\"ab\\", 0, SIZE_MAX },
+		{ "", 0, SIZE_MAX },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t end = rn_json_value_end(cases[i].text, strlen(cases[i].text), cases[i].at);
+
+		if (end != cases[i].end) {
+			printf("# '%s' from %zu: %zu, expected %zu\n", cases[i].text, cases[i].at,
+			       end, cases[i].end);
+			rn_test_failed = 1;
+		}
+	}
+}
+
 RN_TEST_MAIN(T(name_check_accepts_real_device_names), T(name_check_refuses_empty_names),
 	     T(name_check_refuses_path_tricks), T(name_check_refuses_spaces_and_control_characters),
 	     T(name_check_refuses_names_over_the_limit),
@@ -274,4 +306,5 @@ RN_TEST_MAIN(T(name_check_accepts_real_device_names), T(name_check_refuses_empty
 	     T(open_beneath_without_openat2_refuses_the_same),
 	     T(strscpy_copies_what_fits_and_says_when_it_cut),
 	     T(grow_doubles_with_a_cap_and_is_exact_without),
-	     T(format_args_formats_the_callers_own_arguments))
+	     T(format_args_formats_the_callers_own_arguments),
+	     T(json_value_end_skips_one_value_whatever_it_holds))
