@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,14 +95,20 @@ static void hook_free(struct hook *h)
 	rn_oci_config_free(h->oci);
 }
 
+/* A failure goes to stderr and to syslog: crun (1.28) and podman's precreate
+ * stage drop a hook's stderr and say only "error executing hook", so the
+ * node's log (journald on /dev/log) is where a user finds the cause. */
 static int fail(const struct hook *h, const char *msg)
 {
-	if (h->oci)
-		fprintf(stderr, "rdmans-hook: precreate: %s\n", msg);
-	else if (h->id[0])
-		fprintf(stderr, "rdmans-hook: container %s: %s\n", h->id, msg);
-	else
-		fprintf(stderr, "rdmans-hook: %s\n", msg);
+	const char *what = h->oci ? "precreate: " : "";
+	const char *id = !h->oci && h->id[0] ? h->id : NULL;
+
+	fprintf(stderr, "rdmans-hook: %s%s%s%s%s\n", what, id ? "container " : "", id ? id : "",
+		id ? ": " : "", msg);
+	openlog("rdmans-hook", LOG_PID, LOG_DAEMON);
+	syslog(LOG_ERR, "%s%s%s%s%s", what, id ? "container " : "", id ? id : "", id ? ": " : "",
+	       msg);
+	closelog();
 	return 1;
 }
 

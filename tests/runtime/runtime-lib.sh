@@ -30,6 +30,12 @@
 #                       and where they are, NETDEV and its IPv4 addresses, rdma-netns
 #                       state and device-info files, leases
 #   rt_world            "WORLD: kernel K, RUNTIME VERSION..." for the TAP log
+#   rt_syslog           a syslog daemon (busybox syslogd) on /dev/log, into $RT_SYSLOG,
+#                       as journald is on a node; rt_setup starts it
+#   rt_hook_said        after vm_run_code: what the user is shown of the hook's
+#                       failure, and the node's log since the run began: podman's
+#                       error (runc passes the hook's stderr on; crun 1.28 drops it)
+#                       and the syslog lines written meanwhile
 #   rt_pause_image NAME the sandbox ("pause") image: the busybox image, sleeping
 #   cri_containerd CONF start containerd with its CRI plugin as a node runs it
 #                       (config CONF), wait for CRI; CTRD is its pid
@@ -121,7 +127,28 @@ rt_gid_in() {
 	podman exec "$1" sh -c "$RT_GID_SCRIPT" _ "$2" "$(rt_gid_hex "$3")" 2>/dev/null
 }
 
+RT_SYSLOG=/tmp/rt-syslog
+rt_syslog() {
+	[ -S /dev/log ] && return 0
+	: >"$RT_SYSLOG"
+	busybox syslogd -n -O "$RT_SYSLOG" &
+	vm_poll 60 test -S /dev/log || vm_fail "busybox syslogd made no /dev/log"
+}
+
+rt_hook_said() {
+	echo "$ERR"
+	echo "# syslog:"
+	tail -n +"$((${RT_SYSLOG_MARK:-0} + 1))" "$RT_SYSLOG"
+}
+
+# vm_run_code with the syslog marked first, for rt_hook_said
+rt_run_code() {
+	RT_SYSLOG_MARK=$(wc -l <"$RT_SYSLOG")
+	vm_run_code "$@"
+}
+
 rt_setup() {
+	rt_syslog
 	vm_load_rdma exclusive
 	vm_load_simhca
 	modprobe rdma_ucm 2>/dev/null
