@@ -237,6 +237,7 @@ cri() {
 	fi
 	CRI_OUT=$(jq -r '.error // .' <<<"$CRI_OUT")
 	return 1
+}
 
 rt_pod() { # rt_pod NS HOSTSIDE ADDR PATTERN: a netns whose net1 has ADDR, an HCA bound to it; prints the HCA
 	ip netns add "$1" && ip link add "$2" type veth peer name "$2p" && ip link set "$2" up &&
