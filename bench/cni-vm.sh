@@ -9,12 +9,8 @@
 # TCG emulation: absolute figures are the VM's, the ratio is what carries.
 #   bench/cni-vm.sh [CYCLES]     (default 30)
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-build=${RDMANS_BENCH_BUILD:-build-bench}
-[ "$(id -u)" = 0 ] || { echo "bench/cni-vm.sh: needs root" >&2; exit 1; }
-[ -d "$build" ] || meson setup "$build" -Dbuildtype=release >/dev/null
-ninja -C "$build" src/cni/rdma-netns tests/vm/simhca.ko >/dev/null
-RDMANS_BUILD_DIR=$top/$build RDMANS_SIMHCA_KO=$top/$build/tests/vm/simhca.ko \
+. "$(dirname "$0")/lib.sh"
+bench_release_build cni-vm.sh src/cni/rdma-netns tests/vm/simhca.ko
+RDMANS_BUILD_DIR=$build RDMANS_SIMHCA_KO=$build/tests/vm/simhca.ko \
 	TEST_BENCH_CYCLES=${1:-30} RDMANS_VM_TIMEOUT=${RDMANS_VM_TIMEOUT:-900} \
 	tests/vm/vm-run.sh bench/cni-vm-guest.sh

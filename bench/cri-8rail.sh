@@ -12,13 +12,8 @@
 # TCG emulation: absolute figures are the VM's, the ratio is what carries.
 #   bench/cri-8rail.sh [ROUNDS]     (default 5)
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-build=${RDMANS_BENCH_BUILD:-build-bench}
-[ "$(id -u)" = 0 ] || { echo "bench/cri-8rail.sh: needs root" >&2; exit 1; }
-[ -d "$build" ] || meson setup "$build" -Dbuildtype=release >/dev/null
-ninja -C "$build" >/dev/null
-ninja -C "$build" tests/vm/simhca-current.ko >/dev/null
-RDMANS_VM_WORLD=current RDMANS_BUILD_DIR=$top/$build RDMANS_SIMHCA_KO=$top/$build/tests/vm/simhca-current.ko \
+. "$(dirname "$0")/lib.sh"
+bench_release_build cri-8rail.sh all tests/vm/simhca-current.ko
+RDMANS_VM_WORLD=current RDMANS_BUILD_DIR=$build RDMANS_SIMHCA_KO=$build/tests/vm/simhca-current.ko \
 	TEST_BENCH_ROUNDS=${1:-5} RDMANS_VM_TIMEOUT=${RDMANS_VM_TIMEOUT:-1800} \
 	tests/vm/vm-run.sh bench/cri-8rail-guest.sh
