@@ -128,7 +128,7 @@ d6=$(vm_simhca_new "irdma%d" h6) || vm_fail "simhca on h6"
 podman run -d --name c6 --network ns:/var/run/netns/pod6 "$IMG" sleep 1000000 >/dev/null || vm_fail "podman run c6"
 cid=$(podman inspect -f '{{.Id}}' c6)
 vm_run_code 0 "rdmans move $d6 --container ${cid:0:12} (podman's ID, a prefix)" "$R" move "$d6" --container "${cid:0:12}"
-vm_check "  $d6 is in c6's netns (pod6)" vm_expect_eq pod6 "$(where "$d6")"
+vm_check "  $d6 is in c6's netns (pod6)" vm_expect_eq pod6 "$(rt_where "$d6")"
 vm_check "  the container sees it" vm_expect_eq "$d6" "$(podman exec c6 ls /sys/class/infiniband 2>&1)"
 podman rm -f -t 0 c6 >/dev/null
 vm_done
