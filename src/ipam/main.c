@@ -133,7 +133,7 @@ static int fail(struct plugin *p, int code, const char *msg, const char *details
 static int code_for(const struct rn_error *err)
 {
 	switch (err->code) {
-	case ENOSPC:
+	case EADDRNOTAVAIL: /* a range is full; ENOSPC is a full disk: I/O */
 		return IPAM_EXHAUSTED;
 	case EACCES:
 	case EPERM:
@@ -535,6 +535,14 @@ int main(void)
 	p.log_level = RN_IPAM_LOG_ERROR;
 	p.ver = rn_cni_version_parse(RN_CNI_VERSION_LATEST);
 	r = run(&p);
+	if (getenv("RDMANS_FAULT_IO") && rn_fault_io_count(NULL) >= 0) {
+		const char *fired;
+		long writes = rn_fault_io_count(&fired);
+
+		/* test builds: how many store writes this run made, for tests/netns/io-faults.sh */
+		fprintf(stderr, RN_IPAM_PLUGIN_NAME ": fault injection: made %ld writes%s%s\n",
+			writes, fired ? ", failed: " : "", fired ? fired : "");
+	}
 	if (p.doc)
 		json_decref(p.doc);
 	if (p.stdin_text) {

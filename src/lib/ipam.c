@@ -469,11 +469,11 @@ static int add_claim(struct rn_ipam_store *s, const struct rn_ipam_config *c, co
 			p->claimed_version[p->n_claimed++] = p->att_version;
 			continue;
 		}
-		if (r == -ENOSPC) {
+		if (r == -EADDRNOTAVAIL) {
 			char count[48];
 
 			rn_error_set(
-				err, ENOSPC,
+				err, EADDRNOTAVAIL,
 				"no free address in range %s: all %s usable addresses are "
 				"taken (list them with 'rdmans ipam ls'; release stale ones or "
 				"widen the range)",
@@ -788,9 +788,9 @@ int rn_ipam_status(struct rn_ipam_store *s, const struct rn_ipam_config *c, stru
 		cc.pool = pool;
 		r = rn_ipam_range_walk(&c->ranges[k], rn_ipam_range_hint(&c->ranges[k], "status"),
 				       s->window, &ops, &cc, &got);
-		if (r == -ENOSPC)
+		if (r == -EADDRNOTAVAIL)
 			return rn_error_set(
-				err, ENOSPC,
+				err, EADDRNOTAVAIL,
 				"range %s is exhausted: all %s usable addresses are taken",
 				c->ranges[k].cidr,
 				u128_text(rn_ipam_range_count(&c->ranges[k]), count,
