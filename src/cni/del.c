@@ -112,8 +112,10 @@ int cni_cmd_del(struct cni_ctx *ctx)
 	int lock = -1, r;
 
 	if (rn_cni_state_name(ctx->conf.name, ctx->container_id, ctx->ifname, name, sizeof(name),
-			      &err) < 0)
-		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "%s", err.msg);
+			      &err) < 0) {
+		cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "%s", err.msg);
+		return cni_del_refused(ctx);
+	}
 	if (rn_cni_state_dir_init(ctx->state_dir, &err) < 0)
 		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
 	if (rn_cni_attachment_lock(ctx->state_dir, name, LOCK_TIMEOUT_MS, &lock, &err) < 0)
@@ -121,6 +123,36 @@ int cni_cmd_del(struct cni_ctx *ctx)
 	r = del_locked(ctx, name);
 	rn_cni_attachment_unlock(ctx->state_dir, name, lock);
 	return r;
+}
+
+int cni_del_refused(struct cni_ctx *ctx)
+{
+	char **names = NULL;
+	size_t n = 0;
+	bool ours = false;
+
+	if (ctx->container_id && ctx->ifname &&
+	    rn_cni_state_list(ctx->state_dir, &names, &n, NULL) < 0)
+		return -1; /* cannot tell: the refusal stands */
+	for (size_t i = 0; i < n && !ours; i++) {
+		_cleanup_cni_state_ struct rn_cni_state st = { 0 };
+		const char *cid, *ifname;
+
+		if (rn_cni_state_read(ctx->state_dir, names[i], &st, NULL) < 0) {
+			ours = true; /* unreadable: it could be */
+			continue;
+		}
+		cid = rn_cni_state_get(&st, "container_id");
+		ifname = rn_cni_state_get(&st, "ifname");
+		ours = !cid || !ifname ||
+		       (strcmp(cid, ctx->container_id) == 0 && strcmp(ifname, ctx->ifname) == 0);
+	}
+	rn_cni_state_names_free(names, n);
+	if (ours)
+		return -1;
+	fprintf(stderr, "rdma-netns: DEL: nothing to undo (no ADD takes this input: %s)\n",
+		ctx->msg);
+	return 0;
 }
 
 static bool attachment_valid(json_t *valid, const char *cid, const char *ifname)

@@ -218,8 +218,11 @@ int main(int argc, char **argv)
 		r = fn(&ctx);
 		goto out;
 	}
-	if (cni_conf_parse(&ctx, input, len) < 0 || check_env(&ctx, &env) < 0)
+	if (cni_conf_parse(&ctx, input, len) < 0 || check_env(&ctx, &env) < 0) {
+		if (strcmp(ctx.command, "DEL") == 0)
+			r = cni_del_refused(&ctx);
 		goto out;
+	}
 	r = fn(&ctx);
 out:
 	fault_report(ctx.command);

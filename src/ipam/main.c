@@ -431,6 +431,17 @@ static int cmd_gc(struct plugin *p, struct rn_ipam_store *s)
 	return 0;
 }
 
+/*
+ * DEL with an environment ADD refuses: no ADD stored anything under it, so
+ * there is nothing to release, and the runtime's DEL must not fail forever.
+ */
+static int del_refused(struct plugin *p, const struct rn_error *err)
+{
+	logf_(p, RN_IPAM_LOG_INFO, "DEL: nothing to release (no ADD takes this environment: %s)",
+	      err->msg);
+	return 0;
+}
+
 static const char *config_root(void)
 {
 	/* tests point the flat-file search at a scratch tree */
@@ -505,13 +516,20 @@ static int run(struct plugin *p)
 		struct rn_ipam_owner o;
 		char id[RN_IPAM_ID_MAX];
 
+		bool del = strcmp(command, "DEL") == 0;
+
 		if (rn_cni_env_require(&p->env, false, RN_IPAM_PLUGIN_NAME, &err) < 0)
-			return fail(p, CNI_ERR_INVALID_ENV, err.msg, NULL);
+			return del ? del_refused(p, &err)
+				   : fail(p, CNI_ERR_INVALID_ENV, err.msg, NULL);
 		if (rn_cni_args_parse(p->env.args, &p->args, &err) < 0)
-			return fail(p, CNI_ERR_INVALID_ENV, "CNI_ARGS is not K=V;K=V", err.msg);
+			return del ? del_refused(p, &err)
+				   : fail(p, CNI_ERR_INVALID_ENV, "CNI_ARGS is not K=V;K=V",
+					  err.msg);
 		owner_of(p, &o);
 		if (rn_ipam_attachment_id(&o, id, sizeof(id), &err) < 0)
-			return fail(p, CNI_ERR_INVALID_ENV, "invalid CNI environment", err.msg);
+			return del ? del_refused(p, &err)
+				   : fail(p, CNI_ERR_INVALID_ENV, "invalid CNI environment",
+					  err.msg);
 	}
 
 	if (rn_ipam_store_open(&p->cfg, &s, &err) < 0)

@@ -15,18 +15,14 @@ tap_require_exec "$DENY"
 cni_netns_clean rnv
 trap 'cni_netns_clean rnv; rm -rf "$tmp"' EXIT
 
-ip link add rnv0 type veth peer name rnv0p
-ip netns add rnv-pod
-CNI_NS=/var/run/netns/rnv-pod
-CNI_CID=rnv-c1
+cni_veth_pod rnv
 conf=$(jq -nc --arg d "$tmp/ri" '{cniVersion: "1.0.0", name: "rnvnet", type: "rdma-netns",
 	device: "rnv0", requireRdma: false, returnTimeout: 2,
 	ipam: {type: "rdma-netns-ipam", range: "10.197.0.0/29", dataDir: $d}}')
 
 snap() { # the host's lo too: an old ADD of "device": "lo" may move it
 	cni_netns_snap rnv 'rnv|lo'
-	(cd "$tmp" && find state devinfo ri -type f ! -path 'state/locks/*' ! -path 'ri/.locks/*' \
-		2>/dev/null | sort)
+	cni_scratch_files state devinfo ri
 }
 ip -n rnv-pod link set lo up
 baseline=$(snap)

@@ -8,11 +8,9 @@
 # Every name here starts with "rnio".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-IPAM=${IPAM:-$RDMANS_BUILD_DIR/src/ipam/rdma-netns-ipam}
 . "$here/cni-lib.sh"
-cni_netns_setup rnio "$IPAM"
-cni_netns_clean rnio
-trap 'cni_netns_clean rnio; rm -rf "$tmp"' EXIT
+IPAM=$RDMANS_BUILD_DIR/src/ipam/rdma-netns-ipam
+cni_netns_start rnio "$IPAM"
 
 declare -A WORDS=([ENOSPC]="No space left on device" [EIO]="Input/output error"
 	[EROFS]="Read-only file system" [EDQUOT]="Disk quota exceeded")
@@ -96,18 +94,8 @@ vm_check "a really full range: code 100, 'no free address'" \
 for c in rnio-f1 rnio-f2 rnio-f3; do ipam DEL "$c"; done
 
 # ---- rdma-netns: its state file ----
-ip link add rnio0 type veth peer name rnio0p
-ip netns add rnio-pod
-CNI_NS=/var/run/netns/rnio-pod
-CNI_CID=rnio-c1
-conf=$(jq -nc --arg hl "$tmp/hl" '{cniVersion: "1.0.0", name: "rnionet", type: "rdma-netns",
-	device: "rnio0", requireRdma: false,
-	ipam: {type: "host-local", subnet: "10.193.0.0/24", dataDir: $hl}}')
-snap() {
-	cni_netns_snap rnio
-	(cd "$tmp" && find state devinfo hl -type f ! -path 'state/locks/*' ! -name 'last_reserved_ip*' \
-		! -name lock 2>/dev/null | sort)
-}
+cni_veth_pod rnio "$(jq -nc --arg d "$tmp/hl" '{type: "host-local", subnet: "10.193.0.0/24", dataDir: $d}')"
+snap() { cni_netns_snap rnio && cni_scratch_files state devinfo hl; }
 cni_c1() { cni_run "$1" "$conf" "${@:2}"; }
 baseline=$(snap)
 cni_run ADD "$conf" RDMANS_FAULT_IO=0:ENOSPC
