@@ -373,7 +373,8 @@ int rn_ipam_repair(struct rn_ipam_store *s, bool dry_run, struct rn_ipam_repair_
 
 struct rn_ipam_reconcile_opts {
 	const char *node; /* this node: no other node's record is touched */
-	long grace_s; /* a record younger than this (its own time=) is left alone */
+	long grace_s; /* a record younger than this (its own time=) is left alone; a time
+			 * unreadable or further ahead of now than this never is */
 	bool dry_run;
 	long long now; /* seconds since the epoch; 0: the clock */
 };

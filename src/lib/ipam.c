@@ -1466,8 +1466,8 @@ int rn_ipam_repair(struct rn_ipam_store *s, bool dry_run, struct rn_ipam_repair_
 
 /* ---- the reconciler ------------------------------------------------------ */
 
-/* "2026-11-23T08:56:46Z" -> seconds since the epoch; -1 when unreadable. */
-static long long parse_time(const char *text)
+/* "2026-11-23T08:56:46Z" -> seconds since the epoch (negative before 1970); false when unreadable. */
+static bool parse_time(const char *text, long long *ret)
 {
 	struct tm tm;
 	const char *end;
@@ -1475,8 +1475,44 @@ static long long parse_time(const char *text)
 	memset(&tm, 0, sizeof(tm));
 	end = strptime(text, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if (!end || *end)
-		return -1;
-	return (long long)timegm(&tm);
+		return false;
+	*ret = (long long)timegm(&tm);
+	return true;
+}
+
+/*
+ * How old a record is, for the grace: false (age_text says why) when its
+ * time cannot show an ADD still in flight: unreadable, or further ahead of
+ * this clock than the grace (the clock stepped back, or the record was
+ * edited or damaged). Such a time never holds an address: the record is
+ * judged as one older than the grace. A time ahead by less than the grace
+ * (clocks a little apart) counts as young until the clock passes it by the
+ * grace.
+ */
+static bool record_age(const struct rn_ipam_record *rec, long long now, long grace_s,
+		       long long *ret_age, char *age_text, size_t len)
+{
+	long long t;
+
+	if (!parse_time(rec->time, &t)) {
+		snprintf(age_text, len, "its time '%s' is unreadable, so it cannot be young",
+			 rec->time);
+		return false;
+	}
+	*ret_age = now - t;
+	if (t > now && t - now > grace_s) {
+		snprintf(age_text, len,
+			 "its time %s is %llds ahead of this clock (stepped back, or the record "
+			 "was edited), so it cannot be young",
+			 rec->time, t - now);
+		return false;
+	}
+	if (t > now)
+		snprintf(age_text, len, "record time %s is %llds ahead of this clock", rec->time,
+			 t - now);
+	else
+		snprintf(age_text, len, "record %llds old", now - t);
+	return true;
 }
 
 int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_opts *o,
@@ -1509,9 +1545,10 @@ int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_op
 		const struct rn_ipam_record *rec = (struct rn_ipam_record *)addrs.items + i;
 		struct release_want w = { rec, false, addrs.texts[i], addrs.versions[i] };
 		unsigned long long ino = 0;
-		char why[PATH_MAX + 200], full[sizeof(why) + 2 * RN_IPAM_NAME_MAX + 64];
+		char why[PATH_MAX + 200], age_text[RN_IPAM_NAME_MAX + 128];
+		char full[sizeof(why) + sizeof(age_text) + 2 * RN_IPAM_NAME_MAX + 64];
 		enum rn_netns_state state;
-		long long t, age;
+		long long age = 0;
 		bool gone;
 
 		if (strcmp(rec->node, o->node) != 0)
@@ -1543,18 +1580,10 @@ int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_op
 			fn(ctx, RN_IPAM_KEPT_RUNNING, rec, NULL, full);
 			continue;
 		}
-		t = parse_time(rec->time);
-		if (t < 0) {
-			ret->unknown++;
-			snprintf(full, sizeof(full), "%s, but its time '%s' is unreadable", why,
-				 rec->time);
-			fn(ctx, RN_IPAM_KEPT_UNKNOWN, rec, NULL, full);
-			continue;
-		}
-		age = now - t;
-		if (age < o->grace_s) {
+		if (record_age(rec, now, o->grace_s, &age, age_text, sizeof(age_text)) &&
+		    age < o->grace_s) {
 			ret->young++;
-			snprintf(full, sizeof(full), "%s; record %llds old, grace %lds", why, age,
+			snprintf(full, sizeof(full), "%s; %s, grace %lds", why, age_text,
 				 o->grace_s);
 			fn(ctx, RN_IPAM_KEPT_YOUNG, rec, NULL, full);
 			continue;
@@ -1562,8 +1591,8 @@ int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_op
 		r = release_locked(s, &w, o->dry_run, &gone, err);
 		if (r < 0)
 			break;
-		snprintf(full, sizeof(full), "%s; container %s not running; record %llds old", why,
-			 rec->container_id, age);
+		snprintf(full, sizeof(full), "%s; container %s not running; %s", why,
+			 rec->container_id, age_text);
 		if (gone) {
 			ret->released++;
 			fn(ctx, RN_IPAM_RELEASED, rec, NULL, full);
