@@ -41,7 +41,25 @@ int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_stat
 		struct cni_delegate_env env = { .command = "DEL",
 						.container_id = container_id,
 						.ifname = ifname };
+		const char *phase = rn_cni_state_get(st, "phase");
 		char args[700];
+
+		/*
+		 * The devices are home: should the release fail (a read-only or
+		 * full IPAM store), the state says that only it is left, for the
+		 * retry, CHECK and the operator (issue 26).
+		 */
+		if (!phase || strcmp(phase, "releasing") != 0) {
+			if (rn_cni_state_set(st, "phase", "releasing", &err) < 0 ||
+			    rn_cni_state_write(ctx->state_dir, state_name, st, &err) < 0) {
+				cni_fail(ctx, CNI_ERR_IO,
+					 "the devices are back on the host, but the state file "
+					 "cannot say so: %s",
+					 err.msg);
+				goto out;
+			}
+			cni_fault_point("state says releasing");
+		}
 
 		if (container_id) {
 			/* another attachment's (GC): its pod, as its ADD had it in CNI_ARGS */
