@@ -198,6 +198,9 @@ struct rn_ipam_etcd {
 	char *password; /* a secret: never in messages or logs */
 	char *key_prefix;
 	long timeout_ms;
+	/* where a user sets the user name and password, for messages (static text):
+	 * the config keys, or rdmans's flags (RN_IPAM_CONFIG_CLI) */
+	const char *user_settings;
 };
 
 struct rn_ipam_config {
@@ -221,6 +224,8 @@ struct rn_ipam_config {
 
 /* Store settings only: DEL and GC must work whatever became of the ranges. */
 #define RN_IPAM_CONFIG_STORE_ONLY 0x1u
+/* The settings came from rdmans's --etcd-* flags: messages name the flags, not the keys. */
+#define RN_IPAM_CONFIG_CLI 0x2u
 
 /*
  * Parses a CNI network config (its "ipam" object), a conflist (the first

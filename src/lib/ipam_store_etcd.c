@@ -42,6 +42,7 @@ struct etcd_store {
 	char *password;
 	char *token;
 	bool authed;
+	const char *user_settings; /* static text: where users set them */
 };
 
 static struct etcd_store *to_etcd(struct rn_ipam_store *s)
@@ -315,9 +316,9 @@ static int request(struct etcd_store *e, const char *path, json_t *body, bool wi
 		if (msg && strstr(msg, "user name is empty"))
 			return rn_error_set(
 				err, EACCES,
-				"etcd at %s has auth enabled: set the etcd username and "
-				"password (ipam.etcd.username, password or password_file)",
-				endpoint);
+				"etcd at %s has auth enabled: give a user name and password "
+				"with %s",
+				endpoint, e->user_settings);
 		if (!doc) {
 			/* not JSON: show etcd's first line, it is all there is to go on */
 			size_t n = strcspn(answer, "\r\n");
@@ -777,6 +778,8 @@ int rn_ipam_store_etcd_open(const struct rn_ipam_config *c, struct rn_ipam_store
 	e->endpoints = calloc(cfg->n_endpoints, sizeof(*e->endpoints));
 	e->n_endpoints = cfg->n_endpoints;
 	e->prefix = strdup(cfg->key_prefix ? cfg->key_prefix : RN_IPAM_DEFAULT_ETCD_PREFIX);
+	e->user_settings =
+		cfg->user_settings ? cfg->user_settings : "the etcd user name and password";
 	if (cfg->username) {
 		e->username = strdup(cfg->username);
 		e->password = strdup(cfg->password ? cfg->password : "");

@@ -259,7 +259,8 @@ static void bad_etcd_settings_are_refused_without_echoing_secrets(void)
 			"\"password\":\"TopSecret99\"}}}",
 			0, &c, &err),
 		  -EINVAL);
-	CHECK_CONTAINS(err.msg, "no etcd username");
+	CHECK_STR(err.msg, "an etcd password is set but no etcd user name (ipam.etcd.username and "
+			   "ipam.etcd.password_file (or password))");
 	CHECK(!strstr(err.msg, "TopSecret99"));
 	CHECK_INT(parse("{\"ipam\":{\"range\":\"10.0.0.0/99\",\"etcd_host\":\"a:1\","
 			"\"etcd_username\":\"u\",\"etcd_password\":\"TopSecret99\"}}",
