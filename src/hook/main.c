@@ -80,12 +80,18 @@ static void hook_free(struct hook *h)
 		json_decref(h->config_json);
 }
 
-static int fail(const struct hook *h, const char *msg)
+/* One line on stderr, naming the container when known. */
+static void say(const struct hook *h, const char *what, const char *msg)
 {
 	if (h->id[0])
-		fprintf(stderr, "rdmans-hook: container %s: %s\n", h->id, msg);
+		fprintf(stderr, "rdmans-hook: container %s: %s%s\n", h->id, what, msg);
 	else
-		fprintf(stderr, "rdmans-hook: %s\n", msg);
+		fprintf(stderr, "rdmans-hook: %s%s\n", what, msg);
+}
+
+static int fail(const struct hook *h, const char *msg)
+{
+	say(h, "", msg);
 	return 1;
 }
 
@@ -357,6 +363,8 @@ static int resolve(struct hook *h, int nsfd, const struct rn_nccl_layer *layers,
 	image_nccl(h, &version, note, sizeof(note));
 	req.nccl_version = &version;
 	req.nccl_version_note = note[0] ? note : NULL;
+	req.sockets_ok = h->ann_conf && strcmp(h->ann_conf, "sockets") == 0;
+	req.sockets_origin = "annotation " ANN_CONF;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
@@ -376,9 +384,16 @@ static int resolve(struct hook *h, int nsfd, const struct rn_nccl_layer *layers,
 		waited = (now.tv_sec - start.tv_sec) * 1000 +
 			 (now.tv_nsec - start.tv_nsec) / 1000000;
 		if (waited >= patience_ms)
-			return r;
+			break;
 		usleep(50 * 1000);
 	}
+	if (r == -ENODEV)
+		rn_strappend(err->msg, sizeof(err->msg),
+			     ". Set the annotation " ANN_CONF
+			     ": \"sockets\" to start it with NCCL over sockets "
+			     "(NCCL_IB_DISABLE=1 and the profile's other settings), or \"off\" "
+			     "to write no NCCL settings");
+	return r;
 }
 
 static int load_layers(struct hook *h, struct rn_nccl_layer *layers, size_t *n,
@@ -476,7 +491,7 @@ static void usage(FILE *out)
 	      "An OCI hook (createRuntime or prestart): reads the container's state on stdin.\n"
 	      "Annotations: " ANN_DEVICES ": DEV[,DEV...]|all  " ANN_NCCL ": {\"profile\":..., "
 	      "\"env\":{...}}\n"
-	      "             " ANN_PROFILE ": NAME  " ANN_CONF ": off\n"
+	      "             " ANN_PROFILE ": NAME  " ANN_CONF ": on|off|sockets\n"
 	      "See rdmans-hook(8).\n",
 	      out);
 }
@@ -554,8 +569,9 @@ static int run(struct hook *h, int argc, char **argv)
 		      strcmp(annotation(h, "io.kubernetes.cri.container-type"), "sandbox") == 0);
 	if (ann_devices && add_devices(h, ann_devices, "annotation " ANN_DEVICES, &err) < 0)
 		return fail_err(h, &err);
-	if (h->ann_conf && strcmp(h->ann_conf, "off") != 0 && strcmp(h->ann_conf, "on") != 0)
-		return fail(h, "annotation " ANN_CONF " must be \"on\" or \"off\"");
+	if (h->ann_conf && strcmp(h->ann_conf, "off") != 0 && strcmp(h->ann_conf, "on") != 0 &&
+	    strcmp(h->ann_conf, "sockets") != 0)
+		return fail(h, "annotation " ANN_CONF " must be \"on\", \"off\" or \"sockets\"");
 	files = !h->sandbox && !(h->ann_conf && strcmp(h->ann_conf, "off") == 0);
 
 	/* Nothing asked for: not our container. */
@@ -586,6 +602,8 @@ static int run(struct hook *h, int argc, char **argv)
 		r = resolve(h, nsfd, layers, n_layers, moved ? 3000 : 0, &res, &err);
 	if (r == 0 && files)
 		r = write_files(h, &res, &err);
+	for (size_t i = 0; r == 0 && files && res.sockets && i < res.n_warnings; i++)
+		say(h, "warning: ", res.warnings[i]);
 	for (size_t i = 0; i < n_layers; i++)
 		rn_nccl_layer_free(&layers[i]);
 	if (r < 0)
