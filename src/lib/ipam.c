@@ -9,6 +9,7 @@
  * lists is checked against the address records before it is trusted.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1515,6 +1516,32 @@ static bool record_age(const struct rn_ipam_record *rec, long long now, long gra
 	return true;
 }
 
+/*
+ * The grace of a record written before records had a netns= (an upgrade
+ * from an older rdma-netns-ipam): its container alone tells whether the pod
+ * lives, so it must be long past any ADD in flight.
+ */
+static long legacy_grace(long grace_s)
+{
+	long g = grace_s > LONG_MAX / 12 ? LONG_MAX : grace_s * 12;
+
+	return g < 3600 ? 3600 : g;
+}
+
+/* Whether the process test can be trusted here: some record of this node names a running container. */
+static bool containers_seen(const struct collect *addrs, const char *node,
+			    const struct rn_cgroup_snapshot *cgroups)
+{
+	for (size_t i = 0; i < addrs->n; i++) {
+		const struct rn_ipam_record *rec = (struct rn_ipam_record *)addrs->items + i;
+
+		if (strcmp(rec->node, node) == 0 &&
+		    rn_cgroup_snapshot_has(cgroups, rec->container_id))
+			return true;
+	}
+	return false;
+}
+
 int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_opts *o,
 		      rn_ipam_reconcile_fn fn, void *ctx, struct rn_ipam_reconcile_stats *ret,
 		      struct rn_error *err)
@@ -1522,7 +1549,7 @@ int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_op
 	struct collect addrs = { .kind = RN_IPAM_KIND_ADDRESS, .keep_text = true };
 	struct collect atts = { .kind = RN_IPAM_KIND_ATTACHMENT };
 	struct rn_cgroup_snapshot *cgroups = NULL;
-	bool host_pids = rn_netns_host_pids(), snapped = false;
+	bool host_pids = rn_netns_host_pids(), snapped = false, seen = false;
 	long long now = o->now ? o->now : (long long)time(NULL);
 	int r;
 
@@ -1549,7 +1576,8 @@ int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_op
 		char full[sizeof(why) + sizeof(age_text) + 2 * RN_IPAM_NAME_MAX + 64];
 		enum rn_netns_state state;
 		long long age = 0;
-		bool gone;
+		long grace = o->grace_s;
+		bool gone, legacy;
 
 		if (strcmp(rec->node, o->node) != 0)
 			continue;
@@ -1562,7 +1590,9 @@ int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_op
 			ret->alive++;
 			continue;
 		}
-		if (state == RN_NETNS_UNKNOWN) {
+		/* no netns= (written by an older version): judged by its container alone */
+		legacy = state == RN_NETNS_UNKNOWN && !rec->netns[0] && host_pids;
+		if (state == RN_NETNS_UNKNOWN && !legacy) {
 			ret->unknown++;
 			fn(ctx, RN_IPAM_KEPT_UNKNOWN, rec, NULL, why);
 			continue;
@@ -1572,6 +1602,24 @@ int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_op
 			r = rn_cgroup_snapshot_take(&cgroups, err);
 			if (r < 0)
 				break;
+			seen = containers_seen(&addrs, o->node, cgroups);
+		}
+		if (legacy && !seen) {
+			ret->unknown++;
+			snprintf(full, sizeof(full),
+				 "%s (a record from before netns= was recorded), and no container "
+				 "of this node's records is seen running here, so whether its "
+				 "container runs cannot be told",
+				 why);
+			fn(ctx, RN_IPAM_KEPT_UNKNOWN, rec, NULL, full);
+			continue;
+		}
+		if (legacy) {
+			grace = legacy_grace(o->grace_s);
+			rn_strappend(why, sizeof(why),
+				     " (a record from before netns= was recorded: judged by its "
+				     "container alone, with a grace of %lds)",
+				     grace);
 		}
 		if (rn_cgroup_snapshot_has(cgroups, rec->container_id)) {
 			ret->running++;
@@ -1580,11 +1628,9 @@ int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_op
 			fn(ctx, RN_IPAM_KEPT_RUNNING, rec, NULL, full);
 			continue;
 		}
-		if (record_age(rec, now, o->grace_s, &age, age_text, sizeof(age_text)) &&
-		    age < o->grace_s) {
+		if (record_age(rec, now, grace, &age, age_text, sizeof(age_text)) && age < grace) {
 			ret->young++;
-			snprintf(full, sizeof(full), "%s; %s, grace %lds", why, age_text,
-				 o->grace_s);
+			snprintf(full, sizeof(full), "%s; %s, grace %lds", why, age_text, grace);
 			fn(ctx, RN_IPAM_KEPT_YOUNG, rec, NULL, full);
 			continue;
 		}

@@ -12,9 +12,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/ipam-lib.sh"
 
 NS_PREFIX=rnrt
+CGROUP_DIR=
+SLEEPER=
 cleanup_times() {
 	local n
 	for n in $(ip netns list | awk '{print $1}' | grep "^$NS_PREFIX-"); do ip netns del "$n"; done
+	[ -z "$SLEEPER" ] || kill "$SLEEPER" 2>/dev/null
+	[ -z "$SLEEPER" ] || wait "$SLEEPER" 2>/dev/null
+	[ -z "$CGROUP_DIR" ] || rmdir "$CGROUP_DIR" "${CGROUP_DIR%/*}" 2>/dev/null
 	ipam_cleanup
 }
 trap cleanup_times EXIT
@@ -63,4 +68,44 @@ for row in "${table[@]}"; do
 	# what is kept goes by hand, so each row starts from an empty range
 	[ "$left" = none ] || rdm ipam release "$a" >/dev/null
 done
+
+# ---- records from before netns= was recorded (issue 26 item 7) ----
+# legacy_add CID TIME: an ADD without CNI_NETNS (what an older plugin stored), its time= set
+legacy_add() {
+	IPAM_OUT=$(printf '%s' "$CONF" | CNI_COMMAND=ADD CNI_CONTAINERID="$1" CNI_IFNAME=net1 \
+		CNI_PATH=/nonexistent CNI_ARGS="K8S_POD_NAMESPACE=ns;K8S_POD_NAME=$1" "$IPAM" \
+		2>>"$IPAM_TMP/stderr")
+	sed -i "s/^time=.*/time=$2/" "$DATA/_default/addr/$(ip_of)"
+}
+reconcile_line() { rdm ipam reconcile --node node-a --grace 300 2>&1 | grep -F "(pod ns/$1,"; }
+legacy_add legacydead1 "$(ago '-2 days')"
+vm_check "a legacy record while no container of this node is seen: kept, saying why" \
+	vm_expect_contains "$(reconcile_line legacydead1)" \
+	"kept (cannot tell) $(ip_of) (pod ns/legacydead1, ifname net1, container legacydead1, node node-a, scope _default): no namespace path recorded (a record from before netns= was recorded), and no container of this node's records is seen running here"
+for d in /sys/fs/cgroup/unified /sys/fs/cgroup; do
+	if [ "$(stat -fc %T "$d" 2>/dev/null)" = cgroup2fs ]; then
+		CGROUP_DIR=$d/rnrt-test-$$.scope/cri-containerd-legacyrunning1.scope
+		break
+	fi
+done
+if [ -n "$CGROUP_DIR" ] && mkdir -p "$CGROUP_DIR"; then
+	sleep 600 &
+	SLEEPER=$!
+	echo "$SLEEPER" >"$CGROUP_DIR/cgroup.procs"
+	legacy_add legacyrunning1 "$(ago '-2 days')"
+	running=$(ip_of)
+	legacy_add legacyyoung1 "$(ago '-30 minutes')"
+	young=$(ip_of)
+	out=$(rdm ipam reconcile --node node-a --grace 300 2>&1)
+	vm_check "a legacy record whose container runs no process, 2 days old: released" \
+		vm_expect_contains "$(grep -F '(pod ns/legacydead1,' <<<"$out")" \
+		"(a record from before netns= was recorded: judged by its container alone, with a grace of 3600s); container legacydead1 not running; record"
+	vm_check "... and gone" vm_expect_eq none "$(rdm -j ipam ls --pod ns/legacydead1 | jq -r '.[0].address // "none"')"
+	vm_check "a legacy record whose container runs: kept" \
+		vm_expect_contains "$(grep -F '(pod ns/legacyrunning1,' <<<"$out")" "kept (container runs) $running "
+	vm_check "a legacy record 30 minutes old: kept (12 x the grace, at least an hour)" \
+		vm_expect_contains "$(grep -F '(pod ns/legacyyoung1,' <<<"$out")" "kept (grace) $young "
+else
+	vm_not_ok "a cgroup2 hierarchy to put a container in"
+fi
 vm_done
