@@ -197,7 +197,9 @@ struct rn_ipam_etcd {
 	char *username;
 	char *password; /* a secret: never in messages or logs */
 	char *key_prefix;
-	long timeout_ms;
+	long timeout_ms; /* each request, at most */
+	/* all requests of one store (one CNI call), at most; 0: no bound (rdmans) */
+	long deadline_ms;
 	/* where a user sets the user name and password, for messages (static text):
 	 * the config keys, or rdmans's flags (RN_IPAM_CONFIG_CLI) */
 	const char *user_settings;
@@ -226,6 +228,8 @@ struct rn_ipam_config {
 #define RN_IPAM_CONFIG_STORE_ONLY 0x1u
 /* The settings came from rdmans's --etcd-* flags: messages name the flags, not the keys. */
 #define RN_IPAM_CONFIG_CLI 0x2u
+/* The default bound on one CNI call's etcd requests (ipam.etcd.deadline_ms). */
+#define RN_IPAM_ETCD_DEADLINE_MS 10000
 
 /*
  * Parses a CNI network config (its "ipam" object), a conflist (the first

@@ -85,6 +85,9 @@ bool rn_json_complete(const char *buf, size_t len);
 bool rn_fault_io(const char *what);
 long rn_fault_io_count(const char **ret_fired);
 
+/* Milliseconds on the monotonic clock, for deadlines. */
+long rn_now_ms(void);
+
 /* Writes all of buf, retrying on EINTR and short writes; 0 or -errno. */
 int rn_write_all(int fd, const char *buf, size_t len);
 

@@ -501,6 +501,7 @@ static int parse_etcd_endpoints(struct rn_ipam_config *c, json_t *ipam, json_t *
 	json_t *host = json_object_get(ipam, "etcd_host");
 	json_t *eps = etcd ? json_object_get(etcd, "endpoints") : NULL;
 	json_t *timeout = etcd ? json_object_get(etcd, "timeout_ms") : NULL;
+	json_t *deadline = etcd ? json_object_get(etcd, "deadline_ms") : NULL;
 	bool tls = c->etcd.ca_file || c->etcd.cert_file;
 	int r;
 
@@ -526,6 +527,16 @@ static int parse_etcd_endpoints(struct rn_ipam_config *c, json_t *ipam, json_t *
 					    "ipam.etcd.timeout_ms must be a number of milliseconds "
 					    "(1..600000)");
 		c->etcd.timeout_ms = (long)json_integer_value(timeout);
+	}
+	c->etcd.deadline_ms = RN_IPAM_ETCD_DEADLINE_MS;
+	if (deadline && !json_is_null(deadline)) {
+		if (!json_is_integer(deadline) || json_integer_value(deadline) < 0 ||
+		    json_integer_value(deadline) > 3600000)
+			return rn_error_set(
+				err, EINVAL,
+				"ipam.etcd.deadline_ms must be a number of milliseconds "
+				"(1..3600000, or 0 for no bound)");
+		c->etcd.deadline_ms = (long)json_integer_value(deadline);
 	}
 	if (c->etcd.key_prefix && c->etcd.key_prefix[0] != '/')
 		return rn_error_set(err, EINVAL, "ipam.etcd.key_prefix '%s' must start with '/'",

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
@@ -154,6 +155,14 @@ long rn_fault_io_count(const char **ret_fired)
 	return -1;
 }
 #endif
+
+long rn_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
 
 int rn_write_all(int fd, const char *buf, size_t len)
 {
