@@ -22,7 +22,9 @@
  *   ifname=NAME                  CNI_IFNAME (the interface in the pod)
  *   netns=PATH                   CNI_NETNS at ADD
  *   mode=main|chained            main: we moved the netdev; chained: only RDMA devices
- *   phase=adding|ready           "adding" until ADD finished (a crashed ADD leaves it)
+ *   phase=adding|ready|releasing "adding" until ADD finished (a crashed ADD leaves it);
+ *                                "releasing": a DEL brought the devices home, the IPAM
+ *                                release (and the removal of this file) remain
  *   created=UNIX_SECONDS
  *   pod_namespace=NS             K8S_POD_NAMESPACE from CNI_ARGS (absent when not given)
  *   pod_name=NAME                K8S_POD_NAME

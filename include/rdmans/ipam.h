@@ -114,7 +114,9 @@ rn_u128 rn_ipam_range_hint(const struct rn_ipam_range *r, const char *key);
  * rest in a pseudo-random order (seeded by `from`) so that concurrent
  * losers spread out. claim() returns 0 (claimed: the walk ends, *ret = it),
  * -EEXIST (taken meanwhile: go on) or another negative errno (the walk ends
- * with it). Returns -ENOSPC when every usable address was taken.
+ * with it). Returns -EADDRNOTAVAIL when every usable address was taken: an
+ * errno no store I/O gives, so a full disk (-ENOSPC from claim()) is never
+ * read as a full range.
  * Cost grows with the addresses visited, not with the pool's fill as a whole.
  */
 struct rn_ipam_walk_ops {
@@ -195,7 +197,12 @@ struct rn_ipam_etcd {
 	char *username;
 	char *password; /* a secret: never in messages or logs */
 	char *key_prefix;
-	long timeout_ms;
+	long timeout_ms; /* each request, at most */
+	/* all requests of one store (one CNI call), at most; 0: no bound (rdmans) */
+	long deadline_ms;
+	/* where a user sets the user name and password, for messages (static text):
+	 * the config keys, or rdmans's flags (RN_IPAM_CONFIG_CLI) */
+	const char *user_settings;
 };
 
 struct rn_ipam_config {
@@ -219,6 +226,10 @@ struct rn_ipam_config {
 
 /* Store settings only: DEL and GC must work whatever became of the ranges. */
 #define RN_IPAM_CONFIG_STORE_ONLY 0x1u
+/* The settings came from rdmans's --etcd-* flags: messages name the flags, not the keys. */
+#define RN_IPAM_CONFIG_CLI 0x2u
+/* The default bound on one CNI call's etcd requests (ipam.etcd.deadline_ms). */
+#define RN_IPAM_ETCD_DEADLINE_MS 10000
 
 /*
  * Parses a CNI network config (its "ipam" object), a conflist (the first
@@ -276,7 +287,7 @@ struct rn_ipam_lease {
 int rn_ipam_attachment_id(const struct rn_ipam_owner *o, char *buf, size_t len,
 			  struct rn_error *err);
 
-/* One address from each range; the same ones again for a repeated ADD. -ENOSPC: a range is full. */
+/* One address from each range; the same ones again for a repeated ADD. -EADDRNOTAVAIL: a range is full. */
 int rn_ipam_add(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 		const struct rn_ipam_owner *o, struct rn_ipam_lease *ret, struct rn_error *err);
 /* Releases the caller's addresses; 0 when it holds none. *ret_released (optional) counts them. */
@@ -285,7 +296,7 @@ int rn_ipam_del(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 /* 0 when the caller holds an address in every range (in *ret); -ENOENT otherwise, with why. */
 int rn_ipam_check(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 		  const struct rn_ipam_owner *o, struct rn_ipam_lease *ret, struct rn_error *err);
-/* 0 when ADD can be served: store reachable and a free address in every range; -ENOSPC when full. */
+/* 0 when ADD can be served: store reachable and a free address in every range; -EADDRNOTAVAIL when full. */
 int rn_ipam_status(struct rn_ipam_store *s, const struct rn_ipam_config *c, struct rn_error *err);
 
 struct rn_ipam_valid {
@@ -371,7 +382,8 @@ int rn_ipam_repair(struct rn_ipam_store *s, bool dry_run, struct rn_ipam_repair_
 
 struct rn_ipam_reconcile_opts {
 	const char *node; /* this node: no other node's record is touched */
-	long grace_s; /* a record younger than this (its own time=) is left alone */
+	long grace_s; /* a record younger than this (its own time=) is left alone; a time
+			 * unreadable or further ahead of now than this never is */
 	bool dry_run;
 	long long now; /* seconds since the epoch; 0: the clock */
 };

@@ -78,6 +78,7 @@ struct rn_nccl_port {
 };
 
 struct rn_nccl_node {
+	bool no_rdma; /* the kernel has no RDMA at all (rn_sysfs_rdma_loaded()) */
 	size_t n_ports;
 	struct rn_nccl_port *ports; /* sorted by device (natural order), then port */
 	size_t n_netdevs;
@@ -255,6 +256,14 @@ struct rn_nccl_request {
 	/* the image's NCCL, as rn_nccl_version_find() saw it; NULL or all 0 when unknown */
 	const struct rn_nccl_version *nccl_version;
 	const char *nccl_version_note; /* why it is unknown ("no libnccl in ..."), or NULL */
+	/*
+	 * No usable RDMA port is fine (rdmans.io/nccl-conf: sockets): instead
+	 * of -ENODEV, NCCL_IB_DISABLE=1, the profile's values less NCCL_IB_*,
+	 * and a warning saying why NCCL runs over sockets. sockets_origin
+	 * names who asked, for the settings' origin.
+	 */
+	bool sockets_ok;
+	const char *sockets_origin;
 };
 
 struct rn_nccl_setting {
@@ -304,6 +313,7 @@ struct rn_nccl_result {
 	struct rn_nccl_port_use *ports;
 	size_t n_warnings;
 	char (*warnings)[RN_NCCL_DETAIL_MAX];
+	bool sockets; /* no usable RDMA port, sockets allowed: NCCL_IB_DISABLE=1 */
 };
 
 void rn_nccl_result_free(struct rn_nccl_result *res);

@@ -93,6 +93,13 @@ struct rn_sysfs_rdma_dev {
 	bool netdevs_truncated;
 };
 
+/*
+ * Whether the kernel has RDMA at all: class/infiniband exists once ib_core
+ * is loaded, even in a network namespace that holds no device. false when
+ * it is absent (or the sysfs root cannot be read: nothing to tell from).
+ */
+bool rn_sysfs_rdma_loaded(void);
+
 /* Every device under class/infiniband, sorted by name. Free *ret with free(). */
 int rn_sysfs_rdma_list(struct rn_sysfs_rdma_dev **ret, size_t *ret_n, struct rn_error *err);
 /* One device; -ENODEV with a message naming it when absent. */

@@ -79,6 +79,22 @@ bool rn_json_complete(const char *buf, size_t len);
  */
 size_t rn_json_value_end(const char *buf, size_t len, size_t i);
 
+/*
+ * Errno injection for tests (meson -Dfault_injection=true; a release build
+ * always says false). Called before each write of the IPAM local store and
+ * of the CNI state (data, fsync, rename, unlink, mkdir): with
+ * RDMANS_FAULT_IO=N:ERRNO (ENOSPC, EIO, EROFS, EDQUOT or a number) in the
+ * environment, the Nth call of the process sets errno to ERRNO and returns
+ * true, and the caller fails as if the system call had. rn_fault_io_count()
+ * says how many calls were made (-1: not a test build) and, in *ret_fired
+ * (optional), what the injected one was about (NULL: none fired).
+ */
+bool rn_fault_io(const char *what);
+long rn_fault_io_count(const char **ret_fired);
+
+/* Milliseconds on the monotonic clock, for deadlines. */
+long rn_now_ms(void);
+
 /* Writes all of buf, retrying on EINTR and short writes; 0 or -errno. */
 int rn_write_all(int fd, const char *buf, size_t len);
 

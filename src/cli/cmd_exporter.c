@@ -58,6 +58,8 @@ static rn_mhd_result respond(struct MHD_Connection *c, unsigned status, char *bo
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
 	ret = MHD_queue_response(c, status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -89,6 +91,15 @@ static rn_mhd_result handle(void *cls, struct MHD_Connection *c, const char *url
 		*con_cls = &first_call;
 		return MHD_YES;
 	}
+	/*
+	 * A body (POST, PUT) is read to its end before the answer: answered
+	 * earlier, libmicrohttpd closes the connection without sending it.
+	 * The idle timeout and the memory limit bound what a client can send.
+	 */
+	if (*upload_data_size) {
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return respond_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
 	if (strcmp(url, "/") == 0)
@@ -107,6 +118,21 @@ static rn_mhd_result handle(void *cls, struct MHD_Connection *c, const char *url
 	}
 	/* libmicrohttpd frees the body with free() */
 	return respond(c, MHD_HTTP_OK, out.buf, out.len, RN_PROM_CONTENT_TYPE);
+}
+
+/*
+ * "%00" unescaped would cut the path short ("/metrics%00/x" read as
+ * "/metrics"): a path holding one is left escaped, so it names nothing (404).
+ * A raw NUL byte in the request line cannot be seen here: libmicrohttpd
+ * 0.9.x passes the path cut at it.
+ */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	(void)cls;
+	(void)c;
+	if (strstr(s, "%00"))
+		return strlen(s);
+	return MHD_http_unescape(s);
 }
 
 struct listen_addr {
@@ -227,7 +253,8 @@ static struct MHD_Daemon *start(const struct listen_addr *la, struct exporter *e
 #define LIMIT_OPTIONS                                                                              \
 	MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, l->total,      \
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->per_ip, MHD_OPTION_CONNECTION_MEMORY_LIMIT, \
-		(size_t)CONNECTION_MEMORY, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u
+		(size_t)CONNECTION_MEMORY, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,                  \
+		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL
 	if (la->any) {
 		any6.sin6_port = htons((uint16_t)la->port);
 		d = MHD_start_daemon(flags | MHD_USE_DUAL_STACK, (uint16_t)la->port, NULL, NULL,

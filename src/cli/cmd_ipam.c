@@ -180,8 +180,12 @@ static int load_config(const struct ipam_opts *o, struct rn_ipam_config *c, stru
 	text = json_dumps(doc, JSON_COMPACT);
 	if (!text)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	r = rn_ipam_config_parse(text, config_root(), RN_IPAM_CONFIG_STORE_ONLY, c, err);
+	r = rn_ipam_config_parse(text, config_root(),
+				 RN_IPAM_CONFIG_STORE_ONLY | (o->config ? 0 : RN_IPAM_CONFIG_CLI),
+				 c, err);
 	explicit_bzero(text, strlen(text));
+	/* no runtime's deadline over rdmans (a reconcile pass may take long): each request's only */
+	c->etcd.deadline_ms = 0;
 	return r;
 }
 

@@ -35,6 +35,11 @@ int cni_cmd_check(struct cni_ctx *ctx)
 	if (r < 0)
 		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
 	phase = rn_cni_state_get(&st, "phase");
+	if (phase && strcmp(phase, "releasing") == 0)
+		return cni_fail(ctx, RN_CNI_CHECK_FAILED,
+				"a DEL of %s for container %s brought the devices home but did not "
+				"release the address; DEL it again",
+				ctx->ifname, ctx->container_id);
 	if (!phase || strcmp(phase, "ready") != 0)
 		return cni_fail(ctx, RN_CNI_CHECK_FAILED,
 				"the ADD of %s for container %s did not finish; DEL it",

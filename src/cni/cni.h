@@ -143,6 +143,15 @@ int cni_cmd_gc(struct cni_ctx *ctx);
 int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_state *st,
 		 bool call_ipam, bool take_locks, const char *container_id, const char *ifname);
 
+/*
+ * DEL with input that ADD refuses (a bad CNI_IFNAME, CNI_CONTAINERID,
+ * CNI_NETNS, CNI_ARGS, network name or config), the failure recorded in
+ * ctx: 0 (DEL succeeds, a note on stderr) when no state file is this DEL's
+ * (none names its container and interface), as the runtime's DEL after a
+ * refused ADD must; -1 keeps the refusal.
+ */
+int cni_del_refused(struct cni_ctx *ctx);
+
 /* Fault injection (test builds, meson -Dfault_injection=true): see main.c. */
 void cni_fault_point(const char *what);
 /* Whether RDMA_NETNS_FAULT_SKIP names check `what` (test builds; always false otherwise). */

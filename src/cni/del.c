@@ -41,7 +41,25 @@ int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_stat
 		struct cni_delegate_env env = { .command = "DEL",
 						.container_id = container_id,
 						.ifname = ifname };
+		const char *phase = rn_cni_state_get(st, "phase");
 		char args[700];
+
+		/*
+		 * The devices are home: should the release fail (a read-only or
+		 * full IPAM store), the state says that only it is left, for the
+		 * retry, CHECK and the operator (issue 26).
+		 */
+		if (!phase || strcmp(phase, "releasing") != 0) {
+			if (rn_cni_state_set(st, "phase", "releasing", &err) < 0 ||
+			    rn_cni_state_write(ctx->state_dir, state_name, st, &err) < 0) {
+				cni_fail(ctx, CNI_ERR_IO,
+					 "the devices are back on the host, but the state file "
+					 "cannot say so: %s",
+					 err.msg);
+				goto out;
+			}
+			cni_fault_point("state says releasing");
+		}
 
 		if (container_id) {
 			/* another attachment's (GC): its pod, as its ADD had it in CNI_ARGS */
@@ -112,8 +130,10 @@ int cni_cmd_del(struct cni_ctx *ctx)
 	int lock = -1, r;
 
 	if (rn_cni_state_name(ctx->conf.name, ctx->container_id, ctx->ifname, name, sizeof(name),
-			      &err) < 0)
-		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "%s", err.msg);
+			      &err) < 0) {
+		cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "%s", err.msg);
+		return cni_del_refused(ctx);
+	}
 	if (rn_cni_state_dir_init(ctx->state_dir, &err) < 0)
 		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
 	if (rn_cni_attachment_lock(ctx->state_dir, name, LOCK_TIMEOUT_MS, &lock, &err) < 0)
@@ -121,6 +141,36 @@ int cni_cmd_del(struct cni_ctx *ctx)
 	r = del_locked(ctx, name);
 	rn_cni_attachment_unlock(ctx->state_dir, name, lock);
 	return r;
+}
+
+int cni_del_refused(struct cni_ctx *ctx)
+{
+	char **names = NULL;
+	size_t n = 0;
+	bool ours = false;
+
+	if (ctx->container_id && ctx->ifname &&
+	    rn_cni_state_list(ctx->state_dir, &names, &n, NULL) < 0)
+		return -1; /* cannot tell: the refusal stands */
+	for (size_t i = 0; i < n && !ours; i++) {
+		_cleanup_cni_state_ struct rn_cni_state st = { 0 };
+		const char *cid, *ifname;
+
+		if (rn_cni_state_read(ctx->state_dir, names[i], &st, NULL) < 0) {
+			ours = true; /* unreadable: it could be */
+			continue;
+		}
+		cid = rn_cni_state_get(&st, "container_id");
+		ifname = rn_cni_state_get(&st, "ifname");
+		ours = !cid || !ifname ||
+		       (strcmp(cid, ctx->container_id) == 0 && strcmp(ifname, ctx->ifname) == 0);
+	}
+	rn_cni_state_names_free(names, n);
+	if (ours)
+		return -1;
+	fprintf(stderr, "rdma-netns: DEL: nothing to undo (no ADD takes this input: %s)\n",
+		ctx->msg);
+	return 0;
 }
 
 static bool attachment_valid(json_t *valid, const char *cid, const char *ifname)

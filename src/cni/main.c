@@ -66,9 +66,15 @@ static void fault_init(void)
 
 static void fault_report(const char *command)
 {
+	const char *fired;
+	long writes = rn_fault_io_count(&fired);
+
 	if (fault_at >= 0)
 		fprintf(stderr, "rdma-netns: fault injection: %s made %ld steps\n", command,
 			fault_n);
+	if (getenv("RDMANS_FAULT_IO"))
+		fprintf(stderr, "rdma-netns: fault injection: %s made %ld writes%s%s\n", command,
+			writes, fired ? ", failed: " : "", fired ? fired : "");
 }
 #else
 void cni_fault_point(const char *what)
@@ -212,8 +218,11 @@ int main(int argc, char **argv)
 		r = fn(&ctx);
 		goto out;
 	}
-	if (cni_conf_parse(&ctx, input, len) < 0 || check_env(&ctx, &env) < 0)
+	if (cni_conf_parse(&ctx, input, len) < 0 || check_env(&ctx, &env) < 0) {
+		if (strcmp(ctx.command, "DEL") == 0)
+			r = cni_del_refused(&ctx);
 		goto out;
+	}
 	r = fn(&ctx);
 out:
 	fault_report(ctx.command);

@@ -95,20 +95,26 @@ static void hook_free(struct hook *h)
 	rn_oci_config_free(h->oci);
 }
 
-/* A failure goes to stderr and to syslog: crun (1.28) and podman's precreate
- * stage drop a hook's stderr and say only "error executing hook", so the
- * node's log (journald on /dev/log) is where a user finds the cause. */
-static int fail(const struct hook *h, const char *msg)
+/* One line on stderr, naming the stage or the container when known, and the
+ * same line to syslog: crun (1.28) and podman's precreate stage drop a hook's
+ * stderr and say only "error executing hook", so the node's log (journald on
+ * /dev/log) is where a user finds the cause. */
+static void say(const struct hook *h, int priority, const char *what, const char *msg)
 {
-	const char *what = h->oci ? "precreate: " : "";
+	const char *stage = h->oci ? "precreate: " : "";
 	const char *id = !h->oci && h->id[0] ? h->id : NULL;
 
-	fprintf(stderr, "rdmans-hook: %s%s%s%s%s\n", what, id ? "container " : "", id ? id : "",
-		id ? ": " : "", msg);
+	fprintf(stderr, "rdmans-hook: %s%s%s%s%s%s\n", stage, id ? "container " : "", id ? id : "",
+		id ? ": " : "", what, msg);
 	openlog("rdmans-hook", LOG_PID, LOG_DAEMON);
-	syslog(LOG_ERR, "%s%s%s%s%s", what, id ? "container " : "", id ? id : "", id ? ": " : "",
-	       msg);
+	syslog(priority, "%s%s%s%s%s%s", stage, id ? "container " : "", id ? id : "",
+	       id ? ": " : "", what, msg);
 	closelog();
+}
+
+static int fail(const struct hook *h, const char *msg)
+{
+	say(h, LOG_ERR, "", msg);
 	return 1;
 }
 
@@ -383,6 +389,8 @@ static int resolve(struct hook *h, int nsfd, const struct rn_nccl_layer *layers,
 	image_nccl(h, &version, note, sizeof(note));
 	req.nccl_version = &version;
 	req.nccl_version_note = note[0] ? note : NULL;
+	req.sockets_ok = h->ann_conf && strcmp(h->ann_conf, "sockets") == 0;
+	req.sockets_origin = "annotation " ANN_CONF;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
@@ -402,9 +410,16 @@ static int resolve(struct hook *h, int nsfd, const struct rn_nccl_layer *layers,
 		waited = (now.tv_sec - start.tv_sec) * 1000 +
 			 (now.tv_nsec - start.tv_nsec) / 1000000;
 		if (waited >= patience_ms)
-			return r;
+			break;
 		usleep(50 * 1000);
 	}
+	if (r == -ENODEV)
+		rn_strappend(err->msg, sizeof(err->msg),
+			     ". Set the annotation " ANN_CONF
+			     ": \"sockets\" to start it with NCCL over sockets "
+			     "(NCCL_IB_DISABLE=1 and the profile's other settings), or \"off\" "
+			     "to write no NCCL settings");
+	return r;
 }
 
 static int load_layers(struct hook *h, struct rn_nccl_layer *layers, size_t *n,
@@ -592,7 +607,7 @@ static void usage(FILE *out)
 	      "NCCL settings in process.env.\n"
 	      "Annotations: " ANN_DEVICES ": DEV[,DEV...]|all  " ANN_NCCL ": {\"profile\":..., "
 	      "\"env\":{...}}\n"
-	      "             " ANN_PROFILE ": NAME  " ANN_CONF ": off\n"
+	      "             " ANN_PROFILE ": NAME  " ANN_CONF ": on|off|sockets\n"
 	      "See rdmans-hook(8).\n",
 	      out);
 }
@@ -682,8 +697,9 @@ static int run(struct hook *h, int argc, char **argv)
 		      strcmp(annotation(h, "io.kubernetes.cri.container-type"), "sandbox") == 0);
 	if (ann_devices && add_devices(h, ann_devices, "annotation " ANN_DEVICES, &err) < 0)
 		return fail_err(h, &err);
-	if (h->ann_conf && strcmp(h->ann_conf, "off") != 0 && strcmp(h->ann_conf, "on") != 0)
-		return fail(h, "annotation " ANN_CONF " must be \"on\" or \"off\"");
+	if (h->ann_conf && strcmp(h->ann_conf, "off") != 0 && strcmp(h->ann_conf, "on") != 0 &&
+	    strcmp(h->ann_conf, "sockets") != 0)
+		return fail(h, "annotation " ANN_CONF " must be \"on\", \"off\" or \"sockets\"");
 	files = !h->sandbox && !(h->ann_conf && strcmp(h->ann_conf, "off") == 0);
 
 	/* Nothing asked for: not our container (precreate: the config goes back as it came). */
@@ -723,6 +739,8 @@ static int run(struct hook *h, int argc, char **argv)
 		r = precreate_print(h, h->sandbox ? NULL : &res, &err);
 	else if (r == 0 && files)
 		r = write_files(h, &res, &err);
+	for (size_t i = 0; r == 0 && files && res.sockets && i < res.n_warnings; i++)
+		say(h, LOG_WARNING, "warning: ", res.warnings[i]);
 	for (size_t i = 0; i < n_layers; i++)
 		rn_nccl_layer_free(&layers[i]);
 	if (r < 0)

@@ -133,7 +133,7 @@ static int fail(struct plugin *p, int code, const char *msg, const char *details
 static int code_for(const struct rn_error *err)
 {
 	switch (err->code) {
-	case ENOSPC:
+	case EADDRNOTAVAIL: /* a range is full; ENOSPC is a full disk: I/O */
 		return IPAM_EXHAUSTED;
 	case EACCES:
 	case EPERM:
@@ -431,6 +431,17 @@ static int cmd_gc(struct plugin *p, struct rn_ipam_store *s)
 	return 0;
 }
 
+/*
+ * DEL with an environment ADD refuses: no ADD stored anything under it, so
+ * there is nothing to release, and the runtime's DEL must not fail forever.
+ */
+static int del_refused(struct plugin *p, const struct rn_error *err)
+{
+	logf_(p, RN_IPAM_LOG_INFO, "DEL: nothing to release (no ADD takes this environment: %s)",
+	      err->msg);
+	return 0;
+}
+
 static const char *config_root(void)
 {
 	/* tests point the flat-file search at a scratch tree */
@@ -505,13 +516,20 @@ static int run(struct plugin *p)
 		struct rn_ipam_owner o;
 		char id[RN_IPAM_ID_MAX];
 
+		bool del = strcmp(command, "DEL") == 0;
+
 		if (rn_cni_env_require(&p->env, false, RN_IPAM_PLUGIN_NAME, &err) < 0)
-			return fail(p, CNI_ERR_INVALID_ENV, err.msg, NULL);
+			return del ? del_refused(p, &err)
+				   : fail(p, CNI_ERR_INVALID_ENV, err.msg, NULL);
 		if (rn_cni_args_parse(p->env.args, &p->args, &err) < 0)
-			return fail(p, CNI_ERR_INVALID_ENV, "CNI_ARGS is not K=V;K=V", err.msg);
+			return del ? del_refused(p, &err)
+				   : fail(p, CNI_ERR_INVALID_ENV, "CNI_ARGS is not K=V;K=V",
+					  err.msg);
 		owner_of(p, &o);
 		if (rn_ipam_attachment_id(&o, id, sizeof(id), &err) < 0)
-			return fail(p, CNI_ERR_INVALID_ENV, "invalid CNI environment", err.msg);
+			return del ? del_refused(p, &err)
+				   : fail(p, CNI_ERR_INVALID_ENV, "invalid CNI environment",
+					  err.msg);
 	}
 
 	if (rn_ipam_store_open(&p->cfg, &s, &err) < 0)
@@ -535,6 +553,14 @@ int main(void)
 	p.log_level = RN_IPAM_LOG_ERROR;
 	p.ver = rn_cni_version_parse(RN_CNI_VERSION_LATEST);
 	r = run(&p);
+	if (getenv("RDMANS_FAULT_IO") && rn_fault_io_count(NULL) >= 0) {
+		const char *fired;
+		long writes = rn_fault_io_count(&fired);
+
+		/* test builds: how many store writes this run made, for tests/netns/io-faults.sh */
+		fprintf(stderr, RN_IPAM_PLUGIN_NAME ": fault injection: made %ld writes%s%s\n",
+			writes, fired ? ", failed: " : "", fired ? fired : "");
+	}
 	if (p.doc)
 		json_decref(p.doc);
 	if (p.stdin_text) {

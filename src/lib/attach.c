@@ -24,14 +24,6 @@
 
 /* ---- small helpers ---- */
 
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 /* Tells the caller's step function what was just changed ("moved netdev eth1"). */
 __attribute__((format(printf, 4, 5))) static int
 run_step(rn_attach_step_fn step, void *arg, struct rn_error *err, const char *fmt, ...)
@@ -797,7 +789,7 @@ static int gid_wait_here(void *arg, struct rn_error *err)
 		return r; /* InfiniBand, or no device bound to the pod interface */
 	for (;;) {
 		r = gid_probe_here(job, err);
-		if (r < 0 || !job->missing[0] || now_ms() >= w->deadline)
+		if (r < 0 || !job->missing[0] || rn_now_ms() >= w->deadline)
 			return r;
 		usleep(pause_us);
 		if (pause_us < 50000)
@@ -811,7 +803,7 @@ static int gid_check(int pod_nsfd, const struct rn_attach_plan *plan, const char
 	_cleanup_free_ struct gid_addr *parsed = NULL;
 	struct gid_job job = { 0 };
 	struct gid_wait w = { .probe = { .plan = plan, .job = &job },
-			      .deadline = now_ms() + timeout_ms };
+			      .deadline = rn_now_ms() + timeout_ms };
 	int r;
 
 	if (plan->n_rdma == 0 || n_addrs == 0 || plan->n_netdevs == 0)
@@ -1248,7 +1240,7 @@ int rn_attach_move_out(const struct rn_attach_plan *plan, const char *pod_netns,
 	_cleanup_close_ int home = -1;
 	_cleanup_close_ int pod = -1;
 	struct out_state os = { 0 };
-	long deadline = now_ms() + timeout_ms;
+	long deadline = rn_now_ms() + timeout_ms;
 	size_t pending = 0;
 	bool pod_alive = false;
 	bool hunted = false;
@@ -1273,7 +1265,7 @@ int rn_attach_move_out(const struct rn_attach_plan *plan, const char *pod_netns,
 			return r;
 		if (pending == 0)
 			return 0;
-		if (now_ms() >= deadline) {
+		if (rn_now_ms() >= deadline) {
 			if (hunted)
 				break;
 			r = out_hunt(plan, home, pod_alive, &os, err);

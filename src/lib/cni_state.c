@@ -403,7 +403,9 @@ static int state_write(const char *dir, const char *name, const struct rn_cni_st
 		return r;
 	if (rn_path(tmp, sizeof(tmp), "%s/.%s.%d.tmp", dir, name, (int)getpid()) < 0)
 		return rn_error_set(err, ENAMETOOLONG, "state file path too long: %s", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = rn_fault_io("state file create")
+		     ? -1
+		     : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return rn_error_errno(err, errno, "cannot create %s", tmp);
 	f = fdopen(fd, "w");
@@ -421,7 +423,8 @@ static int state_write(const char *dir, const char *name, const struct rn_cni_st
 		    fputc('\n', f) == EOF)
 			r = -1;
 	}
-	if (r == 0 && (fflush(f) != 0 || (durable && fsync(fileno(f)) < 0)))
+	if (r == 0 && (rn_fault_io("state file write") || fflush(f) != 0 ||
+		       (durable && (rn_fault_io("state file fsync") || fsync(fileno(f)) < 0))))
 		r = -1;
 	e = errno ? errno : EIO;
 	if (fclose(f) != 0 && r == 0) {
@@ -432,7 +435,7 @@ static int state_write(const char *dir, const char *name, const struct rn_cni_st
 		(void)unlink(tmp);
 		return rn_error_errno(err, e, "cannot write state file %s", tmp);
 	}
-	if (rename(tmp, path) < 0) {
+	if (rn_fault_io("state file rename") || rename(tmp, path) < 0) {
 		e = errno;
 		(void)unlink(tmp);
 		return rn_error_errno(err, e, "cannot rename %s to %s", tmp, path);
@@ -485,7 +488,7 @@ int rn_cni_state_remove(const char *dir, const char *name, struct rn_error *err)
 	r = state_path(dir, name, path, sizeof(path), err);
 	if (r < 0)
 		return r;
-	if (unlink(path) < 0 && errno != ENOENT)
+	if ((rn_fault_io("state file unlink") || unlink(path) < 0) && errno != ENOENT)
 		return rn_error_errno(err, errno, "cannot remove state file %s", path);
 	remove_dead_tmps(dir, name);
 	(void)fsync_dir(dir);

@@ -79,6 +79,7 @@ struct rn_http {
 	CURL *curl;
 	char errbuf[CURL_ERROR_SIZE];
 	bool client_cert; /* a client certificate is configured */
+	long timeout_ms; /* each request, at most */
 };
 
 struct buffer {
@@ -150,8 +151,7 @@ int rn_http_open(const struct rn_http_tls *tls, long timeout_ms, struct rn_http 
 	lc.easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
 	lc.easy_setopt(h->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	lc.easy_setopt(h->curl, CURLOPT_FOLLOWLOCATION, 0L);
-	lc.easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
-	lc.easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 2000 ? timeout_ms : 2000L);
+	h->timeout_ms = timeout_ms;
 	/* no proxy: etcd is reached directly, whatever the environment says */
 	lc.easy_setopt(h->curl, CURLOPT_NOPROXY, "*");
 	lc.easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_data);
@@ -247,7 +247,7 @@ static int transport_error(const struct rn_http *h, const char *url, CURLcode rc
 }
 
 int rn_http_post(struct rn_http *h, const char *url, const char *body, const char *authorization,
-		 long *ret_status, char **ret_body, struct rn_error *err)
+		 long timeout_ms, long *ret_status, char **ret_body, struct rn_error *err)
 {
 	__attribute__((cleanup(curl_slist_freep))) struct curl_slist *headers = NULL;
 	_cleanup_free_ char *auth_header = NULL;
@@ -269,6 +269,10 @@ int rn_http_post(struct rn_http *h, const char *url, const char *body, const cha
 	lc.easy_setopt(h->curl, CURLOPT_HTTPHEADER, headers);
 	lc.easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
 	lc.easy_setopt(h->curl, CURLOPT_WRITEDATA, &b);
+	if (timeout_ms <= 0 || timeout_ms > h->timeout_ms)
+		timeout_ms = h->timeout_ms;
+	lc.easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+	lc.easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 2000 ? timeout_ms : 2000L);
 	rc = lc.easy_perform(h->curl);
 	lc.easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
 	if (auth_header)

@@ -23,11 +23,13 @@ int rn_http_open(const struct rn_http_tls *tls, long timeout_ms, struct rn_http 
 void rn_http_close(struct rn_http *h);
 
 /*
- * POSTs a JSON body. Transport failures return a negative errno with err
- * naming the URL (-ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH, -EPROTO for
- * TLS, -EIO); an HTTP answer returns 0 with its status and body (malloc'ed).
+ * POSTs a JSON body, taking at most timeout_ms (0, or more than
+ * rn_http_open()'s: that one). Transport failures return a negative errno
+ * with err naming the URL (-ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH,
+ * -EPROTO for TLS, -EIO); an HTTP answer returns 0 with its status and body
+ * (malloc'ed).
  */
 int rn_http_post(struct rn_http *h, const char *url, const char *body, const char *authorization,
-		 long *ret_status, char **ret_body, struct rn_error *err);
+		 long timeout_ms, long *ret_status, char **ret_body, struct rn_error *err);
 
 #endif

@@ -9,6 +9,7 @@
  * lists is checked against the address records before it is trusted.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -469,11 +470,11 @@ static int add_claim(struct rn_ipam_store *s, const struct rn_ipam_config *c, co
 			p->claimed_version[p->n_claimed++] = p->att_version;
 			continue;
 		}
-		if (r == -ENOSPC) {
+		if (r == -EADDRNOTAVAIL) {
 			char count[48];
 
 			rn_error_set(
-				err, ENOSPC,
+				err, EADDRNOTAVAIL,
 				"no free address in range %s: all %s usable addresses are "
 				"taken (list them with 'rdmans ipam ls'; release stale ones or "
 				"widen the range)",
@@ -788,9 +789,9 @@ int rn_ipam_status(struct rn_ipam_store *s, const struct rn_ipam_config *c, stru
 		cc.pool = pool;
 		r = rn_ipam_range_walk(&c->ranges[k], rn_ipam_range_hint(&c->ranges[k], "status"),
 				       s->window, &ops, &cc, &got);
-		if (r == -ENOSPC)
+		if (r == -EADDRNOTAVAIL)
 			return rn_error_set(
-				err, ENOSPC,
+				err, EADDRNOTAVAIL,
 				"range %s is exhausted: all %s usable addresses are taken",
 				c->ranges[k].cidr,
 				u128_text(rn_ipam_range_count(&c->ranges[k]), count,
@@ -1466,8 +1467,8 @@ int rn_ipam_repair(struct rn_ipam_store *s, bool dry_run, struct rn_ipam_repair_
 
 /* ---- the reconciler ------------------------------------------------------ */
 
-/* "2026-11-23T08:56:46Z" -> seconds since the epoch; -1 when unreadable. */
-static long long parse_time(const char *text)
+/* "2026-11-23T08:56:46Z" -> seconds since the epoch (negative before 1970); false when unreadable. */
+static bool parse_time(const char *text, long long *ret)
 {
 	struct tm tm;
 	const char *end;
@@ -1475,8 +1476,70 @@ static long long parse_time(const char *text)
 	memset(&tm, 0, sizeof(tm));
 	end = strptime(text, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if (!end || *end)
-		return -1;
-	return (long long)timegm(&tm);
+		return false;
+	*ret = (long long)timegm(&tm);
+	return true;
+}
+
+/*
+ * How old a record is, for the grace: false (age_text says why) when its
+ * time cannot show an ADD still in flight: unreadable, or further ahead of
+ * this clock than the grace (the clock stepped back, or the record was
+ * edited or damaged). Such a time never holds an address: the record is
+ * judged as one older than the grace. A time ahead by less than the grace
+ * (clocks a little apart) counts as young until the clock passes it by the
+ * grace.
+ */
+static bool record_age(const struct rn_ipam_record *rec, long long now, long grace_s,
+		       long long *ret_age, char *age_text, size_t len)
+{
+	long long t;
+
+	if (!parse_time(rec->time, &t)) {
+		snprintf(age_text, len, "its time '%s' is unreadable, so it cannot be young",
+			 rec->time);
+		return false;
+	}
+	*ret_age = now - t;
+	if (t > now && t - now > grace_s) {
+		snprintf(age_text, len,
+			 "its time %s is %llds ahead of this clock (stepped back, or the record "
+			 "was edited), so it cannot be young",
+			 rec->time, t - now);
+		return false;
+	}
+	if (t > now)
+		snprintf(age_text, len, "record time %s is %llds ahead of this clock", rec->time,
+			 t - now);
+	else
+		snprintf(age_text, len, "record %llds old", now - t);
+	return true;
+}
+
+/*
+ * The grace of a record written before records had a netns= (an upgrade
+ * from an older rdma-netns-ipam): its container alone tells whether the pod
+ * lives, so it must be long past any ADD in flight.
+ */
+static long legacy_grace(long grace_s)
+{
+	long g = grace_s > LONG_MAX / 12 ? LONG_MAX : grace_s * 12;
+
+	return g < 3600 ? 3600 : g;
+}
+
+/* Whether the process test can be trusted here: some record of this node names a running container. */
+static bool containers_seen(const struct collect *addrs, const char *node,
+			    const struct rn_cgroup_snapshot *cgroups)
+{
+	for (size_t i = 0; i < addrs->n; i++) {
+		const struct rn_ipam_record *rec = (struct rn_ipam_record *)addrs->items + i;
+
+		if (strcmp(rec->node, node) == 0 &&
+		    rn_cgroup_snapshot_has(cgroups, rec->container_id))
+			return true;
+	}
+	return false;
 }
 
 int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_opts *o,
@@ -1486,7 +1549,7 @@ int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_op
 	struct collect addrs = { .kind = RN_IPAM_KIND_ADDRESS, .keep_text = true };
 	struct collect atts = { .kind = RN_IPAM_KIND_ATTACHMENT };
 	struct rn_cgroup_snapshot *cgroups = NULL;
-	bool host_pids = rn_netns_host_pids(), snapped = false;
+	bool host_pids = rn_netns_host_pids(), snapped = false, seen = false;
 	long long now = o->now ? o->now : (long long)time(NULL);
 	int r;
 
@@ -1509,10 +1572,12 @@ int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_op
 		const struct rn_ipam_record *rec = (struct rn_ipam_record *)addrs.items + i;
 		struct release_want w = { rec, false, addrs.texts[i], addrs.versions[i] };
 		unsigned long long ino = 0;
-		char why[PATH_MAX + 200], full[sizeof(why) + 2 * RN_IPAM_NAME_MAX + 64];
+		char why[PATH_MAX + 200], age_text[RN_IPAM_NAME_MAX + 128];
+		char full[sizeof(why) + sizeof(age_text) + 2 * RN_IPAM_NAME_MAX + 64];
 		enum rn_netns_state state;
-		long long t, age;
-		bool gone;
+		long long age = 0;
+		long grace = o->grace_s;
+		bool gone, legacy;
 
 		if (strcmp(rec->node, o->node) != 0)
 			continue;
@@ -1525,7 +1590,9 @@ int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_op
 			ret->alive++;
 			continue;
 		}
-		if (state == RN_NETNS_UNKNOWN) {
+		/* no netns= (written by an older version): judged by its container alone */
+		legacy = state == RN_NETNS_UNKNOWN && !rec->netns[0] && host_pids;
+		if (state == RN_NETNS_UNKNOWN && !legacy) {
 			ret->unknown++;
 			fn(ctx, RN_IPAM_KEPT_UNKNOWN, rec, NULL, why);
 			continue;
@@ -1535,6 +1602,24 @@ int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_op
 			r = rn_cgroup_snapshot_take(&cgroups, err);
 			if (r < 0)
 				break;
+			seen = containers_seen(&addrs, o->node, cgroups);
+		}
+		if (legacy && !seen) {
+			ret->unknown++;
+			snprintf(full, sizeof(full),
+				 "%s (a record from before netns= was recorded), and no container "
+				 "of this node's records is seen running here, so whether its "
+				 "container runs cannot be told",
+				 why);
+			fn(ctx, RN_IPAM_KEPT_UNKNOWN, rec, NULL, full);
+			continue;
+		}
+		if (legacy) {
+			grace = legacy_grace(o->grace_s);
+			rn_strappend(why, sizeof(why),
+				     " (a record from before netns= was recorded: judged by its "
+				     "container alone, with a grace of %lds)",
+				     grace);
 		}
 		if (rn_cgroup_snapshot_has(cgroups, rec->container_id)) {
 			ret->running++;
@@ -1543,27 +1628,17 @@ int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_op
 			fn(ctx, RN_IPAM_KEPT_RUNNING, rec, NULL, full);
 			continue;
 		}
-		t = parse_time(rec->time);
-		if (t < 0) {
-			ret->unknown++;
-			snprintf(full, sizeof(full), "%s, but its time '%s' is unreadable", why,
-				 rec->time);
-			fn(ctx, RN_IPAM_KEPT_UNKNOWN, rec, NULL, full);
-			continue;
-		}
-		age = now - t;
-		if (age < o->grace_s) {
+		if (record_age(rec, now, grace, &age, age_text, sizeof(age_text)) && age < grace) {
 			ret->young++;
-			snprintf(full, sizeof(full), "%s; record %llds old, grace %lds", why, age,
-				 o->grace_s);
+			snprintf(full, sizeof(full), "%s; %s, grace %lds", why, age_text, grace);
 			fn(ctx, RN_IPAM_KEPT_YOUNG, rec, NULL, full);
 			continue;
 		}
 		r = release_locked(s, &w, o->dry_run, &gone, err);
 		if (r < 0)
 			break;
-		snprintf(full, sizeof(full), "%s; container %s not running; record %llds old", why,
-			 rec->container_id, age);
+		snprintf(full, sizeof(full), "%s; container %s not running; %s", why,
+			 rec->container_id, age_text);
 		if (gone) {
 			ret->released++;
 			fn(ctx, RN_IPAM_RELEASED, rec, NULL, full);

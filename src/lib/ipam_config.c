@@ -369,12 +369,10 @@ static int add_endpoint(struct rn_ipam_config *c, const char *text, size_t len, 
 	endpoint_redacted(text, len, shown, sizeof(shown));
 	endpoint_userinfo(text, len, &at, &n);
 	if (n)
-		return rn_error_set(
-			err, EINVAL,
-			"etcd endpoint '%s' carries a user name or password: put the "
-			"user in ipam.etcd.username and the password in a file named "
-			"by ipam.etcd.password_file, and give the endpoint without them",
-			shown);
+		return rn_error_set(err, EINVAL,
+				    "etcd endpoint '%s' carries a user name or password: give them "
+				    "with %s, and the endpoint without them",
+				    shown, c->etcd.user_settings);
 	if (memmem(text, len, "://", 3)) {
 		if (strncmp(text, "http://", 7) != 0 && strncmp(text, "https://", 8) != 0)
 			return rn_error_set(err, EINVAL,
@@ -486,7 +484,9 @@ static int parse_etcd_auth(struct rn_ipam_config *c, json_t *ipam, json_t *etcd,
 		c->etcd.password = TAKE_PTR(pw);
 	}
 	if (c->etcd.password && !c->etcd.username)
-		return rn_error_set(err, EINVAL, "an etcd password is set but no etcd username");
+		return rn_error_set(err, EINVAL,
+				    "an etcd password is set but no etcd user name (%s)",
+				    c->etcd.user_settings);
 	if (c->etcd.key_file && !c->etcd.cert_file)
 		return rn_error_set(err, EINVAL,
 				    "an etcd client key is set but no client certificate "
@@ -501,6 +501,7 @@ static int parse_etcd_endpoints(struct rn_ipam_config *c, json_t *ipam, json_t *
 	json_t *host = json_object_get(ipam, "etcd_host");
 	json_t *eps = etcd ? json_object_get(etcd, "endpoints") : NULL;
 	json_t *timeout = etcd ? json_object_get(etcd, "timeout_ms") : NULL;
+	json_t *deadline = etcd ? json_object_get(etcd, "deadline_ms") : NULL;
 	bool tls = c->etcd.ca_file || c->etcd.cert_file;
 	int r;
 
@@ -526,6 +527,16 @@ static int parse_etcd_endpoints(struct rn_ipam_config *c, json_t *ipam, json_t *
 					    "ipam.etcd.timeout_ms must be a number of milliseconds "
 					    "(1..600000)");
 		c->etcd.timeout_ms = (long)json_integer_value(timeout);
+	}
+	c->etcd.deadline_ms = RN_IPAM_ETCD_DEADLINE_MS;
+	if (deadline && !json_is_null(deadline)) {
+		if (!json_is_integer(deadline) || json_integer_value(deadline) < 0 ||
+		    json_integer_value(deadline) > 3600000)
+			return rn_error_set(
+				err, EINVAL,
+				"ipam.etcd.deadline_ms must be a number of milliseconds "
+				"(1..3600000, or 0 for no bound)");
+		c->etcd.deadline_ms = (long)json_integer_value(deadline);
 	}
 	if (c->etcd.key_prefix && c->etcd.key_prefix[0] != '/')
 		return rn_error_set(err, EINVAL, "ipam.etcd.key_prefix '%s' must start with '/'",
@@ -723,6 +734,10 @@ int rn_ipam_config_parse(const char *json, const char *root, unsigned flags,
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
+	c.etcd.user_settings =
+		(flags & RN_IPAM_CONFIG_CLI)
+			? "--etcd-user and --etcd-password-file"
+			: "ipam.etcd.username and ipam.etcd.password_file (or password)";
 	doc = json_loads(json ? json : "", 0, &jerr);
 	if (!doc)
 		return rn_error_set(err, EBADMSG,

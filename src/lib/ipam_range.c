@@ -445,7 +445,7 @@ int rn_ipam_range_walk(const struct rn_ipam_range *r, rn_u128 from, size_t windo
 	if (window == 0)
 		window = 1;
 	if (remaining == 0 || !rn_ipam_range_next(r, from, &a))
-		return -ENOSPC;
+		return -EADDRNOTAVAIL;
 	while (remaining > 0) {
 		_cleanup_free_ rn_u128 *taken = NULL, *freev = NULL;
 		rn_u128 wlast, x = a;
@@ -496,5 +496,5 @@ int rn_ipam_range_walk(const struct rn_ipam_range *r, rn_u128 from, size_t windo
 		if (!rn_ipam_range_next(r, wlast >= r->end ? r->start : wlast + 1, &a))
 			break;
 	}
-	return -ENOSPC;
+	return -EADDRNOTAVAIL;
 }

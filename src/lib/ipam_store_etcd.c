@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
+#include "rdmans/util.h"
 #include "etcd_http.h"
 #include "ipam_store.h"
 
@@ -42,6 +43,10 @@ struct etcd_store {
 	char *password;
 	char *token;
 	bool authed;
+	long timeout_ms; /* each request */
+	long deadline_ms; /* all of them (one CNI call); 0: none */
+	long deadline; /* rn_now_ms() when they must have ended; 0: none */
+	const char *user_settings; /* static text: where users set them */
 };
 
 static struct etcd_store *to_etcd(struct rn_ipam_store *s)
@@ -263,15 +268,25 @@ static int request(struct etcd_store *e, const char *path, json_t *body, bool wi
 		const char *endpoint = e->endpoints[e->current % e->n_endpoints];
 		const char *msg;
 		json_error_t jerr;
-		long status = 0, code;
+		long status = 0, code, left = e->deadline ? e->deadline - rn_now_ms() : 0;
 		int r;
 
+		if (e->deadline && left <= 0) {
+			explicit_bzero(text, strlen(text));
+			return rn_error_set(
+				err, ETIMEDOUT,
+				"etcd did not answer within this call's deadline of %ld ms "
+				"(ipam.etcd.deadline_ms; each request at most %ld ms, "
+				"ipam.etcd.timeout_ms)%s%s",
+				e->deadline_ms, e->timeout_ms, last.msg[0] ? ": last: " : "",
+				last.msg);
+		}
 		if (asprintf(&url, "%s%s", endpoint, path) < 0) {
 			url = NULL;
 			return rn_error_set(err, ENOMEM, "out of memory");
 		}
-		r = rn_http_post(e->http, url, text, with_token ? e->token : NULL, &status, &answer,
-				 &last);
+		r = rn_http_post(e->http, url, text, with_token ? e->token : NULL, left, &status,
+				 &answer, &last);
 		if (r < 0) {
 			/* this member is down or unreachable: the next one */
 			e->current++;
@@ -315,9 +330,9 @@ static int request(struct etcd_store *e, const char *path, json_t *body, bool wi
 		if (msg && strstr(msg, "user name is empty"))
 			return rn_error_set(
 				err, EACCES,
-				"etcd at %s has auth enabled: set the etcd username and "
-				"password (ipam.etcd.username, password or password_file)",
-				endpoint);
+				"etcd at %s has auth enabled: give a user name and password "
+				"with %s",
+				endpoint, e->user_settings);
 		if (!doc) {
 			/* not JSON: show etcd's first line, it is all there is to go on */
 			size_t n = strcspn(answer, "\r\n");
@@ -339,8 +354,11 @@ static int request(struct etcd_store *e, const char *path, json_t *body, bool wi
 				    "no etcd endpoint could be reached over TLS: %s (check the CA, "
 				    "certificate and key files)",
 				    last.msg);
-	return rn_error_set(err, EHOSTUNREACH, "no etcd endpoint answered (%zu tried): %s",
-			    e->n_endpoints, last.msg[0] ? last.msg : "no answer");
+	return rn_error_set(err, last.code == ETIMEDOUT ? ETIMEDOUT : EHOSTUNREACH,
+			    "no etcd endpoint answered (%zu tried, %zu requests of at most %ld ms "
+			    "each, ipam.etcd.timeout_ms): %s",
+			    e->n_endpoints, tries, e->timeout_ms,
+			    last.msg[0] ? last.msg : "no answer");
 }
 
 static int authenticate(struct etcd_store *e, struct rn_error *err)
@@ -777,6 +795,8 @@ int rn_ipam_store_etcd_open(const struct rn_ipam_config *c, struct rn_ipam_store
 	e->endpoints = calloc(cfg->n_endpoints, sizeof(*e->endpoints));
 	e->n_endpoints = cfg->n_endpoints;
 	e->prefix = strdup(cfg->key_prefix ? cfg->key_prefix : RN_IPAM_DEFAULT_ETCD_PREFIX);
+	e->user_settings =
+		cfg->user_settings ? cfg->user_settings : "the etcd user name and password";
 	if (cfg->username) {
 		e->username = strdup(cfg->username);
 		e->password = strdup(cfg->password ? cfg->password : "");
@@ -802,7 +822,10 @@ int rn_ipam_store_etcd_open(const struct rn_ipam_config *c, struct rn_ipam_store
 		e->prefix[--len] = '\0';
 	/* spread the clients of a cluster over its members */
 	e->current = (size_t)getpid() % e->n_endpoints;
-	r = rn_http_open(&tls, cfg->timeout_ms > 0 ? cfg->timeout_ms : 5000, &e->http, err);
+	e->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 5000;
+	e->deadline_ms = cfg->deadline_ms > 0 ? cfg->deadline_ms : 0;
+	e->deadline = e->deadline_ms ? rn_now_ms() + e->deadline_ms : 0;
+	r = rn_http_open(&tls, e->timeout_ms, &e->http, err);
 	if (r < 0) {
 		etcd_close(&e->base);
 		return r;

@@ -175,7 +175,8 @@ static int ensure_dir(struct local_store *l, const char *rel, struct rn_error *e
 			continue;
 		*p = '\0';
 		/* the parents were checked on the way here: mkdirat makes no link */
-		if (mkdirat(l->dirfd, buf, 0750) < 0 && errno != EEXIST)
+		if ((rn_fault_io("IPAM store mkdir") || mkdirat(l->dirfd, buf, 0750) < 0) &&
+		    errno != EEXIST)
 			return rn_error_errno(err, errno, "cannot create %s/%s", l->path, buf);
 		fd = rn_open_beneath(l->dirfd, buf, O_PATH | O_DIRECTORY, 0);
 		if (fd == -ELOOP || fd == -ENOTDIR)
@@ -197,7 +198,7 @@ static int fsync_dir(struct local_store *l, const char *rel, struct rn_error *er
 		return symlink_refused(l, rel, err);
 	if (fd < 0)
 		return rn_error_errno(err, -fd, "cannot sync directory %s/%s", l->path, rel);
-	if (fsync(fd) < 0)
+	if (rn_fault_io("IPAM store directory fsync") || fsync(fd) < 0)
 		return rn_error_errno(err, errno, "cannot sync directory %s/%s", l->path, rel);
 	return 0;
 }
@@ -328,10 +329,14 @@ static int write_tmp(struct local_store *l, const char *text, char *tmp, size_t 
 	fd = rn_open_beneath(l->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL, 0640);
 	if (fd == -ELOOP)
 		return symlink_refused(l, tmp, err);
+	if (fd == -EEXIST) /* never -EEXIST: a claim reads that as "address taken" */
+		return rn_error_set(err, EIO, "cannot create %s/%s: a file of that name exists",
+				    l->path, tmp);
 	if (fd < 0)
 		return rn_error_errno(err, -fd, "cannot create %s/%s", l->path, tmp);
 	while (off < total) {
-		ssize_t n = write(fd, text + off, total - off);
+		ssize_t n =
+			rn_fault_io("IPAM store write") ? -1 : write(fd, text + off, total - off);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -342,7 +347,7 @@ static int write_tmp(struct local_store *l, const char *text, char *tmp, size_t 
 		}
 		off += (size_t)n;
 	}
-	if (fsync(fd) < 0) {
+	if (rn_fault_io("IPAM store fsync") || fsync(fd) < 0) {
 		r = rn_error_errno(err, errno, "cannot sync %s/%s", l->path, tmp);
 		(void)unlinkat(l->dirfd, tmp, 0);
 		return r;
@@ -369,7 +374,9 @@ static int put_file(struct local_store *l, const char *rel, const char *text, bo
 	r = write_tmp(l, text, tmp, sizeof(tmp), err);
 	if (r < 0)
 		return r;
-	if (noreplace) {
+	if (rn_fault_io("IPAM store rename")) {
+		r = -1;
+	} else if (noreplace) {
 		r = renameat2(l->dirfd, tmp, l->dirfd, rel, RENAME_NOREPLACE);
 		if (r < 0 && (errno == EINVAL || errno == ENOSYS)) {
 			/* a filesystem without RENAME_NOREPLACE: link() also refuses to replace */
@@ -430,7 +437,7 @@ static int remove_file(struct local_store *l, const char *rel, struct rn_error *
 
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
-	if (unlinkat(l->dirfd, rel, 0) < 0 && errno != ENOENT)
+	if ((rn_fault_io("IPAM store unlink") || unlinkat(l->dirfd, rel, 0) < 0) && errno != ENOENT)
 		return rn_error_errno(err, errno, "cannot remove %s/%s", l->path, rel);
 	return 0;
 }
@@ -635,7 +642,16 @@ static int local_claim(struct rn_ipam_store *s, const char *scope, const char *p
 	if (r < 0)
 		return r;
 	note_parent(&dirs, rel);
-	return sync_parents(l, &dirs, err);
+	r = sync_parents(l, &dirs, err);
+	if (r < 0) {
+		/* a failed claim leaves no address: the caller's undo sees to the attachment */
+		struct rn_error undo = { 0 };
+
+		if (remove_file(l, rel, &undo) < 0 && err)
+			rn_strappend(err->msg, sizeof(err->msg),
+				     "; undo failed, the record stays: %s", undo.msg);
+	}
+	return r;
 }
 
 static int local_commit(struct rn_ipam_store *s, const char *scope, const struct rn_ipam_ref *refs,

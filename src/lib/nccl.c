@@ -198,6 +198,7 @@ int rn_nccl_node_from_sysfs(struct rn_nccl_node *out, struct rn_error *err)
 	r = rn_sysfs_rdma_list(&devs, &n_devs, err);
 	if (r < 0)
 		return r;
+	node.no_rdma = n_devs == 0 && !rn_sysfs_rdma_loaded();
 	r = rn_sysfs_gids(NULL, &node.gids, err);
 	if (r < 0)
 		return r;
@@ -1368,6 +1369,11 @@ static int describe_unusable(const struct rn_nccl_node *node, const struct rn_nc
 {
 	char msg[RN_ERROR_MSG_MAX];
 
+	if (node->n_ports == 0 && node->no_rdma)
+		return rn_error_set(err, ENODEV,
+				    "this node's kernel has no RDMA (no RDMA driver loaded: "
+				    "/sys/class/infiniband is absent), so there is no RDMA device "
+				    "to use: NCCL would fall back to sockets");
 	if (node->n_ports == 0)
 		return rn_error_set(err, ENODEV,
 				    "no RDMA device in this network namespace: NCCL would fall "
@@ -1378,6 +1384,27 @@ static int describe_unusable(const struct rn_nccl_node *node, const struct rn_nc
 		bappend(msg, sizeof(msg), "%s %s port %u: %s", i ? ";" : "", res->ports[i].dev,
 			res->ports[i].port, res->ports[i].why_not);
 	return rn_error_set(err, ENODEV, "%s", msg);
+}
+
+/* No usable RDMA port, and sockets are fine: NCCL_IB_DISABLE=1, no NCCL_IB_* of the profile. */
+static int resolve_sockets(const struct rn_nccl_node *node, const struct rn_nccl_request *req,
+			   struct rn_nccl_result *res)
+{
+	const char *origin = req->sockets_origin ? req->sockets_origin : "sockets allowed";
+	struct rn_error why = { 0 };
+	int r;
+
+	(void)describe_unusable(node, res, &why);
+	res->sockets = true;
+	r = warn(res, "NCCL runs over sockets, slower than RDMA (%s): %s", origin, why.msg);
+	for (size_t i = res->n; r == 0 && i-- > 0;)
+		if (strncmp(res->v[i].name, "NCCL_IB_", 8) == 0 &&
+		    strcmp(res->v[i].name, "NCCL_IB_DISABLE") != 0)
+			r = drop(res, res->v[i].name, origin, "RDMA is off");
+	if (r == 0)
+		r = put(res, "NCCL_IB_DISABLE", "1", RN_NCCL_SRC_DETECTED, origin,
+			"no usable RDMA port here: NCCL over sockets");
+	return r;
 }
 
 bool rn_nccl_pod_dependent(const char *name)
@@ -1449,6 +1476,7 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 	const struct rn_nccl_profile *prof;
 	const char *profile = NULL;
 	size_t n = req->n_layers;
+	bool sockets = false;
 	int r;
 
 	memset(out, 0, sizeof(*out));
@@ -1517,8 +1545,15 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 			goto oom;
 		for (size_t i = 0; i < res.n_ports; i++)
 			any = any || res.ports[i].used;
-		if (!any)
+		if (!any && !req->sockets_ok)
 			return describe_unusable(node, &res, err);
+		sockets = !any;
+	}
+	if (sockets) {
+		r = resolve_sockets(node, req, &res);
+		if (r < 0)
+			goto oom;
+	} else if (!req->node_static) {
 		for (size_t i = 0; i < res.n_ports; i++) {
 			if (res.ports[i].used || !res.ports[i].why_not[0])
 				continue;
@@ -1585,7 +1620,7 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 			 "NCCL's bootstrap will fail",
 			 s->value, s->origin) < 0)
 			goto oom;
-		if (check_hca(node, &res) < 0)
+		if (!sockets && check_hca(node, &res) < 0)
 			goto oom;
 	}
 	if (res.n > 1)

@@ -501,6 +501,14 @@ static int rdma_fill(const char *name, struct rdma_info *info, bool with_netdevs
 	return 0;
 }
 
+bool rn_sysfs_rdma_loaded(void)
+{
+	char path[PATH_MAX];
+
+	return sys_path(path, sizeof(path), NULL, "class/infiniband") == 0 &&
+	       access(path, F_OK) == 0;
+}
+
 /* Names under class/infiniband; an absent directory is an empty list. */
 static int rdma_names(struct strv *out, struct rn_error *err)
 {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
@@ -27,7 +28,10 @@ int rn_name_check(const char *what, const char *name, size_t max_len, struct rn_
 		return rn_error_set(err, EINVAL,
 				    "%s name '%s' is too long (%zu bytes, at most %zu)", what, name,
 				    len, max_len);
-	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strstr(name, ".."))
+	if (strcmp(name, ".") == 0)
+		return rn_error_set(err, EINVAL, "%s name '.' is not allowed: it names a directory",
+				    what);
+	if (strstr(name, ".."))
 		return rn_error_set(err, EINVAL, "%s name '%s' must not contain '..'", what, name);
 	for (const char *p = name; *p; p++) {
 		if (*p == '/')
@@ -90,6 +94,74 @@ int rn_path(char *buf, size_t len, const char *fmt, ...)
 	if ((size_t)n >= len)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+/* ---- errno injection (test builds: meson -Dfault_injection=true) ---- */
+
+#ifdef RDMANS_FAULT_INJECTION
+static long fault_io_n, fault_io_at = -1;
+static int fault_io_errno;
+static const char *fault_io_what;
+
+static void fault_io_init(void)
+{
+	static const struct {
+		const char *name;
+		int e;
+	} names[] = {
+		{ "ENOSPC", ENOSPC }, { "EIO", EIO }, { "EROFS", EROFS }, { "EDQUOT", EDQUOT }
+	};
+	const char *v = getenv("RDMANS_FAULT_IO"), *colon;
+
+	fault_io_at = 0;
+	if (!v || !(colon = strchr(v, ':')))
+		return;
+	fault_io_at = strtol(v, NULL, 10);
+	for (size_t i = 0; i < RN_ARRAY_SIZE(names); i++)
+		if (strcmp(colon + 1, names[i].name) == 0)
+			fault_io_errno = names[i].e;
+	if (!fault_io_errno)
+		fault_io_errno = (int)strtol(colon + 1, NULL, 10);
+}
+
+bool rn_fault_io(const char *what)
+{
+	if (fault_io_at < 0)
+		fault_io_init();
+	if (++fault_io_n != fault_io_at || fault_io_errno <= 0)
+		return false;
+	fault_io_what = what;
+	errno = fault_io_errno;
+	return true;
+}
+
+long rn_fault_io_count(const char **ret_fired)
+{
+	if (ret_fired)
+		*ret_fired = fault_io_what;
+	return fault_io_n;
+}
+#else
+bool rn_fault_io(const char *what)
+{
+	(void)what;
+	return false;
+}
+
+long rn_fault_io_count(const char **ret_fired)
+{
+	if (ret_fired)
+		*ret_fired = NULL;
+	return -1;
+}
+#endif
+
+long rn_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
 int rn_write_all(int fd, const char *buf, size_t len)

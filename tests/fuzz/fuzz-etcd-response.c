@@ -42,7 +42,7 @@ void rn_http_close(struct rn_http *h)
 }
 
 int rn_http_post(struct rn_http *h, const char *url, const char *body, const char *authorization,
-		 long *ret_status, char **ret_body, struct rn_error *err)
+		 long timeout_ms, long *ret_status, char **ret_body, struct rn_error *err)
 {
 	static const long status[] = { 200, 200, 200, 200, 400, 401, 403, 404, 500, 503 };
 	const uint8_t *end;

@@ -13,20 +13,16 @@ DENY=$RDMANS_BUILD_DIR/tests/netns/deny-netlink
 cni_netns_setup rnv "$IPAM"
 tap_require_exec "$DENY"
 cni_netns_clean rnv
-trap 'cni_netns_clean rnv; rm -rf "$tmp"' EXIT
+trap 'umount "$tmp/ri" 2>/dev/null; cni_netns_clean rnv; rm -rf "$tmp"' EXIT
 
-ip link add rnv0 type veth peer name rnv0p
-ip netns add rnv-pod
-CNI_NS=/var/run/netns/rnv-pod
-CNI_CID=rnv-c1
+cni_veth_pod rnv
 conf=$(jq -nc --arg d "$tmp/ri" '{cniVersion: "1.0.0", name: "rnvnet", type: "rdma-netns",
 	device: "rnv0", requireRdma: false, returnTimeout: 2,
 	ipam: {type: "rdma-netns-ipam", range: "10.197.0.0/29", dataDir: $d}}')
 
 snap() { # the host's lo too: an old ADD of "device": "lo" may move it
 	cni_netns_snap rnv 'rnv|lo'
-	(cd "$tmp" && find state devinfo ri -type f ! -path 'state/locks/*' ! -path 'ri/.locks/*' \
-		2>/dev/null | sort)
+	cni_scratch_files state devinfo ri
 }
 ip -n rnv-pod link set lo up
 baseline=$(snap)
@@ -126,5 +122,23 @@ cni_expect_err "ADD refuses it too" 5 "is a symbolic link" ADD "$conf"
 vm_check "the planted file was not acted on or removed" cmp "$tmp/lo-state" "$tmp/elsewhere/planted"
 rm "$tmp/state/rnvnet:$CNI_CID:net1"
 cni_expect_ok "DEL after it is removed succeeds" DEL "$conf"
+vm_check "nothing left" nothing_left
+
+# ---- a read-only IPAM data directory during DEL (issue 26 item 4) ----
+cni_expect_ok "ADD" ADD "$conf"
+state=$tmp/state/rnvnet:$CNI_CID:net1
+mount --bind "$tmp/ri" "$tmp/ri" && mount -o remount,ro,bind "$tmp/ri" ||
+	vm_fail "cannot make a read-only bind mount of $tmp/ri"
+cni_run DEL "$conf"
+vm_check "DEL with the IPAM store read-only fails with code 5 naming the cause" \
+	vm_expect_contains "$RC $(jq -r '"\(.code) \(.details)"' <<<"$OUT")" "1 5 cannot open lock $tmp/ri/.locks/"
+vm_check "... Read-only file system" vm_expect_contains "$OUT" "Read-only file system"
+vm_check "... the netdev is home" ip link show rnv0
+vm_check "... the state file says what is left: phase=releasing, not ready" \
+	vm_expect_eq "phase=releasing" "$(grep '^phase=' "$state")"
+cni_expect_err "CHECK says the DEL did not finish" 107 "did not release the address; DEL it again" \
+	CHECK "$conf"
+umount "$tmp/ri"
+cni_expect_ok "DEL again once the store is writable" DEL "$conf"
 vm_check "nothing left" nothing_left
 vm_done

@@ -31,6 +31,16 @@
 #                 after: the host's netdevs named PREFIX* (or matching the ERE
 #                 HOST_LINK_RE) and addresses of PREFIX*, then each netns named
 #                 PREFIX*: its netdevs, addresses and routes
+#   cni_netns_start PREFIX [BINARY...]
+#                 cni_netns_setup, then cni_netns_clean of what a killed run left,
+#                 and both again (plus removing $tmp) on exit
+#   cni_veth_pod PREFIX [IPAM_JSON]
+#                 a veth PREFIX0 (peer PREFIX0p) to move and a netns PREFIX-pod;
+#                 CNI_NS and CNI_CID (PREFIX-c1) point at them; with IPAM_JSON,
+#                 conf: rdma-netns moving PREFIX0 (network PREFIXnet) with that ipam
+#   cni_scratch_files DIR...
+#                 the files under those directories of $tmp that a test's DEL must
+#                 have removed (locks and host-local's bookkeeping left out), sorted
 #   cni_netns_clean PREFIX
 #                 deletes every netns and every host netdev whose name starts
 #                 with PREFIX (what a test made, or a killed run left)
@@ -68,6 +78,27 @@ cni_netns_snap() {
 		ip -n "$ns" -o addr | grep -v 'inet6 fe80'
 		ip -n "$ns" route
 	done
+}
+
+cni_netns_start() {
+	cni_netns_setup "$@"
+	cni_netns_clean "$1"
+	# shellcheck disable=SC2064 # the prefix now
+	trap "cni_netns_clean '$1'; rm -rf \"\$tmp\"" EXIT
+}
+
+cni_veth_pod() {
+	ip link add "${1}0" type veth peer name "${1}0p"
+	ip netns add "$1-pod"
+	CNI_NS=/var/run/netns/$1-pod
+	CNI_CID=$1-c1
+	[ -z "${2:-}" ] || conf=$(jq -nc --arg p "$1" --argjson ipam "$2" '{cniVersion: "1.0.0",
+		name: "\($p)net", type: "rdma-netns", device: "\($p)0", requireRdma: false, ipam: $ipam}')
+}
+
+cni_scratch_files() {
+	(cd "$tmp" && find "$@" -type f ! -path 'state/locks/*' ! -path 'ri/.locks/*' \
+		! -name 'last_reserved_ip*' ! -name lock 2>/dev/null | sort)
 }
 
 cni_netns_clean() {

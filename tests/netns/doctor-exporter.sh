@@ -97,6 +97,13 @@ vm_check "GET /metrics is 200 with the 0.0.4 content type" sh -c "curl -sfi '$ur
 vm_check "GET / is 200" curl -sf -o /dev/null "$url/"
 vm_check "GET /other is 404" sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' '$url/other')\" = 404 ]"
 vm_check "POST /metrics is 405" sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' -X POST '$url/metrics')\" = 405 ]"
+# issue 26: a body used to get the connection closed with no status at all
+code_of() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+vm_check "POST /metrics with a body is 405" vm_expect_eq 405 "$(code_of --data hello "$url/metrics")"
+vm_check "PUT /metrics with a chunked body is 405" vm_expect_eq 405 \
+	"$(code_of -X PUT -H 'Transfer-Encoding: chunked' --data-binary hello "$url/metrics")"
+vm_check "... saying Allow: GET, HEAD" sh -c "curl -si --data hello '$url/metrics' | grep -qi '^allow: GET, HEAD'"
+vm_check "GET /metrics%00/x is 404, not the metrics" vm_expect_eq 404 "$(code_of --path-as-is "$url/metrics%00/x")"
 vm_check "100 scrapes over one connection (keep-alive)" sh -c "curl -sfv -o /dev/null '$url/metrics?[1-100]' 2>&1 | grep -c 'Re-using existing connection' | grep -qx 99"
 fds0=$(ls /proc/$exporter/fd | wc -l)
 curl -sf -o /dev/null "$url/metrics?[1-500]"

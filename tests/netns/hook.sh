@@ -161,6 +161,42 @@ hl_run "$tmp/runc" "$tmp/b10" rnh-10c
 vm_check "  non-NCCL variable in rdmans.io/nccl: refused" vm_expect_contains "$HL_ERR" "annotation rdmans.io/nccl: 'LD_PRELOAD' is not an NCCL variable"
 vm_check "  nothing written" test ! -e "$tmp/b10/rootfs/etc"
 
+# --- NCCL settings asked for where no RDMA is (issue 26 item 9) ------------------------------
+# a kernel without RDMA (no class/infiniband, as on this host), and one whose pod has no device
+nordma=$tmp/sys-nordma
+mkdir -p "$nordma/class/net/net1" "$tmp/sys-nodev/class/infiniband" "$tmp/sys-nodev/class/net/net1"
+SOCK_PROF='{"rdmans.io/nccl-profile": "baidu-cce"}'
+HL_HOOK_ENV="[\"RDMANS_SYSFS_ROOT=$nordma\", \"RDMANS_CONFIG_ROOT=$tmp/cfg\"]" \
+	hl_bundle "$tmp/b12" "$HOOK" "$PODNS" "$CAT" ".annotations = $SOCK_PROF"
+if hl_run "$tmp/runc" "$tmp/b12" rnh-12; then vm_not_ok "nccl-profile on a kernel without RDMA: refused"; else
+	vm_ok "nccl-profile on a kernel without RDMA: refused"; fi
+vm_check "  names the cause: the kernel has no RDMA" vm_expect_contains "$HL_ERR" \
+	"this node's kernel has no RDMA (no RDMA driver loaded: /sys/class/infiniband is absent)"
+vm_check "  no hint at 'rdmans dev --all-netns', which fails there too" \
+	bash -c '[[ $1 != *all-netns* ]]' sh "$HL_ERR"
+# (runc shows the hook's stderr with its quotes escaped)
+vm_check "  names the way out" vm_expect_contains "$HL_ERR" \
+	"sockets\\\" to start it with NCCL over sockets (NCCL_IB_DISABLE=1"
+vm_check "  nothing written" test ! -e "$tmp/b12/rootfs/etc"
+HL_HOOK_ENV="[\"RDMANS_SYSFS_ROOT=$nordma\", \"RDMANS_CONFIG_ROOT=$tmp/cfg\"]" \
+	hl_bundle "$tmp/b12" "$HOOK" "$PODNS" "$CAT" \
+	'.annotations = {"rdmans.io/nccl-profile": "baidu-cce", "rdmans.io/nccl-conf": "sockets"}'
+if hl_run "$tmp/runc" "$tmp/b12" rnh-12b; then vm_ok "nccl-conf sockets: runs"; else
+	vm_not_ok "nccl-conf sockets: runs"; vm_diag "$HL_ERR"; fi
+vm_check "  NCCL_IB_DISABLE=1" vm_expect_contains "$HL_OUT" $'\nNCCL_IB_DISABLE=1\n'
+vm_check "  the profile's non-RDMA settings" vm_expect_contains "$HL_OUT" $'\nNCCL_SOCKET_IFNAME=eth0\n'
+vm_check "  none of its NCCL_IB_* ones" vm_expect_eq "" "$(grep -E '^NCCL_IB_(TIMEOUT|QPS)' <<<"$HL_OUT")"
+vm_check "  a warning in the file" vm_expect_contains "$HL_OUT" \
+	"# warning: NCCL runs over sockets, slower than RDMA (annotation rdmans.io/nccl-conf): this node's kernel has no RDMA"
+HL_HOOK_ENV="[\"RDMANS_SYSFS_ROOT=$tmp/sys-nodev\", \"RDMANS_CONFIG_ROOT=$tmp/cfg\"]" \
+	hl_bundle "$tmp/b12" "$HOOK" "$PODNS" "$CAT" ".annotations = $SOCK_PROF"
+hl_run "$tmp/runc" "$tmp/b12" rnh-12c
+vm_check "RDMA loaded but no device in the pod: that cause, and the way out" vm_expect_contains "$HL_ERR" \
+	"no RDMA device in this network namespace: NCCL would fall back to sockets ('rdmans dev --all-netns' shows where the devices are; 'rdmans move DEV TARGET' brings one here). Set the annotation rdmans.io/nccl-conf: "
+hl_bundle "$tmp/b12" "$HOOK" "$PODNS" "$CAT" '.annotations = {"rdmans.io/nccl-profile": "roce", "rdmans.io/nccl-conf": "sockets"}'
+hl_run "$tmp/runc" "$tmp/b12" rnh-12d
+vm_check "nccl-conf sockets where RDMA is usable: RDMA as with on" vm_expect_contains "$HL_OUT" $'\nNCCL_IB_DISABLE=0\n'
+
 # --- garbage on stdin ---------------------------------------------------------------------
 hl_bundle "$tmp/b11" /bin/sh "$PODNS" "$CAT" \
 	'.annotations = {"rdmans.io/nccl-profile": "roce"} | .hooks.createRuntime[0].args = ["sh", "-c", "echo \"{garbage\" | " + $realhook]' \

@@ -98,7 +98,7 @@ expect "whereabouts' etcd_* keys work" 0 ADD tls3 net1 ns/pod-3
 CONF=$(conf '{"endpoints":["'"$EP"'"],'"$tls"'}')
 expect "no etcd user while auth is on fails" 1 ADD bad0 net1 ns/bad-0
 vm_check "... with code 101, saying to set the user" vm_expect_eq \
-	"101|etcd at $EP has auth enabled: set the etcd username and password (ipam.etcd.username, password or password_file)" \
+	"101|etcd at $EP has auth enabled: give a user name and password with ipam.etcd.username and ipam.etcd.password_file (or password)" \
 	"$(printf '%s' "$IPAM_OUT" | jq -r '"\(.code)|\(.details)"')"
 
 CONF=$(conf '{"endpoints":["'"$EP"'"],"ca_file":"'"$pki/ca.pem"'","cert_file":"'"$pki/with-cn.pem"'","key_file":"'"$pki/with-cn.key"'","key_prefix":"/tls","username":"cni","password":"'"$PASSWORD"'"}')
@@ -151,6 +151,12 @@ ls_err=$("$RDMANS" ipam ls --etcd "https://cni:$PASSWORD@${EP#https://}" --etcd-
 printf '%s\n' "$ls_err" >>"$outs"
 vm_check "rdmans ipam ls --etcd with user:password is refused, redacted" vm_expect_contains "$ls_err" \
 	"etcd endpoint 'https://***@"
+vm_check "... naming the flags to use, not the config keys" vm_expect_contains "$ls_err" \
+	"give them with --etcd-user and --etcd-password-file, and the endpoint without them"
+ls_err=$("$RDMANS" ipam ls --etcd "$EP" --etcd-ca "$pki/ca.pem" --etcd-cert "$pki/client.pem" \
+	--etcd-key "$pki/client.key" --etcd-prefix /tls 2>&1)
+vm_check "rdmans ipam ls --etcd with no user while auth is on names the flags (issue 26)" \
+	vm_expect_contains "$ls_err" "has auth enabled: give a user name and password with --etcd-user and --etcd-password-file"
 
 CONF=$(conf '{"endpoints":["'"$EP"'"],'"${tls/\/tls/\/elsewhere}"',"username":"cni","password":"'"$PASSWORD"'"}')
 expect "a prefix outside the user's role fails" 1 ADD bad5 net1 ns/bad-5

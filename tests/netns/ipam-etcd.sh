@@ -78,6 +78,22 @@ vm_check "GC released the 152 stale fills of node-1 and kept 100 + node-2's" vm_
 	"$(etcdctl_ 0 get --prefix /t/_default/addr/ --keys-only | grep -c .)" "keys after GC"
 vm_check "node-2's address survived GC" bash -c "'$RDMANS' -j ipam ls --etcd '${ETCD_CLIENT[0]}' --etcd-prefix /t --node node-2 | jq -e 'length == 1' >/dev/null"
 
+# a frozen etcd (SIGSTOP: connections open, nothing answers): one deadline over the
+# whole call, both figures in the message (issue 26 item 5; it said "timed out after 5001
+# milliseconds" after 4 tries of 5 s)
+kill -STOP "${ETCD_PIDS[0]}"
+FROZEN=$(printf '%s' "$CONF" | jq -c '.ipam.etcd += {timeout_ms: 1500, deadline_ms: 2500}')
+rc=0
+IPAM_OUT=$(printf '%s' "$FROZEN" | CNI_COMMAND=ADD CNI_CONTAINERID=frozen CNI_IFNAME=net1 \
+	CNI_NETNS=/var/run/netns/none CNI_PATH=/nonexistent "$IPAM" 2>>"$IPAM_TMP/stderr") || rc=$?
+kill -CONT "${ETCD_PIDS[0]}"
+vm_check "ADD with etcd frozen fails with code 11" vm_expect_eq "1 11" "$rc $(printf '%s' "$IPAM_OUT" | jq -r .code)"
+vm_check "... saying the call's deadline and each request's limit" vm_expect_contains \
+	"$(printf '%s' "$IPAM_OUT" | jq -r .details)" \
+	"etcd did not answer within this call's deadline of 2500 ms (ipam.etcd.deadline_ms; each request at most 1500 ms, ipam.etcd.timeout_ms): last: "
+vm_check "ipam.etcd.deadline_ms must be a number" bash -c "printf '%s' '$(printf '%s' "$CONF" | jq -c '.ipam.etcd.deadline_ms = "soon"')' |
+	CNI_COMMAND=ADD CNI_CONTAINERID=x CNI_IFNAME=net1 CNI_PATH=/n '$IPAM' 2>/dev/null | grep -q 'ipam.etcd.deadline_ms must be a number of milliseconds'"
+
 # an unreachable store: a clear error, code 11 (try again later)
 free_port
 dead=$PORT

@@ -207,6 +207,7 @@ static void old_etcd_keys_select_the_etcd_store(void)
 	CHECK_STR(c.etcd.username, "cni");
 	CHECK_STR(c.etcd.password, "s3cret");
 	CHECK_INT(c.etcd.timeout_ms, 5000);
+	CHECK_INT(c.etcd.deadline_ms, RN_IPAM_ETCD_DEADLINE_MS);
 	rn_ipam_config_free(&c);
 
 	/* TLS files make a bare host:port https */
@@ -234,7 +235,8 @@ static void the_etcd_object_and_password_file(void)
 	snprintf(conf, sizeof(conf),
 		 "{\"ipam\":{\"range\":\"10.0.0.0/8\",\"store\":\"etcd\",\"etcd\":{"
 		 "\"endpoints\":[\"https://a:2379\",\"https://b:2379\"],\"username\":\"cni\","
-		 "\"password_file\":\"%s/pw\",\"key_prefix\":\"/ipam\",\"timeout_ms\":1500}}}",
+		 "\"password_file\":\"%s/pw\",\"key_prefix\":\"/ipam\",\"timeout_ms\":1500,"
+		 "\"deadline_ms\":4000}}}",
 		 root);
 	CHECK_INT(parse(conf, 0, &c, &err), 0);
 	CHECK_INT(c.store, RN_IPAM_STORE_ETCD);
@@ -242,6 +244,7 @@ static void the_etcd_object_and_password_file(void)
 	CHECK_STR(c.etcd.password, "hunter2");
 	CHECK_STR(c.etcd.key_prefix, "/ipam");
 	CHECK_INT(c.etcd.timeout_ms, 1500);
+	CHECK_INT(c.etcd.deadline_ms, 4000);
 	rn_ipam_config_free(&c);
 	remove_tree();
 }
@@ -259,7 +262,8 @@ static void bad_etcd_settings_are_refused_without_echoing_secrets(void)
 			"\"password\":\"TopSecret99\"}}}",
 			0, &c, &err),
 		  -EINVAL);
-	CHECK_CONTAINS(err.msg, "no etcd username");
+	CHECK_STR(err.msg, "an etcd password is set but no etcd user name (ipam.etcd.username and "
+			   "ipam.etcd.password_file (or password))");
 	CHECK(!strstr(err.msg, "TopSecret99"));
 	CHECK_INT(parse("{\"ipam\":{\"range\":\"10.0.0.0/99\",\"etcd_host\":\"a:1\","
 			"\"etcd_username\":\"u\",\"etcd_password\":\"TopSecret99\"}}",

@@ -301,7 +301,7 @@ static void the_first_add_after_the_last_free_address_fails_clearly(void)
 	{
 		struct rn_ipam_owner late = { "c5", "net1", NULL, NULL, NULL };
 
-		CHECK_INT(rn_ipam_add(s, &c, &late, &l, &err), -ENOSPC);
+		CHECK_INT(rn_ipam_add(s, &c, &late, &l, &err), -EADDRNOTAVAIL);
 		CHECK_STR(err.msg, "no free address in range 10.56.0.0/29: all 5 usable addresses "
 				   "are taken (list them with 'rdmans ipam ls'; release stale ones "
 				   "or widen the range)");
@@ -309,7 +309,7 @@ static void the_first_add_after_the_last_free_address_fails_clearly(void)
 		CHECK(read_all("_default/attachments/c5%2Fnet1") == NULL);
 		CHECK_INT(count_files("_default/addr"), 5);
 		CHECK_INT(count_files(".tmp"), 0);
-		CHECK_INT(rn_ipam_status(s, &c, &err), -ENOSPC);
+		CHECK_INT(rn_ipam_status(s, &c, &err), -EADDRNOTAVAIL);
 		CHECK_CONTAINS(err.msg, "range 10.56.0.0/29 is exhausted");
 		/* freeing one makes room, for exactly that address */
 		{
@@ -348,7 +348,7 @@ static void dual_stack_gets_one_address_per_range_or_none(void)
 	CHECK_INT(rn_ipam_add(s, &c, &b, &l, &err), 0);
 	CHECK_INT(count_files("_default/addr"), 4);
 	/* the third finds IPv4 room but no IPv6: its IPv4 claim is undone */
-	CHECK_INT(rn_ipam_add(s, &c, &z, &l, &err), -ENOSPC);
+	CHECK_INT(rn_ipam_add(s, &c, &z, &l, &err), -EADDRNOTAVAIL);
 	CHECK_CONTAINS(err.msg, "fd00:56::/126");
 	CHECK_INT(count_files("_default/addr"), 4);
 	CHECK(read_all("_default/attachments/team-a%2Fz%2Fnet1") == NULL);
@@ -380,7 +380,7 @@ static void overlapping_ranges_share_addresses_unless_disabled(void)
 		CHECK_INT(rn_ipam_add(s, &wide, &o, &l1, &err), 0);
 	}
 	/* the wide network took all six, so the narrow one (same pool) has none left */
-	CHECK_INT(rn_ipam_add(s, &narrow, &a, &l2, &err), -ENOSPC);
+	CHECK_INT(rn_ipam_add(s, &narrow, &a, &l2, &err), -EADDRNOTAVAIL);
 	/* overlap disabled: its own pool, so the same addresses again */
 	CHECK_INT(rn_ipam_add(s, &solo, &b, &l3, &err), 0);
 	CHECK(l3.addr[0].ip.v >= narrow.ranges[0].start && l3.addr[0].ip.v <= narrow.ranges[0].end);
@@ -452,7 +452,7 @@ static void ipv6_slash_64_and_excludes_are_honoured(void)
 	{
 		struct rn_ipam_owner o = { "e9", "net1", NULL, NULL, NULL };
 
-		CHECK_INT(rn_ipam_add(s, &ex, &o, &l, &err), -ENOSPC);
+		CHECK_INT(rn_ipam_add(s, &ex, &o, &l, &err), -EADDRNOTAVAIL);
 	}
 	rn_ipam_store_close(s);
 	rn_ipam_config_free(&c);
@@ -849,7 +849,7 @@ static void damaged_address_records_are_listed_and_removed_only_while_damaged(vo
 	{
 		struct rn_ipam_owner b = pod("cb", "b");
 
-		CHECK_INT(rn_ipam_add(s, &c, &b, &l, &err), -ENOSPC);
+		CHECK_INT(rn_ipam_add(s, &c, &b, &l, &err), -EADDRNOTAVAIL);
 	}
 	/* 10.56.0.5 (or whichever is damaged there) goes; then nothing is left to remove */
 	if (strcmp(addr_of(&l, 0), "10.56.0.5") == 0 ||
@@ -920,7 +920,7 @@ static void a_failed_undo_of_an_add_reaches_the_message(void)
 	failing = *real;
 	failing.commit = commit_fails;
 	s->ops = &failing;
-	CHECK_INT(rn_ipam_add(s, &c, &z, &l, &err), -ENOSPC);
+	CHECK_INT(rn_ipam_add(s, &c, &z, &l, &err), -EADDRNOTAVAIL);
 	CHECK_CONTAINS(err.msg, "fd00:56::/126");
 	CHECK_CONTAINS(err.msg, "undoing this ADD's claims failed too (injected");
 	CHECK_CONTAINS(err.msg, "run DEL");

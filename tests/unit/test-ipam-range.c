@@ -481,7 +481,7 @@ static void walk_wraps_and_visits_every_usable_address_once(void)
 		struct fake f = { .want_all = true };
 
 		CHECK_INT(rn_ipam_range_walk(&r, ip4("10.56.0.20"), window, &fake_ops, &f, &got),
-			  -ENOSPC);
+			  -EADDRNOTAVAIL);
 		CHECK_INT(f.claims, 25);
 		CHECK_STR(fmt(&r, f.claimed[0]), "10.56.0.20");
 		if (window == 1) {
@@ -540,9 +540,10 @@ static void walk_reports_a_full_range(void)
 	CHECK_INT(init(&r, "10.56.0.0/29", &err), 0);
 	for (int i = 1; i <= 6; i++)
 		f.taken[f.n_taken++] = ip4("10.56.0.0") + (rn_u128)i;
-	CHECK_INT(rn_ipam_range_walk(&r, ip4("10.56.0.3"), 1, &fake_ops, &f, &got), -ENOSPC);
+	CHECK_INT(rn_ipam_range_walk(&r, ip4("10.56.0.3"), 1, &fake_ops, &f, &got), -EADDRNOTAVAIL);
 	CHECK_INT(f.claims, 0);
-	CHECK_INT(rn_ipam_range_walk(&r, ip4("10.56.0.3"), 256, &fake_ops, &f, &got), -ENOSPC);
+	CHECK_INT(rn_ipam_range_walk(&r, ip4("10.56.0.3"), 256, &fake_ops, &f, &got),
+		  -EADDRNOTAVAIL);
 	/* the last free address is found from any hint */
 	f.n_taken = 5;
 	CHECK_INT(rn_ipam_range_walk(&r, ip4("10.56.0.1"), 1, &fake_ops, &f, &got), 0);

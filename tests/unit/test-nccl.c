@@ -1217,6 +1217,41 @@ static void empty_netns_is_an_error_naming_the_fix(void)
 	CHECK_CONTAINS(err.msg, "rdmans move");
 }
 
+/* issue 26: a kernel without RDMA says so; sockets_ok writes NCCL over sockets instead */
+static void kernel_without_rdma_is_named_and_sockets_can_be_allowed(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
+	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
+	struct rn_nccl_layer l;
+	struct rn_nccl_request req = {
+		.layers = &l, .n_layers = 1, .sockets_ok = true, .sockets_origin = "annotation x"
+	};
+	struct rn_error err = { 0 };
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/class/infiniband", root);
+	CHECK_INT(rmdir(path), 0);
+	fakesys_add_netdev_virtual(root, "eth0");
+	load(&node);
+	CHECK(node.no_rdma);
+	CHECK_INT(resolve(&node, NULL, 0, &res, &err), -ENODEV);
+	CHECK_CONTAINS(err.msg, "this node's kernel has no RDMA");
+	CHECK(!strstr(err.msg, "all-netns"));
+	rn_nccl_layer_init(&l, RN_NCCL_SRC_ANNOTATION, "annotation p");
+	CHECK_INT(rn_nccl_layer_set_profile(&l, "baidu-cce", &err), 0);
+	CHECK_INT(rn_nccl_resolve(&node, &req, &res, &err), 0);
+	CHECK(res.sockets);
+	CHECK_STR(rn_nccl_result_get(&res, "NCCL_IB_DISABLE")->value, "1");
+	CHECK_STR(rn_nccl_result_get(&res, "NCCL_SOCKET_IFNAME")->value, "eth0");
+	CHECK(!rn_nccl_result_get(&res, "NCCL_IB_TIMEOUT"));
+	CHECK(!rn_nccl_result_get(&res, "NCCL_IB_QPS_PER_CONNECTION"));
+	CHECK_INT(res.n_warnings, 1);
+	CHECK_CONTAINS(res.warnings[0], "NCCL runs over sockets, slower than RDMA (annotation x): "
+					"this node's kernel has no RDMA");
+	rn_nccl_layer_free(&l);
+}
+
 static void netdev_without_address_gets_no_gid_and_a_warning(void)
 {
 	_cleanup_fake_ char *root = fake_start();
@@ -1826,6 +1861,7 @@ RN_TEST_MAIN(
 	T(names_that_prefix_others_use_the_exact_form),
 	T(down_ports_and_missing_netdevs_are_left_out), T(no_usable_port_is_an_error_saying_why),
 	T(empty_netns_is_an_error_naming_the_fix),
+	T(kernel_without_rdma_is_named_and_sockets_can_be_allowed),
 	T(netdev_without_address_gets_no_gid_and_a_warning),
 	T(address_not_yet_in_gid_table_is_a_warning), T(roce_v1_entry_is_not_taken),
 	T(scnet_profile_values_and_detection), T(layers_apply_in_precedence_order),
