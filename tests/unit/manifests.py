@@ -75,6 +75,12 @@ def check_cni(where, conf):
             check(f"{where}: ipam type {ipam.get('type')} is known", ipam.get("type") in ours | reference,
                   str(ipam))
     check(f"{where}: names a cniVersion", "cniVersion" in conf)
+    if where.split(":")[0].endswith("-1.1.conflist"):
+        # the variant for runtimes whose libcni is 1.2+ (containerd 2.x, CRI-O 1.30+):
+        # they call STATUS for 1.1.0 networks only
+        check(f"{where}: the 1.1.0 variant says cniVersion 1.1.0", conf.get("cniVersion") == "1.1.0",
+              str(conf.get("cniVersion")))
+        return
     # libcni 1.1 (podman 4.3, containerd <= 1.7, older Multus) refuses 1.1.0:
     # "unsupported CNI result version". Examples must work on every supported runtime.
     check(f"{where}: cniVersion {conf.get('cniVersion')} is one libcni 1.1 accepts",
