@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "rdmans/error.h"
+#include "rdmans/json_cleanup.h"
 
 /* Exit codes: one per kind of failure, documented in rdmans(8). */
 enum rn_exit {
@@ -52,13 +53,6 @@ int rn_cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints a JSON document (and takes it); returns 0. */
 int rn_cli_print_json(const struct rn_cli *cli, json_t *doc);
-
-static inline void rn_json_decrefp(json_t **j)
-{
-	if (*j)
-		json_decref(*j);
-}
-#define _cleanup_json_ __attribute__((cleanup(rn_json_decrefp)))
 
 int rn_cmd_system(struct rn_cli *cli);
 int rn_cmd_dev(struct rn_cli *cli);

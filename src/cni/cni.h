@@ -17,6 +17,7 @@
 #include "rdmans/cni_json.h"
 #include "rdmans/cni_state.h"
 #include "rdmans/error.h"
+#include "rdmans/json_cleanup.h"
 
 /* Plugin-specific codes (100+), documented in rdma-netns(8). */
 enum {
@@ -157,12 +158,5 @@ void cni_fault_point(const char *what);
 /* Whether RDMA_NETNS_FAULT_SKIP names check `what` (test builds; always false otherwise). */
 bool cni_fault_skip(const char *what);
 int cni_step(void *arg, const char *what, struct rn_error *err);
-
-static inline void cni_json_decrefp(json_t **j)
-{
-	if (*j)
-		json_decref(*j);
-}
-#define _cleanup_json_ __attribute__((cleanup(cni_json_decrefp)))
 
 #endif

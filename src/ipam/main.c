@@ -20,6 +20,7 @@
 #include "rdmans/cni_json.h"
 #include "rdmans/util.h"
 #include "rdmans/ipam.h"
+#include "rdmans/json_cleanup.h"
 
 #ifndef RDMANS_VERSION
 #define RDMANS_VERSION "unknown"
@@ -50,9 +51,6 @@ struct plugin {
 	FILE *log;
 	enum rn_ipam_log_level log_level;
 };
-
-/* jansson's json_decrefp(), as a scope-bound cleanup */
-#define _cleanup_json_ __attribute__((cleanup(json_decrefp)))
 
 /* ---- logging: one line per event, never the configuration ---------------- */
 

@@ -17,11 +17,9 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/ipam.h"
 #include "rdmans/util.h"
+#include "rdmans/json_cleanup.h"
 
 #define MAX_FILE (1024 * 1024)
-
-/* jansson's json_decrefp(), as a scope-bound cleanup */
-#define _cleanup_json_ __attribute__((cleanup(json_decrefp)))
 
 /* Flat files, searched in this order after configuration_path (whereabouts' list + ours). */
 static const char *const flat_files[] = {

@@ -25,6 +25,7 @@
 
 #include "rdmans/cleanup.h"
 #include "rdmans/util.h"
+#include "rdmans/json_cleanup.h"
 #include "etcd_http.h"
 #include "ipam_store.h"
 
@@ -53,9 +54,6 @@ static struct etcd_store *to_etcd(struct rn_ipam_store *s)
 {
 	return (struct etcd_store *)s;
 }
-
-/* jansson's json_decrefp(), as a scope-bound cleanup */
-#define _cleanup_json_ __attribute__((cleanup(json_decrefp)))
 
 static void wipe_free(char *s)
 {
