@@ -138,4 +138,9 @@ char *rn_vasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1,
 /* snprintf that reports truncation as -ENAMETOOLONG. */
 int rn_path(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Where node-wide config files are looked up: $RDMANS_CONFIG_ROOT (a scratch
+ * tree, for tests; ignored in setuid/setcap runs) prefixed to their absolute
+ * paths, "" (the real /) when unset. */
+const char *rn_config_root(void);
+
 #endif

@@ -14,13 +14,6 @@
 #define RN_EXIT_DOCTOR_WARN 20
 #define RN_EXIT_DOCTOR_FAIL 21
 
-static const char *config_root(void)
-{
-	const char *root = getenv("RDMANS_CONFIG_ROOT");
-
-	return root ? root : "";
-}
-
 static void print_text(const struct rn_doctor_facts *f, const struct rn_doctor_report *r)
 {
 	size_t count[4] = { 0 };
@@ -67,7 +60,7 @@ int rn_cmd_doctor(struct rn_cli *cli)
 	_cleanup_doctor_facts_ struct rn_doctor_facts facts = { 0 };
 	_cleanup_doctor_report_ struct rn_doctor_report report = { 0 };
 	_cleanup_(nccl_opts_free) struct nccl_opts opts;
-	struct rn_doctor_target t = { .config_root = config_root() };
+	struct rn_doctor_target t = { .config_root = rn_config_root() };
 	struct rn_error err = { 0 };
 	const char *pid_arg = NULL, *a;
 	int r;

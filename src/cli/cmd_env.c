@@ -99,12 +99,11 @@ const char *nccl_opts_next(struct rn_cli *cli, struct nccl_opts *o, int *ret)
 
 int nccl_opts_load(struct nccl_opts *o, struct rn_error *err)
 {
-	const char *root = getenv("RDMANS_CONFIG_ROOT");
 	char path[4096];
 	int r;
 
 	/* a named config file must exist; the default one is optional */
-	snprintf(path, sizeof(path), "%s%s", o->config || !root ? "" : root,
+	snprintf(path, sizeof(path), "%s%s", o->config ? "" : rn_config_root(),
 		 o->config ? o->config : RN_NCCL_CONFIG);
 	if (o->config || access(path, F_OK) == 0) {
 		rn_nccl_layer_init(&o->layers[o->n_layers], RN_NCCL_SRC_CONFIG, path);

@@ -50,13 +50,6 @@ enum {
 	OPT_NODE = 1 << 5, /* --node alone */
 };
 
-static const char *config_root(void)
-{
-	const char *root = getenv("RDMANS_CONFIG_ROOT");
-
-	return root ? root : "";
-}
-
 /* Parses options; a leftover non-option goes to o->address (when allowed). */
 static int parse_opts(struct rn_cli *cli, struct ipam_opts *o, unsigned allow, const char *usage)
 {
@@ -180,7 +173,7 @@ static int load_config(const struct ipam_opts *o, struct rn_ipam_config *c, stru
 	text = json_dumps(doc, JSON_COMPACT);
 	if (!text)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	r = rn_ipam_config_parse(text, config_root(),
+	r = rn_ipam_config_parse(text, rn_config_root(),
 				 RN_IPAM_CONFIG_STORE_ONLY | (o->config ? 0 : RN_IPAM_CONFIG_CLI),
 				 c, err);
 	explicit_bzero(text, strlen(text));

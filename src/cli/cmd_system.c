@@ -7,14 +7,7 @@
 #include "rdmans.h"
 #include "rdmans/rdma.h"
 #include "rdmans/system.h"
-
-/* Tests point this at a scratch tree; on a real system it is unset ("" = /). */
-static const char *config_root(void)
-{
-	const char *root = getenv("RDMANS_CONFIG_ROOT");
-
-	return root ? root : "";
-}
+#include "rdmans/util.h"
 
 static int system_show(struct rn_cli *cli)
 {
@@ -26,7 +19,7 @@ static int system_show(struct rn_cli *cli)
 
 	if (rn_cli_peek(cli))
 		return rn_cli_usage("'system show' takes no arguments");
-	r = rn_system_boot_config(config_root(), &boot, &err);
+	r = rn_system_boot_config(rn_config_root(), &boot, &err);
 	if (r < 0)
 		return rn_cli_fail(&err);
 	r = rn_rdma_open(&rdma, &now_err);
@@ -76,8 +69,8 @@ static int system_set(struct rn_cli *cli)
 		return rn_cli_usage("unexpected argument '%s'", rn_cli_peek(cli));
 
 	if (persist) {
-		r = rn_system_persist_netns_mode(config_root(), exclusive, written, sizeof(written),
-						 &err);
+		r = rn_system_persist_netns_mode(rn_config_root(), exclusive, written,
+						 sizeof(written), &err);
 		if (r < 0)
 			return rn_cli_fail(&err);
 	}

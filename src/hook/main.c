@@ -425,12 +425,11 @@ static int resolve(struct hook *h, int nsfd, const struct rn_nccl_layer *layers,
 static int load_layers(struct hook *h, struct rn_nccl_layer *layers, size_t *n,
 		       struct rn_error *err)
 {
-	const char *root = getenv("RDMANS_CONFIG_ROOT");
 	char path[PATH_MAX];
 	int r;
 
 	*n = 0;
-	snprintf(path, sizeof(path), "%s%s", h->config || !root ? "" : root,
+	snprintf(path, sizeof(path), "%s%s", h->config ? "" : rn_config_root(),
 		 h->config ? h->config : RN_NCCL_CONFIG);
 	if (h->config || access(path, F_OK) == 0) {
 		rn_nccl_layer_init(&layers[*n], RN_NCCL_SRC_CONFIG, path);

@@ -440,14 +440,6 @@ static int del_refused(struct plugin *p, const struct rn_error *err)
 	return 0;
 }
 
-static const char *config_root(void)
-{
-	/* tests point the flat-file search at a scratch tree */
-	const char *root = secure_getenv("RDMANS_CONFIG_ROOT");
-
-	return root ? root : "";
-}
-
 static int run(struct plugin *p)
 {
 	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
@@ -500,7 +492,7 @@ static int run(struct plugin *p)
 		return fail(p, CNI_ERR_INCOMPATIBLE, "STATUS and GC need cniVersion 1.1.0", NULL);
 
 	flags = store_only ? RN_IPAM_CONFIG_STORE_ONLY : 0;
-	if (rn_ipam_config_parse(p->stdin_text, config_root(), flags, &p->cfg, &err) < 0)
+	if (rn_ipam_config_parse(p->stdin_text, rn_config_root(), flags, &p->cfg, &err) < 0)
 		return fail(p, err.code == EBADMSG ? CNI_ERR_DECODE : CNI_ERR_INVALID_CONFIG,
 			    "invalid IPAM configuration", err.msg);
 	p->have_cfg = true;

@@ -473,3 +473,10 @@ char *rn_vasprintf(const char *fmt, va_list ap)
 		return NULL; /* s is undefined after a failure */
 	return s;
 }
+
+const char *rn_config_root(void)
+{
+	const char *root = secure_getenv("RDMANS_CONFIG_ROOT");
+
+	return root ? root : "";
+}
