@@ -18,16 +18,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "nccl_opts.h"
 #include "rdmans.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/devnodes.h"
 #include "rdmans/nccl.h"
 #include "rdmans/rootfs.h"
-
-#ifndef RDMANS_HOOK_PATH
-#define RDMANS_HOOK_PATH "/usr/libexec/rdmans/rdmans-hook"
-#endif
 
 #define CDI_KIND "rdmans.io/rdma"
 

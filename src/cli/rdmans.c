@@ -6,11 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config.h"
 #include "rdmans.h"
-
-#ifndef RDMANS_VERSION
-#define RDMANS_VERSION "unknown"
-#endif
 
 const char *rn_cli_next(struct rn_cli *cli)
 {

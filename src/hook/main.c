@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/cni_json.h"
 #include "rdmans/discover.h"
@@ -48,10 +49,6 @@
 #include "rdmans/oci_config_json.h"
 #include "rdmans/rootfs.h"
 #include "rdmans/util.h"
-
-#ifndef RDMANS_VERSION
-#define RDMANS_VERSION "unknown"
-#endif
 
 #define ANN_DEVICES "rdmans.io/devices"
 #define ANN_NCCL "rdmans.io/nccl"

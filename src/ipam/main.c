@@ -16,15 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/cni_json.h"
 #include "rdmans/util.h"
 #include "rdmans/ipam.h"
 #include "rdmans/json_cleanup.h"
-
-#ifndef RDMANS_VERSION
-#define RDMANS_VERSION "unknown"
-#endif
 
 #define MAX_STDIN (1024 * 1024)
 
