@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * `rdmans doctor`: the seeds' manual environment checks as one checklist.
+ * `rdmans doctor`: the manual checks operators run before NCCL over RDMA, as one checklist.
  *
  * Two steps: gather facts (RDMA netlink, sysfs and rtnetlink of the target
  * netns, /proc of the target process), then evaluate the checklist on them.

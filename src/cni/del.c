@@ -47,7 +47,7 @@ int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_stat
 		/*
 		 * The devices are home: should the release fail (a read-only or
 		 * full IPAM store), the state says that only it is left, for the
-		 * retry, CHECK and the operator (issue 26).
+		 * retry, CHECK and the operator.
 		 */
 		if (!phase || strcmp(phase, "releasing") != 0) {
 			if (rn_cni_state_set(st, "phase", "releasing", &err) < 0 ||

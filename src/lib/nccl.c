@@ -86,12 +86,12 @@ static const struct rn_nccl_preset erdma_values[] = {
 static const struct rn_nccl_profile profiles[] = {
 	PROFILE("roce", "generic RoCE: devices, GID index and interface all detected", roce_values),
 	PROFILE("ib", "InfiniBand: devices detected, no GID index", ib_values),
-	PROFILE("baidu-cce", "Baidu AI Cloud CCE (doc 000): timeout 22, 8 QPs per connection, eth0",
+	PROFILE("baidu-cce", "Baidu AI Cloud CCE: timeout 22, 8 QPs per connection, eth0",
 		baidu_values),
-	PROFILE("scnet", "Scnet (doc 001): traffic class 136, timeout 22, 8 QPs per connection",
+	PROFILE("scnet", "Scnet: traffic class 136, timeout 22, 8 QPs per connection",
 		scnet_values),
 	PROFILE("alibaba-erdma",
-		"Alibaba Cloud PAI eRDMA (doc 004): 8 QPs per connection, 16 channels, no net "
+		"Alibaba Cloud PAI eRDMA: 8 QPs per connection, 16 channels, no net "
 		"plugin",
 		erdma_values),
 };
