@@ -105,11 +105,7 @@ sid_lists() {
 }
 
 # --- kernel version ---------------------------------------------------------
-if [ "$WORLD" = current ]; then
-	mkdir -p "$SID" 2>/dev/null || die "cannot create $SID (set RDMANS_VM_CACHE?)"
-	exec 8>"$SID/.lock"
-	flock 8
-	sid_lists
+sid_kver() {
 	if [ -n "${RDMANS_VM_KVER:-}" ]; then
 		KVER=$RDMANS_VM_KVER
 	else
@@ -117,6 +113,31 @@ if [ "$WORLD" = current ]; then
 		KVER=$(apt-cache $(sid_apt_opts) depends linux-image-amd64 2>/dev/null |
 			sed -n 's/.*Depends: linux-image-\([0-9].*-amd64\)$/\1/p' | head -n 1)
 		[ -n "$KVER" ] || die "sid's linux-image-amd64 names no kernel"
+	fi
+}
+# What the sid root holds; its stamp names them and the kernel its headers are for.
+sid_pkgs="bash iproute2 kmod procps util-linux jq busybox-static strace ca-certificates
+	containerd runc crun podman netavark containernetworking-plugins iptables nftables
+	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
+	libmnl0 libnl-3-200 libnl-route-3-200 libjansson4 libcurl4t64 libibverbs1
+	librdmacm1t64 libmicrohttpd12t64 libasan8 libubsan1
+	python3 python3-grpcio python3-protobuf python3-grpc-tools golang-k8s-cri-api-dev python3-jsonschema
+	etcd-server etcd-client make"
+sid_root_stamp() { echo "$(echo $sid_pkgs | tr ' ' '\n' | LC_ALL=C sort | tr '\n' ' ')linux-headers-$KVER"; }
+
+if [ "$WORLD" = current ]; then
+	mkdir -p "$SID" 2>/dev/null || die "cannot create $SID (set RDMANS_VM_CACHE?)"
+	exec 8>"$SID/.lock"
+	flock 8
+	sid_lists
+	sid_kver
+	# Anything to fetch from sid: lists as old as the cache may name packages the
+	# archive no longer has, so fetch them again first (and take sid's kernel of today).
+	if [ ! -e "$CACHE/$KVER/root/.unpacked" ] ||
+		[ "$(cat "$SID/root/.rdmans-world" 2>/dev/null)" != "$(sid_root_stamp)" ]; then
+		rm -f "$SID/apt/.updated"
+		sid_lists
+		sid_kver
 	fi
 elif ! KVER=$("$HERE/kver.sh" 2>/dev/null); then
 	need_root "apt-get update"
@@ -307,22 +328,15 @@ fi
 # grpc tools, and gcc + linux-headers-$KVER for out-of-tree test modules.
 ROOT=/
 if [ "$WORLD" = current ]; then
-	sid_pkgs="bash iproute2 kmod procps util-linux jq busybox-static strace ca-certificates
-		containerd runc crun podman netavark containernetworking-plugins iptables nftables
-		rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
-		libmnl0 libnl-3-200 libnl-route-3-200 libjansson4 libcurl4t64 libibverbs1
-		librdmacm1t64 libmicrohttpd12t64 libasan8 libubsan1
-		python3 python3-grpcio python3-protobuf python3-grpc-tools golang-k8s-cri-api-dev python3-jsonschema
-		etcd-server etcd-client make linux-headers-$KVER"
 	ROOT=$SID/root
-	rstamp="$(echo $sid_pkgs | tr ' ' '\n' | LC_ALL=C sort | tr '\n' ' ')"
+	rstamp=$(sid_root_stamp)
 	if [ "$(cat "$ROOT/.rdmans-world" 2>/dev/null)" != "$rstamp" ]; then
 		need_root "building the sid root"
 		ensure_packages mmdebstrap
 		log "building the current world's sid root (mmdebstrap, about 1 GB)"
 		rm -rf "$SID/root.new"
 		mmdebstrap --quiet --variant=minbase --aptopt='Acquire::Check-Valid-Until "false"' \
-			--include="$(echo $sid_pkgs | tr ' ' ',')" sid "$SID/root.new" \
+			--include="$(echo $sid_pkgs "linux-headers-$KVER" | tr ' ' ',')" sid "$SID/root.new" \
 			"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(sid_mirror) sid main" >&2 ||
 			die "mmdebstrap of the sid root failed"
 		echo "$rstamp" >"$SID/root.new/.rdmans-world"
