@@ -176,12 +176,16 @@ static int no_device(const char *what, struct rn_error *err)
 			    what, kernel);
 }
 
-/* ENOMEM from a verbs object: almost always RLIMIT_MEMLOCK. */
+/*
+ * ENOMEM from a verbs object is almost always RLIMIT_MEMLOCK; so is EPERM
+ * with a limit of 0 (the kernel's can_do_mlock(): no CAP_IPC_LOCK, no limit).
+ */
 static int verbs_fail(int e, const char *what, const char *dev, size_t bytes, struct rn_error *err)
 {
 	struct rlimit rl;
 
-	if (e == ENOMEM && getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+	if ((e == ENOMEM || e == EPERM) && getrlimit(RLIMIT_MEMLOCK, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY && (e == ENOMEM || rl.rlim_cur == 0))
 		return rn_error_set(err, ENOMEM,
 				    "cannot %s on %s (%zu bytes): locked memory is limited to %llu "
 				    "bytes (RLIMIT_MEMLOCK; raise it: ulimit -l unlimited, "
