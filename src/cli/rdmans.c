@@ -128,6 +128,8 @@ static void usage(FILE *out)
 	      "  link del NAME                        delete a soft RDMA device\n"
 	      "  doctor [--netns TARGET | --pid PID] check RDMA, netns mode, ports, GIDs, limits, "
 	      "NCCL\n"
+	      "        [--peer ADDR]                  ... and RDMA traffic to an 'rdmans ping "
+	      "--server'\n"
 	      "  exporter [--listen ADDR:PORT] [--once]  Prometheus metrics of every netns\n"
 	      "  env [--netns TARGET] [--format env|sh|nccl-conf|json] [--explain]  NCCL "
 	      "settings\n"

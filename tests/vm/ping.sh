@@ -80,6 +80,16 @@ done
 vm_expect_contains "$(cat "$T/server.log")" "served" "server log" || vm_not_ok "the server says whom it served"
 vm_diag "server: $(cat "$T/server.log")"
 
+# doctor --peer: the same ping as one more check
+vm_run_code 0 "rdmans doctor --peer 10.77.0.1 runs" sh -c \
+	'ip netns exec B "$0" doctor --peer 10.77.0.1; rc=$?; [ $rc = 0 ] || [ $rc = 20 ] || [ $rc = 21 ]' "$R"
+vm_expect_contains "$OUT" "PASS  rdma-ping" "doctor --peer" || vm_not_ok "doctor: rdma-ping passes"
+vm_diag "$(echo "$OUT" | grep rdma-ping)"
+vm_run_code 21 "rdmans doctor --peer 10.77.0.99 (nobody there): exit 21" timeout 60 ip netns exec B \
+	"$R" doctor --peer 10.77.0.99
+vm_expect_contains "$OUT" "FAIL  rdma-ping" "doctor --peer" || vm_not_ok "doctor: rdma-ping fails"
+vm_diag "$(echo "$OUT" | grep -A1 rdma-ping)"
+
 # ---- failures, each bounded (timeout 60 would say 124) ----
 vm_run_code 14 "no listener: exit 14" timeout 60 ip netns exec B "$R" ping 10.77.0.1 --port 4791
 vm_expect_contains "$ERR" "nothing listens on port 4791" "no listener" || vm_not_ok "no listener: cause named"
