@@ -95,6 +95,11 @@ static void wire_refuses_sizes_and_counts_out_of_bounds(void)
 		rn_ping_wire_encode(&w, buf);
 		CHECK_INT(rn_ping_wire_decode(buf, sizeof(buf), &w, &err), -EPROTO);
 		CHECK(strstr(err.msg, "counts") != NULL);
+		w = good;
+		w.lat_count = 0;
+		rn_ping_wire_encode(&w, buf);
+		CHECK_INT(rn_ping_wire_decode(buf, sizeof(buf), &w, &err), -EPROTO);
+		CHECK(strstr(err.msg, "counts") != NULL);
 	}
 }
 
