@@ -742,8 +742,14 @@ static int server_run(struct ping *p, struct rn_error *err)
 		if (r < 0)
 			return r;
 	}
-	/* the stream needs nothing from us; a client slower than 1 MiB/s counts as gone */
+	/*
+	 * The stream needs nothing from us: wait for its end as long as 1 MiB/s
+	 * takes, but never more than 10 minutes, whatever the hello asked for
+	 * (the server serves one client at a time).
+	 */
 	bw_ms = (uint64_t)w->bw_count * w->bw_size / (1u << 20) * 1000u;
+	if (bw_ms > 600000u)
+		bw_ms = 600000u;
 	r = wait_count(p, &p->recvs, w->lat_count + 1u, deadline_in(p) + bw_ms * 1000000u,
 		       "RDMA WRITE stream", err);
 	if (r == 0)
