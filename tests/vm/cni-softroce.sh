@@ -75,13 +75,17 @@ CNI_CID=bbbbbbbbbbbb2222 CNI_NS=/var/run/netns/spod-b \
 	cni_expect_ok "DEL pod b after its netns died" DEL "$(conf hb)"
 vm_check "no rxe device left" vm_expect_eq "$before" "$(rdma_devs)" "RDMA devices"
 
-# exclusive mode: refused, with the reason, nothing left
+# exclusive mode: refused, with the reason, nothing left (a new veth: hb's end died with spod-b)
 ip netns del spod-a
+vm_veth hc hd || vm_fail "veth hc"
 vm_check "exclusive mode (no other netns now)" rdma system set netns exclusive
 ip netns add spod-c
 CNI_CID=cccccccccccc3333 CNI_NS=/var/run/netns/spod-c \
-	cni_expect_err "softRoce in exclusive mode: refused" 110 "needs shared RDMA netns mode" ADD "$(conf ha)"
+	cni_expect_err "softRoce in exclusive mode: refused" 110 "needs shared RDMA netns mode" ADD "$(conf hc)"
 vm_diag "exclusive: $(jq -r .msg <<<"$OUT")"
-vm_check "ha stayed on the host" ip link show ha
+vm_check "hc stayed on the host" ip link show hc
+CNI_CID=cccccccccccc3333 CNI_NS=/var/run/netns/spod-c \
+	cni_expect_err "STATUS of a softRoce network in exclusive mode: not available" 50 "softRoce needs shared" \
+	STATUS "$(conf hc | jq -c '.cniVersion = "1.1.0"')"
 vm_check "no rxe device made" vm_expect_eq "$before" "$(rdma_devs)" "RDMA devices"
 vm_done
