@@ -391,7 +391,8 @@ static int probe_here(void *arg, struct rn_error *err)
 		if (!p->netdev_here)
 			continue;
 		for (size_t j = 0; j < i; j++)
-			seen = seen || strcmp(node->ports[j].netdev, p->netdev) == 0;
+			seen = seen || (node->ports[j].netdev_here &&
+					strcmp(node->ports[j].netdev, p->netdev) == 0);
 		if (seen)
 			continue; /* its addresses went to every port bound to it */
 		r = rn_link_by_name(p->netdev, &link, err);

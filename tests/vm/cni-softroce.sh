@@ -47,6 +47,8 @@ addr_a=$(ip -n spod-a -4 -o addr show net1 | awk '{print $4}' | cut -d/ -f1)
 vm_diag "pod a: $addr_a"
 vm_check "rdmans env in pod b names its own rxe device" ip netns exec spod-b "$R" env
 vm_expect_contains "$VM_OUT" "NCCL_IB_HCA==rxebbbbbbbbbbbb_net1" "env" || vm_not_ok "env: pod b's rxe"
+vm_diag "env in pod b: $VM_OUT"
+vm_diag "$("$R" gids --netns spod-b 2>&1)"
 
 "$R" ping --server --netns spod-a --once >/tmp/cni/ping-server.log 2>&1 &
 SRV=$!
