@@ -55,7 +55,8 @@ rbw=$(median </tmp/rbw) pbw=$(median </tmp/bw)
 rsl=$(median </tmp/rsl) psl=$(median </tmp/sl)
 rwl=$(median </tmp/rwl) pwl=$(median </tmp/wl)
 echo "rounds $rounds, $n iterations each, kernel $(uname -r) under TCG"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 printf '%-34s %10s %10s %7s\n' "" "rdmans" "perftest" "ratio"
-printf '%-34s %10.2f %10.2f %7.2f   (goal >= 0.9)\n' "bandwidth MiB/s (vs ib_write_bw)" "$rbw" "$pbw" "$(echo "$rbw / $pbw" | bc -l)"
-printf '%-34s %10.2f %10.2f %7.2f   (goal <= 1.1)\n' "SEND latency us (vs ib_send_lat)" "$rsl" "$psl" "$(echo "$rsl / $psl" | bc -l)"
-printf '%-34s %10.2f %10.2f %7.2f   (goal <= 1.1)\n' "WRITE latency us (vs ib_write_lat)" "$rwl" "$pwl" "$(echo "$rwl / $pwl" | bc -l)"
+printf '%-34s %10.2f %10.2f %7.2f   (goal >= 0.9)\n' "bandwidth MiB/s (vs ib_write_bw)" "$rbw" "$pbw" "$(ratio "$rbw" "$pbw")"
+printf '%-34s %10.2f %10.2f %7.2f   (goal <= 1.1)\n' "SEND latency us (vs ib_send_lat)" "$rsl" "$psl" "$(ratio "$rsl" "$psl")"
+printf '%-34s %10.2f %10.2f %7.2f   (goal <= 1.1)\n' "WRITE latency us (vs ib_write_lat)" "$rwl" "$pwl" "$(ratio "$rwl" "$pwl")"

@@ -223,7 +223,7 @@ int rn_ping_run(struct rn_ping_target *t, struct rn_ping_opts *o, struct rn_ping
 	return run_job(&j, err);
 }
 
-static int parse_u32(const char *opt, const char *v, uint32_t max, uint32_t *ret)
+static int parse_u32(const char *opt, const char *v, uint32_t min, uint32_t max, uint32_t *ret)
 {
 	char *end;
 	unsigned long x;
@@ -232,8 +232,8 @@ static int parse_u32(const char *opt, const char *v, uint32_t max, uint32_t *ret
 		return rn_cli_usage("%s needs a value", opt);
 	errno = 0;
 	x = strtoul(v, &end, 10);
-	if (errno || *end || !*v || v[0] == '-' || x > max)
-		return rn_cli_usage("%s takes a number up to %u, not '%s'", opt, max, v);
+	if (errno || *end || !*v || v[0] == '-' || x < min || x > max)
+		return rn_cli_usage("%s takes a number from %u to %u, not '%s'", opt, min, max, v);
 	*ret = (uint32_t)x;
 	return 0;
 }
@@ -282,34 +282,31 @@ int rn_cmd_ping(struct rn_cli *cli)
 		} else if (strcmp(a, "--device") == 0 || strcmp(a, "-d") == 0) {
 			o.dev = val;
 		} else if (strcmp(a, "--gid-index") == 0) {
-			if ((r = parse_u32(a, val, 65535, &v)))
+			if ((r = parse_u32(a, val, 0, 65535, &v)))
 				return r;
 			o.gid_index = (int)v;
 		} else if (strcmp(a, "--port") == 0) {
-			if ((r = parse_u32(a, val, 65535, &v)))
+			if ((r = parse_u32(a, val, 1, 65535, &v)))
 				return r;
-			if (v == 0)
-				return rn_cli_usage("--port takes 1..65535");
 			o.tcp_port = (uint16_t)v;
 		} else if (strcmp(a, "--count") == 0) {
-			/* 0 would mean the default: refused here */
-			if ((r = parse_u32(a, val, RN_PING_MAX_COUNT, &o.lat_count)))
+			if ((r = parse_u32(a, val, 1, RN_PING_MAX_COUNT, &o.lat_count)))
 				return r;
 		} else if (strcmp(a, "--bw-count") == 0) {
-			if ((r = parse_u32(a, val, RN_PING_MAX_COUNT, &o.bw_count)))
+			if ((r = parse_u32(a, val, 1, RN_PING_MAX_COUNT, &o.bw_count)))
 				return r;
 		} else if (strcmp(a, "--size") == 0) {
-			if ((r = parse_u32(a, val, RN_PING_MAX_SIZE, &o.bw_size)))
+			if ((r = parse_u32(a, val, 1, RN_PING_MAX_SIZE, &o.bw_size)))
 				return r;
 		} else if (strcmp(a, "--lat-size") == 0) {
-			if ((r = parse_u32(a, val, RN_PING_MAX_SIZE, &o.lat_size)))
+			if ((r = parse_u32(a, val, 1, RN_PING_MAX_SIZE, &o.lat_size)))
 				return r;
 		} else if (strcmp(a, "--timeout") == 0) {
-			if ((r = parse_u32(a, val, 3600, &v)))
+			if ((r = parse_u32(a, val, 1, 3600, &v)))
 				return r;
 			o.timeout_ms = v * 1000u;
 		} else if (strcmp(a, "--idle") == 0) {
-			if ((r = parse_u32(a, val, 86400, &v)))
+			if ((r = parse_u32(a, val, 1, 86400, &v)))
 				return r;
 			o.idle_ms = v * 1000u;
 		} else {

@@ -90,6 +90,14 @@ vm_run_code 21 "rdmans doctor --peer 10.77.0.99 (nobody there): exit 21" timeout
 vm_expect_contains "$OUT" "FAIL  rdma-ping" "doctor --peer" || vm_not_ok "doctor: rdma-ping fails"
 vm_diag "$(echo "$OUT" | grep -A1 rdma-ping)"
 
+# usage errors: exit 2, nothing run
+vm_run_code 2 "rdmans ping without an address or --server: usage" "$R" ping
+vm_run_code 2 "rdmans ping --server ADDR: usage" "$R" ping --server 10.77.0.1
+vm_run_code 2 "rdmans ping --count 0: usage" "$R" ping 10.77.0.1 --count 0
+vm_expect_contains "$ERR" "--count takes a number from 1" "--count 0" || vm_not_ok "--count 0: says why"
+vm_run_code 7 "rdmans ping of a name, not an address: exit 7" "$R" ping --device rxeB --gid-index 1 pod-a
+vm_expect_contains "$ERR" "not an IPv4 or IPv6 address" "name" || vm_not_ok "name: says why"
+
 # ---- failures, each bounded (timeout 60 would say 124) ----
 vm_run_code 14 "no listener: exit 14" timeout 60 ip netns exec B "$R" ping 10.77.0.1 --port 4791
 vm_expect_contains "$ERR" "nothing listens on port 4791" "no listener" || vm_not_ok "no listener: cause named"
