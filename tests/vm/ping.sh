@@ -77,6 +77,21 @@ for fam in 10.77.0.1 fd77::1; do
 	vm_expect_contains "$OUT" '"mib_s":' "-j ping $fam" || vm_not_ok "$fam -j: bandwidth"
 	vm_expect_contains "$OUT" "\"peer\":\"$fam\"" "-j ping $fam" || vm_not_ok "$fam -j: peer"
 done
+# what NCCL reads: /etc/nccl.conf (as the hook writes it), then the environment over it
+printf 'NCCL_IB_HCA==rxeB\nNCCL_IB_GID_INDEX=1\n' >/etc/nccl.conf
+vm_run_code 0 "rdmans ping with /etc/nccl.conf's device and GID index" run_client -j ping 10.77.0.1 "${SMALL[@]}"
+vm_expect_contains "$OUT" '"chosen_by":"NCCL_IB_HCA, NCCL_IB_GID_INDEX of /etc/nccl.conf"' "nccl.conf" ||
+	vm_not_ok "nccl.conf: named as the source"
+vm_expect_contains "$OUT" '"gid_index":1' "nccl.conf" || vm_not_ok "nccl.conf: its GID index"
+printf 'NCCL_IB_HCA==rxeB\nNCCL_IB_GID_INDEX=0\n' >/etc/nccl.conf
+vm_run_code 16 "a link-local GID index in /etc/nccl.conf: exit 16" run_client ping 10.77.0.1 "${SMALL[@]}"
+vm_expect_contains "$ERR" "GID index 0 of rxeB port 1 is the link-local" "nccl.conf index 0" ||
+	vm_not_ok "nccl.conf index 0: cause named"
+vm_diag "nccl.conf GID 0: $ERR"
+vm_run_code 0 "NCCL_IB_GID_INDEX in the environment beats /etc/nccl.conf" \
+	env NCCL_IB_GID_INDEX=1 ip netns exec B "$R" -j ping 10.77.0.1 "${SMALL[@]}"
+vm_expect_contains "$OUT" '"gid_index":1' "environment" || vm_not_ok "environment: its GID index"
+rm -f /etc/nccl.conf
 vm_expect_contains "$(cat "$T/server.log")" "served" "server log" || vm_not_ok "the server says whom it served"
 vm_diag "server: $(cat "$T/server.log")"
 
