@@ -200,6 +200,13 @@ int rn_doctor_facts_process(struct rn_doctor_facts *f, const char *proc_root, pi
 int rn_doctor_evaluate(const struct rn_doctor_facts *f, struct rn_doctor_report *out,
 		       struct rn_error *err);
 
+/*
+ * Appends a check made outside the checklist (`doctor --peer`: rdmans ping,
+ * whose library the core does not link) and keeps `worst` right. -ENOMEM.
+ */
+int rn_doctor_report_add(struct rn_doctor_report *r, const struct rn_doctor_result *c,
+			 struct rn_error *err);
+
 /* ---- the whole run ---- */
 
 struct rn_doctor_target {

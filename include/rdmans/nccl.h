@@ -378,4 +378,10 @@ int rn_nccl_render(const struct rn_nccl_result *res, enum rn_nccl_format fmt, bo
 int rn_nccl_conf_merge(const struct rn_nccl_result *res, const char *existing, const char *header,
 		       char **ret, struct rn_error *err);
 
+/*
+ * The value NCCL reads for `name` from an nccl.conf text (the first line
+ * NAME=..., cut at 1023 bytes), into buf. false when it sets none.
+ */
+bool rn_nccl_conf_value(const char *text, const char *name, char *buf, size_t len);
+
 #endif

@@ -125,6 +125,8 @@ static void usage(FILE *out)
 	      "  link del NAME                        delete a soft RDMA device\n"
 	      "  doctor [--netns TARGET | --pid PID] check RDMA, netns mode, ports, GIDs, limits, "
 	      "NCCL\n"
+	      "        [--peer ADDR]                  ... and RDMA traffic to an 'rdmans ping "
+	      "--server'\n"
 	      "  exporter [--listen ADDR:PORT] [--once]  Prometheus metrics of every netns\n"
 	      "  env [--netns TARGET] [--format env|sh|nccl-conf|json] [--explain]  NCCL "
 	      "settings\n"
@@ -132,6 +134,10 @@ static void usage(FILE *out)
 	      "  cdi generate [--addr-range CIDR] [--output FILE]  CDI spec (rdmans.io/rdma)\n"
 	      "  ipam [ls|show ADDRESS|release ...|gc|reconcile]  addresses held by "
 	      "rdma-netns-ipam\n"
+	      "  ping --server [--netns T | --pid P] [--device D] [--once]   RDMA ping server\n"
+	      "  ping ADDRESS [--netns T | --pid P] [--device D] [--gid-index N] [--count N] "
+	      "[--size B]\n"
+	      "        RC connection (librdmacm), SEND/WRITE latency, WRITE bandwidth\n"
 	      "\n"
 	      "Options: -j/--json JSON output, -p/--pretty indented JSON, -V/--version, -h/--help\n"
 	      "See rdmans(8).\n",
@@ -151,19 +157,13 @@ static int cmd_version(struct rn_cli *cli)
 }
 
 static const struct rn_cmd objects[] = {
-	{ "help", cmd_help },
-	{ "system", rn_cmd_system },
-	{ "dev", rn_cmd_dev },
-	{ "gids", rn_cmd_gids },
-	{ "move", rn_cmd_move },
-	{ "link", rn_cmd_link },
-	{ "doctor", rn_cmd_doctor },
-	{ "exporter", rn_cmd_exporter },
-	{ "env", rn_cmd_env },
-	{ "cdi", rn_cmd_cdi },
-	{ "version", cmd_version },
-	{ "ipam", rn_cmd_ipam },
-	{ NULL, NULL },
+	{ "help", cmd_help },	     { "system", rn_cmd_system },
+	{ "dev", rn_cmd_dev },	     { "gids", rn_cmd_gids },
+	{ "move", rn_cmd_move },     { "link", rn_cmd_link },
+	{ "doctor", rn_cmd_doctor }, { "exporter", rn_cmd_exporter },
+	{ "env", rn_cmd_env },	     { "cdi", rn_cmd_cdi },
+	{ "version", cmd_version },  { "ipam", rn_cmd_ipam },
+	{ "ping", rn_cmd_ping },     { NULL, NULL },
 };
 
 int main(int argc, char **argv)

@@ -24,6 +24,9 @@ enum rn_exit {
 	RN_EXIT_BUSY = 11,
 	RN_EXIT_UNSUPPORTED = 12,
 	RN_EXIT_EXISTS = 13,
+	RN_EXIT_NO_PEER = 14, /* ping: refused, unreachable, silent */
+	RN_EXIT_MEMLOCK = 15, /* ping: locked memory too low to register the buffers */
+	RN_EXIT_BAD_GID = 16, /* ping: the GID index names no usable address */
 };
 
 struct rn_cli {
@@ -64,5 +67,34 @@ int rn_cmd_exporter(struct rn_cli *cli);
 int rn_cmd_env(struct rn_cli *cli);
 int rn_cmd_cdi(struct rn_cli *cli);
 int rn_cmd_ipam(struct rn_cli *cli);
+int rn_cmd_ping(struct rn_cli *cli);
+
+/* ---- rdmans ping, also run by `doctor --peer` ---- */
+#include "rdmans/nccl.h"
+#include "rdmans/ping.h"
+
+struct rn_ping_target {
+	int nsfd; /* -1: the caller's netns */
+	const char *netns; /* as given (--netns), NULL */
+	pid_t pid; /* --pid, 0 */
+	const struct rn_nccl_layer *layers; /* `rdmans env`'s overrides */
+	size_t n_layers;
+	bool json;
+	bool no_default; /* do not look up NCCL's device */
+	/* what NCCL would use, and why */
+	char dev[64];
+	unsigned port;
+	int gid_index;
+	char why[512];
+};
+
+/* NCCL's device and GID index in the target (its environment/nccl.conf, else resolved). */
+int rn_ping_nccl_default(struct rn_ping_target *t, struct rn_error *err);
+/* Runs o in t (NCCL's device unless o names one). */
+int rn_ping_run(struct rn_ping_target *t, struct rn_ping_opts *o, struct rn_ping_result *res,
+		struct rn_error *err);
+json_t *rn_ping_result_json(const struct rn_ping_result *res, const char *why);
+/* The exit code for a ping failure (14, 15, 16), -1 for the others. */
+int rn_ping_exit_code(int code);
 
 #endif

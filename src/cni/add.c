@@ -12,6 +12,7 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/link.h"
 #include "rdmans/netns.h"
+#include "rdmans/util.h"
 
 #define LOCK_TIMEOUT_MS 60000
 
@@ -94,6 +95,21 @@ static int check_policy(struct add_job *job, const struct rn_attach_plan *plan)
 					"management interface?); refusing to move it into a pod. "
 					"Set \"allowDefaultRoute\": true if that is really meant",
 					plan->netdevs[i].name);
+	}
+	if (c->soft_roce) {
+		if (plan->n_rdma > 0)
+			return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
+					"netdev %s has RDMA device %s: softRoce is for netdevs "
+					"without one (drop \"softRoce\" to move the real device)",
+					plan->netdevs[0].name, plan->rdma[0]);
+		if (plan->exclusive)
+			return cni_fail(
+				ctx, RN_CNI_SOFT_ROCE,
+				"softRoce needs shared RDMA netns mode: in exclusive mode "
+				"an rxe device made inside a pod lands in the host's netns, "
+				"out of the pod's sight (this node runs exclusive mode for "
+				"real RDMA devices: use them, or a node in shared mode)");
+		return 0;
 	}
 	if (plan->n_rdma == 0 && c->require_rdma) {
 		if (!plan->rdma_kernel)
@@ -379,6 +395,33 @@ static int kernel_fail(struct cni_ctx *ctx, const struct rn_error *err)
 	return cni_fail_lib(ctx, err->code == EINVAL ? RN_CNI_KERNEL : 0, err);
 }
 
+/*
+ * softRoce: an rxe device on the pod's netdev, made inside the pod. Its name
+ * goes to the state first, so that DEL and a rollback delete it; it joins
+ * the plan (after the state recorded what moves) so that the GID wait and
+ * the result cover it.
+ */
+static int soft_roce_add(struct add_job *job)
+{
+	struct cni_ctx *ctx = job->ctx;
+	struct rn_error err = { 0 };
+	char name[RN_RDMA_NAME_MAX];
+
+	if (rn_attach_soft_roce_name(ctx->container_id, ctx->ifname, name, sizeof(name), &err) <
+		    0 ||
+	    rn_cni_state_set(&job->st, "soft_roce", name, &err) < 0)
+		return cni_fail_lib(ctx, CNI_ERR_INVALID_CONFIG, &err);
+	if (state_write(job, "recorded the soft-RoCE device") < 0)
+		return -1;
+	if (rn_attach_soft_roce_add(job->pod, name, ctx->ifname, &err) < 0)
+		return cni_fail_lib(ctx, err.code == EOPNOTSUPP ? RN_CNI_SOFT_ROCE : RN_CNI_KERNEL,
+				    &err);
+	cni_fault_point("created the soft-RoCE device");
+	if (job->plan.n_rdma < RN_ATTACH_MAX)
+		(void)rn_strscpy(job->plan.rdma[job->plan.n_rdma++], RN_RDMA_NAME_MAX, name);
+	return 0;
+}
+
 static int add_steps(struct add_job *job)
 {
 	struct cni_ctx *ctx = job->ctx;
@@ -417,6 +460,8 @@ static int add_steps(struct add_job *job)
 			return kernel_fail(ctx, &err);
 	}
 	n_addrs = pod_addrs(job, addrs, RN_ARRAY_SIZE(addrs));
+	if (ctx->conf.soft_roce && soft_roce_add(job) < 0)
+		return -1;
 	r = rn_attach_wait_gids(job->pod, &job->plan, addrs, n_addrs, ctx->conf.gid_timeout_ms,
 				&err);
 	if (r < 0)

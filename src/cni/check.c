@@ -89,6 +89,12 @@ int cni_cmd_status(struct cni_ctx *ctx)
 	} else if (r < 0) {
 		return cni_fail(ctx, CNI_ERR_NOT_AVAILABLE, "cannot read the RDMA netns mode: %s",
 				err.msg);
+	} else if (ctx->conf.soft_roce) {
+		if (exclusive)
+			return cni_fail(
+				ctx, CNI_ERR_NOT_AVAILABLE,
+				"softRoce needs shared RDMA netns mode: in exclusive mode "
+				"an rxe device made inside a pod lands in the host's netns");
 	} else if (!exclusive) {
 		return cni_fail(ctx, CNI_ERR_NOT_AVAILABLE,
 				"the RDMA subsystem is in shared netns mode: RDMA devices cannot "

@@ -31,6 +31,7 @@ enum {
 	RN_CNI_CHECK_FAILED = 107, /* CHECK: the attachment is not as ADD left it */
 	RN_CNI_IPAM = 108, /* the IPAM plugin could not be run or answered nonsense */
 	RN_CNI_KERNEL = 109, /* a kernel operation failed */
+	RN_CNI_SOFT_ROCE = 110, /* softRoce cannot work here (exclusive mode, an old rxe) */
 };
 
 /* The oldest CNI version rdma-netns speaks (0.3.0; rdmans/cni_json.h numbers them). */
@@ -47,6 +48,7 @@ struct cni_conf {
 	struct rn_attach_select sel;
 	bool require_rdma;
 	bool allow_default_route;
+	bool soft_roce; /* create an rxe device on the pod's netdev, in the pod */
 	int gid_timeout_ms;
 	int return_timeout_ms;
 	json_t *ipam; /* object or NULL */

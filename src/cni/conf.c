@@ -34,6 +34,7 @@ static const char *const known_keys[] = {
 	"pciBusID",
 	"requireRdma",
 	"allowDefaultRoute",
+	"softRoce",
 	"gidTimeout",
 	"returnTimeout",
 	"nccl",
@@ -364,6 +365,7 @@ static int conf_options(struct cni_ctx *ctx)
 
 	if (get_bool(ctx, c->root, "requireRdma", &c->require_rdma) < 0 ||
 	    get_bool(ctx, c->root, "allowDefaultRoute", &c->allow_default_route) < 0 ||
+	    get_bool(ctx, c->root, "softRoce", &c->soft_roce) < 0 ||
 	    get_seconds(ctx, c->root, "gidTimeout", &c->gid_timeout_ms) < 0 ||
 	    get_seconds(ctx, c->root, "returnTimeout", &c->return_timeout_ms) < 0)
 		return -1;

@@ -24,6 +24,7 @@ int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_stat
 	int locks[2 * RN_ATTACH_MAX];
 	size_t n_locks = 0;
 	const char *devinfo = rn_cni_state_get(st, "devinfo");
+	const char *soft_roce = rn_cni_state_get(st, "soft_roce");
 	int r = -1;
 
 	if (rn_attach_plan_load(st, &plan, &err) < 0)
@@ -32,6 +33,11 @@ int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_stat
 	if (take_locks &&
 	    rn_attach_lock(ctx->state_dir, &plan, LOCK_TIMEOUT_MS, locks, &n_locks, &err) < 0)
 		return cni_fail_lib(ctx, CNI_ERR_TRY_AGAIN, &err);
+	/* softRoce: the pod's rxe device goes before its netdev leaves (gone with a dead netns) */
+	if (soft_roce && rn_attach_soft_roce_del(soft_roce, &err) < 0) {
+		cni_fail_lib(ctx, RN_CNI_KERNEL, &err);
+		goto out;
+	}
 	if (rn_attach_move_out(&plan, rn_cni_state_get(st, "netns"), ctx->conf.return_timeout_ms,
 			       cni_step, NULL, &err) < 0) {
 		cni_fail_lib(ctx, 0, &err);

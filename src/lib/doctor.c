@@ -73,6 +73,17 @@ void rn_doctor_report_free(struct rn_doctor_report *r)
 	memset(r, 0, sizeof(*r));
 }
 
+int rn_doctor_report_add(struct rn_doctor_report *r, const struct rn_doctor_result *c,
+			 struct rn_error *err)
+{
+	if (RN_GROW(r->v, NULL, r->n + 1) < 0)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	r->v[r->n++] = *c;
+	if (c->status > r->worst)
+		r->worst = c->status;
+	return 0;
+}
+
 void rn_doctor_facts_free(struct rn_doctor_facts *f)
 {
 	if (!f)

@@ -19,6 +19,8 @@
 #include "rdmans/link.h"
 #include "rdmans/nccl.h"
 #include "rdmans/netns.h"
+#include "rdmans/rdma.h"
+#include "rdmans/sysfs.h"
 #include "rdmans/util.h"
 
 /* ---- small helpers ---- */
@@ -335,6 +337,41 @@ struct probe_job {
 	struct rn_nccl_node *node;
 };
 
+/*
+ * In shared mode every netns sees every RDMA device, and two pods' soft-RoCE
+ * devices sit on netdevs of the same name (net1): sysfs names the netdev,
+ * and a netdev of that name here is not necessarily it. RDMA netlink tells:
+ * the kernel reports a port's netdev only to a socket in the netdev's own
+ * netns. A port it reports without a netdev, or with another one, is not
+ * this netns's. Only ever demotes; nothing changes without RDMA netlink, or
+ * on a sysfs that is not the kernel's (tests' fake trees).
+ */
+static void netdevs_by_netlink(struct rn_nccl_node *node)
+{
+	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
+	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
+	struct rn_error err = { 0 };
+
+	if (strcmp(rn_sysfs_root(), "/sys") != 0 || rn_rdma_open(&rdma, &err) < 0 ||
+	    rn_rdma_dev_dump(rdma, &devs, &err) < 0)
+		return;
+	for (size_t i = 0; i < node->n_ports; i++) {
+		struct rn_nccl_port *p = &node->ports[i];
+
+		for (size_t d = 0; p->netdev_here && d < devs.n; d++) {
+			if (strcmp(devs.devs[d].name, p->dev) != 0)
+				continue;
+			for (size_t k = 0; k < devs.devs[d].nports; k++) {
+				const struct rn_rdma_port *rp = &devs.devs[d].ports[k];
+
+				if (rp->index == p->port &&
+				    (rp->ndev_index == 0 || strcmp(rp->ndev_name, p->netdev) != 0))
+					p->netdev_here = false;
+			}
+		}
+	}
+}
+
 static int probe_here(void *arg, struct rn_error *err)
 {
 	struct probe_job *job = arg;
@@ -344,6 +381,7 @@ static int probe_here(void *arg, struct rn_error *err)
 	r = rn_nccl_node_from_sysfs(node, err);
 	if (r < 0)
 		return r;
+	netdevs_by_netlink(node);
 	for (size_t i = 0; i < node->n_ports; i++) {
 		struct rn_nccl_port *p = &node->ports[i];
 		char cidrs[2 * RN_NCCL_MAX_ADDRS][64]; /* IPv4, IPv6 global and link-local */
@@ -354,7 +392,8 @@ static int probe_here(void *arg, struct rn_error *err)
 		if (!p->netdev_here)
 			continue;
 		for (size_t j = 0; j < i; j++)
-			seen = seen || strcmp(node->ports[j].netdev, p->netdev) == 0;
+			seen = seen || (node->ports[j].netdev_here &&
+					strcmp(node->ports[j].netdev, p->netdev) == 0);
 		if (seen)
 			continue; /* its addresses went to every port bound to it */
 		r = rn_link_by_name(p->netdev, &link, err);

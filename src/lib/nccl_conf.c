@@ -401,3 +401,27 @@ int rn_nccl_conf_merge(const struct rn_nccl_result *res, const char *existing, c
 		return rn_error_set(err, ENOMEM, "out of memory");
 	return 0;
 }
+
+bool rn_nccl_conf_value(const char *text, const char *name, char *buf, size_t len)
+{
+	size_t n = strlen(name);
+
+	for (const char *line = text; line && *line;) {
+		const char *end = strchrnul(line, '\n');
+
+		if (line[0] != '#' && (size_t)(end - line) > n && strncmp(line, name, n) == 0 &&
+		    line[n] == '=') {
+			size_t v = (size_t)(end - line) - n - 1;
+
+			if (v > 1023)
+				v = 1023;
+			if (len == 0 || v >= len)
+				return false;
+			memcpy(buf, line + n + 1, v);
+			buf[v] = 0;
+			return true;
+		}
+		line = *end ? end + 1 : NULL;
+	}
+	return false;
+}

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """The library's layout rules (README, "Layout"), checked on the tree.
 
-src/lib is flat: three static libraries are built from it and a file's name
+src/lib is flat: four static libraries are built from it and a file's name
 says which one it belongs to (ipam_*, etcd_* -> rdmans-ipam; *_json -> rdmans-json;
+ping* -> rdmans-ping (librdmacm, linked into the CLI only);
 everything else -> rdmans, the core). Each external library stays inside its
 one module. Usage: layout.py SOURCE_ROOT (TAP on stdout).
 """
@@ -24,7 +25,12 @@ owners = {
     "netlink/": {"src/lib/link.c"},  # libnl-3 (the kernel's uapi is linux/netlink.h)
     "curl/": {"src/lib/etcd_http.c"},
     "microhttpd.h": {"src/cli/cmd_exporter.c"},
-    "infiniband/": {"src/lib/verbs.c"},  # rdma-core's libibverbs
+    # rdma-core's libibverbs: verbs.c, and ping.c, the one user of librdmacm, whose API is made
+    # of verbs objects (id->verbs, rdma_create_qp() on an ibv_pd) and whose data path
+    # (ibv_post_send, ibv_poll_cq) is inline functions of infiniband/verbs.h
+    "infiniband/": {"src/lib/verbs.c", "src/lib/ping.c"},
+    "rdma/rdma_cma.h": {"src/lib/ping.c"},  # librdmacm (rdma/rdma_netlink.h is the kernel's uapi)
+    "rdma/rdma_verbs.h": {"src/lib/ping.c"},
 }
 include = re.compile(r'^\s*#\s*include\s*<([^>]+)>', re.M)
 sources = sorted(p for p in (root / "src").rglob("*") if p.suffix in (".c", ".h"))
@@ -45,6 +51,8 @@ for prefix, allowed in owners.items():
 def library_of(name):
     if name.startswith(("ipam_", "etcd_")) or name == "ipam.c":
         return "rdmans-ipam"
+    if name.startswith("ping"):
+        return "rdmans-ping"
     if name.endswith("_json.c"):
         return "rdmans-json"
     return "rdmans"
