@@ -26,6 +26,9 @@
 #                 be executable; scratch tmp=/tmp/PREFIX.XXXXXX whose bin/ holds
 #                 rdma-netns ($PLUGIN) and each BINARY under its own name; CNI_BIN,
 #                 CNI_TMP, and the plugin's state and devinfo directories in tmp.
+#   cni_vm_setup  the VM guests' start: R (the build's rdmans), PLUGIN (its
+#                 rdma-netns), /tmp/cni/bin holding it as CNI_BIN, CNI_TMP=/tmp/cni,
+#                 HL (a host-local data dir) and the plugin's state dir there.
 #   cni_netns_snap PREFIX [HOST_LINK_RE]
 #                 what a test may have changed in the kernel, to compare before and
 #                 after: the host's netdevs named PREFIX* (or matching the ERE
@@ -66,6 +69,18 @@ cni_netns_setup() {
 	CNI_BIN=$tmp/bin
 	CNI_TMP=$tmp
 	export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
+}
+
+cni_vm_setup() {
+	R=$RDMANS_BUILD_DIR/src/cli/rdmans
+	PLUGIN=$RDMANS_BUILD_DIR/src/cni/rdma-netns
+	[ -x "$PLUGIN" ] || vm_fail "no rdma-netns at $PLUGIN"
+	mkdir -p /tmp/cni/bin
+	ln -sf "$PLUGIN" /tmp/cni/bin/rdma-netns
+	CNI_BIN=/tmp/cni/bin
+	CNI_TMP=/tmp/cni
+	HL=/tmp/cni/hl
+	export RDMA_NETNS_STATE_DIR=/tmp/cni/state
 }
 
 cni_netns_snap() {

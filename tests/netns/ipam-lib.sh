@@ -26,6 +26,23 @@ ipam_cleanup() {
 }
 trap ipam_cleanup EXIT
 
+# ipam_pods_setup PREFIX: the pods' namespaces are PREFIX-*; they, the cgroup a test
+# may make (CGROUP_DIR) and its sleeping process (SLEEPER) go on exit, then ipam_cleanup
+ipam_pods_setup() {
+	NS_PREFIX=$1
+	CGROUP_DIR=
+	SLEEPER=
+	trap ipam_pods_cleanup EXIT
+}
+ipam_pods_cleanup() {
+	local n
+	for n in $(ip netns list | awk '{print $1}' | grep "^$NS_PREFIX-"); do ip netns del "$n"; done
+	[ -z "$SLEEPER" ] || kill "$SLEEPER" 2>/dev/null
+	[ -z "$SLEEPER" ] || wait "$SLEEPER" 2>/dev/null
+	[ -z "$CGROUP_DIR" ] || rmdir "$CGROUP_DIR" "${CGROUP_DIR%/*}" 2>/dev/null
+	ipam_cleanup
+}
+
 # free_port: sets PORT to a TCP port nothing listens on (checked with ss),
 # from a range that depends on our PID so parallel test files differ.
 IPAM_NEXT_PORT=$((21000 + ($$ % 1000) * 10))

@@ -12,18 +12,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/ipam-lib.sh"
 
-NS_PREFIX=rnrc
-CGROUP_DIR=
-SLEEPER=
-cleanup_reconcile() {
-	local n
-	for n in $(ip netns list | awk '{print $1}' | grep "^$NS_PREFIX-"); do ip netns del "$n"; done
-	[ -z "$SLEEPER" ] || kill "$SLEEPER" 2>/dev/null
-	[ -z "$SLEEPER" ] || wait "$SLEEPER" 2>/dev/null
-	[ -z "$CGROUP_DIR" ] || rmdir "$CGROUP_DIR" "${CGROUP_DIR%/*}" 2>/dev/null
-	ipam_cleanup
-}
-trap cleanup_reconcile EXIT
+ipam_pods_setup rnrc
 
 # pod_add CID POD NETNS-NAME [NODE]: ADD with CNI_NETNS=/var/run/netns/NAME (created if missing)
 pod_add() {

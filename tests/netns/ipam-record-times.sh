@@ -11,18 +11,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/ipam-lib.sh"
 
-NS_PREFIX=rnrt
-CGROUP_DIR=
-SLEEPER=
-cleanup_times() {
-	local n
-	for n in $(ip netns list | awk '{print $1}' | grep "^$NS_PREFIX-"); do ip netns del "$n"; done
-	[ -z "$SLEEPER" ] || kill "$SLEEPER" 2>/dev/null
-	[ -z "$SLEEPER" ] || wait "$SLEEPER" 2>/dev/null
-	[ -z "$CGROUP_DIR" ] || rmdir "$CGROUP_DIR" "${CGROUP_DIR%/*}" 2>/dev/null
-	ipam_cleanup
-}
-trap cleanup_times EXIT
+ipam_pods_setup rnrt
 tap_skip_unless_root
 
 DATA=$IPAM_TMP/store

@@ -9,16 +9,7 @@
 set -u
 . "$RDMANS_VM_LIB"
 . "$(dirname "$RDMANS_VM_LIB")/../netns/cni-lib.sh"
-R=$RDMANS_BUILD_DIR/src/cli/rdmans
-PLUGIN=$RDMANS_BUILD_DIR/src/cni/rdma-netns
-[ -x "$PLUGIN" ] || vm_fail "no rdma-netns at $PLUGIN"
-
-mkdir -p /tmp/cni/bin
-ln -sf "$PLUGIN" /tmp/cni/bin/rdma-netns
-CNI_BIN=/tmp/cni/bin
-CNI_TMP=/tmp/cni
-HL=/tmp/cni/hl
-export RDMA_NETNS_STATE_DIR=/tmp/cni/state
+cni_vm_setup
 DEVINFO=/var/run/k8s.cni.cncf.io/devinfo
 
 on_host() { rdma dev show "$1" >/dev/null 2>&1; }
