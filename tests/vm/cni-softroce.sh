@@ -44,17 +44,13 @@ vm_diag "$("$R" gids --netns spod-b 2>&1)"
 
 "$R" ping --server --netns spod-a --once >/tmp/cni/ping-server.log 2>&1 &
 SRV=$!
-ok=0
-for i in $(seq 1 50); do
-	out=$(ip netns exec spod-b "$R" ping "$addr_a" --count 50 --bw-count 50 2>&1) && { ok=1; break; }
-	case "$out" in *"nothing listens"*) sleep 0.2 ;; *) break ;; esac
-done
-if [ $ok = 1 ]; then vm_ok "rdmans ping between the soft-RoCE pods"; else vm_not_ok "rdmans ping between the soft-RoCE pods"; fi
-vm_diag "$out"
+vm_poll 120 vm_cm_listening rdmans
+vm_check "rdmans ping between the soft-RoCE pods" ip netns exec spod-b "$R" ping "$addr_a" --count 50 --bw-count 50
+vm_diag "$VM_OUT"
 wait "$SRV" 2>/dev/null
 ip netns exec spod-a rping -s -a "$addr_a" -C 3 >/dev/null 2>&1 &
 RS=$!
-sleep 1
+vm_poll 120 vm_cm_listening rping
 vm_check "rping between the soft-RoCE pods" timeout 60 ip netns exec spod-b rping -c -a "$addr_a" -C 3 -v
 wait "$RS" 2>/dev/null
 

@@ -48,3 +48,15 @@ vm_simhca_new() {
 	echo "$1 $2" >/sys/bus/simhca/new_device || return 1
 	awk -v n="$2" '$3 == n { name = $2 } END { if (name == "") exit 1; print name }' /sys/bus/simhca/list
 }
+
+# vm_cm_listening COMM: an rdma_cm id of a process named COMM listens (rdmans
+# ping --server, rping -s, ib_write_bw -R): what a client waits for, not a delay.
+vm_cm_listening() {
+	rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .* comm $1 "
+}
+
+# vm_tcp_listening NETNS PORT: a TCP socket listens on PORT in NETNS (perftest's
+# out-of-band exchange, without -R)
+vm_tcp_listening() {
+	ip netns exec "$1" ss -ltnH "sport = :$2" 2>/dev/null | grep -q .
+}

@@ -45,14 +45,10 @@ vm_expect_contains "$VM_OUT" "NCCL_IB_HCA==rxeB" "rdmans env" || vm_not_ok "env 
 
 SMALL=(--count 200 --bw-count 200)
 
-# until the server in A listens: refused (exit 14) meanwhile; bounded
+# once the server in A listens (its rdma_cm id, bounded wait), one ping answers
 wait_server() {
-	local i out
-	for i in $(seq 1 100); do
-		out=$(ip netns exec B "$R" ping 10.77.0.1 --count 1 --bw-count 1 2>&1) && return 0
-		case "$out" in *"nothing listens"*) sleep 0.2 ;; *) vm_diag "$out"; return 1 ;; esac
-	done
-	return 1
+	vm_poll 120 vm_cm_listening rdmans || { vm_diag "no rdma_cm id of rdmans listens"; return 1; }
+	ip netns exec B "$R" ping 10.77.0.1 --count 1 --bw-count 1
 }
 
 "$R" ping --server --netns A >"$T/server.log" 2>&1 &
@@ -160,7 +156,7 @@ wait "$SERVER" 2>/dev/null
 # ---- the reference: rping and ib_write_bw between the same netns ----
 ip netns exec A rping -s -a 10.77.0.1 -C 5 >"$T/rping-s.log" 2>&1 &
 RS=$!
-sleep 1
+vm_poll 120 vm_cm_listening rping
 vm_check "rping from B to A (5 pings)" timeout 60 ip netns exec B rping -c -a 10.77.0.1 -C 5 -v
 vm_diag "rping: $(echo "$VM_OUT" | head -5)"
 wait "$RS" 2>/dev/null
@@ -168,13 +164,13 @@ wait "$RS" 2>/dev/null
 GIDB=$(ip netns exec B "$R" env 2>/dev/null | sed -n 's/^NCCL_IB_GID_INDEX=//p')
 ip netns exec A timeout 120 ib_write_bw -R -d rxeA -n 200 >"$T/bw-s.log" 2>&1 &
 BS=$!
-sleep 1
+vm_poll 120 vm_cm_listening ib_write_bw
 vm_check "ib_write_bw -R from B to A" timeout 120 ip netns exec B ib_write_bw -R -d rxeB -n 200 10.77.0.1
 vm_diag "ib_write_bw: $(echo "$VM_OUT" | tail -4)"
 wait "$BS" 2>/dev/null
 ip netns exec A timeout 120 ib_write_bw -x "$GIDB" -d rxeA -n 200 >"$T/bw-s.log" 2>&1 &
 BS=$!
-sleep 1
+vm_poll 120 vm_tcp_listening A 18515
 vm_check "ib_write_bw -x $GIDB from B to A" timeout 120 ip netns exec B ib_write_bw -x "$GIDB" \
 	-d rxeB -n 200 10.77.0.1
 vm_diag "ib_write_bw -x: $(echo "$VM_OUT" | tail -4)"
