@@ -222,8 +222,10 @@ rt_here() {
 
 cri() {
 	local req
-	req=$(jq -cn '$ARGS.positional | map(if startswith("json:") then .[5:] | fromjson else . end)' \
-		--args "$@") || { CRI_OUT="bad arguments: $*"; return 2; }
+	# (jq --args would still take an argument like "-c" for its own option)
+	req=$(printf '%s\0' "$@" | jq -Rsc 'split("\u0000")[:-1] |
+		map(if startswith("json:") then .[5:] | fromjson else . end)') ||
+		{ CRI_OUT="bad arguments: $*"; return 2; }
 	[ -n "${CRI_PID:-}" ] || { CRI_OUT="the CRI client is not running: $(tail -n 3 /tmp/cri.err)"; return 2; }
 	echo "$req" >&"${CRI[1]}"
 	# the client answers every request (its gRPC calls have deadlines); never wait forever
