@@ -94,11 +94,11 @@ trap 'echo "$me: terminated" >&2; exit 143' TERM HUP
 : >"$work/share/out"
 if [ "$ROOT" != / ]; then
 	echo "$ROOT" >"$work/share/root"
-	# parents first: a bind inside another one is mounted over it
+	# each once, parents first (shorter paths): a bind inside another one is mounted over it
 	for d in "$(cd "$HERE/../.." && pwd)" "$cwd" ${RDMANS_BUILD_DIR:-} ${RDMANS_VM_BINDS:-}; do
 		[ -d "$d" ] || die "cannot show $d in the guest: not a directory"
 		readlink -f "$d"
-	done | awk '{ print length($0) " " $0 }' | sort -n -u | cut -d' ' -f2- >"$work/share/binds"
+	done | sort -u | awk '{ print length($0) " " $0 }' | sort -s -n -k1,1 | cut -d' ' -f2- >"$work/share/binds"
 fi
 
 # One vCPU by default: with two, a guest once sat in a soft lockup on both
