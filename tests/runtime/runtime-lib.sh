@@ -102,11 +102,13 @@ CONF
 	rm -f /etc/cni/net.d/*
 }
 
-rt_image() {
-	local dir
+rt_image() { # rt_image [NAME [CMD-JSON]]: a busybox image (default $IMG), CMD-JSON its command
+	local dir change=()
+	[ -z "${2:-}" ] || change=(--change "CMD $2")
 	dir=$(mktemp -d /tmp/rt-rootfs.XXXXXX)
 	hl_rootfs "$dir" && mkdir -p "$dir/etc" "$dir/run"
-	tar -C "$dir" -c . | podman import --quiet - "$IMG" >/dev/null || vm_fail "podman import of the busybox image failed"
+	tar -C "$dir" -c . | podman import --quiet "${change[@]}" - "${1:-$IMG}" >/dev/null ||
+		vm_fail "podman import of the busybox image ${1:-$IMG} failed"
 	rm -rf "$dir"
 }
 
@@ -174,13 +176,8 @@ rt_world() {
 CRI_OUT=
 RT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-rt_pause_image() {
-	local dir
-	dir=$(mktemp -d /tmp/rt-pause.XXXXXX)
-	hl_rootfs "$dir" && mkdir -p "$dir/etc" "$dir/run"
-	tar -C "$dir" -c . | podman import --quiet --change 'CMD ["/bin/sleep", "2147483647"]' - "$1" >/dev/null ||
-		vm_fail "podman import of the pause image failed"
-	rm -rf "$dir"
+rt_pause_image() { # the sandbox ("pause") image NAME: the busybox image, sleeping
+	rt_image "$1" '["/bin/sleep", "2147483647"]'
 }
 
 # cri_images IMAGE...: podman's images into containerd's k8s.io namespace (CRI's)
@@ -210,6 +207,7 @@ cri_start() {
 rt_here() {
 	local name=$1 rc=0
 	shift
+	CRI_OUT= # what CMD's CRI calls answered, never an earlier one's
 	"$@" || rc=$?
 	if [ "$rc" = 0 ]; then
 		vm_ok "$name"
