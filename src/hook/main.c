@@ -98,14 +98,17 @@ static void hook_free(struct hook *h)
  * /dev/log) is where a user finds the cause. */
 static void say(const struct hook *h, int priority, const char *what, const char *msg)
 {
-	const char *stage = h->oci ? "precreate: " : "";
-	const char *id = !h->oci && h->id[0] ? h->id : NULL;
+	char line[2048];
 
-	fprintf(stderr, "rdmans-hook: %s%s%s%s%s%s\n", stage, id ? "container " : "", id ? id : "",
-		id ? ": " : "", what, msg);
+	if (h->oci)
+		snprintf(line, sizeof(line), "precreate: %s%s", what, msg);
+	else if (h->id[0])
+		snprintf(line, sizeof(line), "container %s: %s%s", h->id, what, msg);
+	else
+		snprintf(line, sizeof(line), "%s%s", what, msg);
+	fprintf(stderr, "rdmans-hook: %s\n", line);
 	openlog("rdmans-hook", LOG_PID, LOG_DAEMON);
-	syslog(priority, "%s%s%s%s%s%s", stage, id ? "container " : "", id ? id : "",
-	       id ? ": " : "", what, msg);
+	syslog(priority, "%s", line);
 	closelog();
 }
 
