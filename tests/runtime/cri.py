@@ -59,6 +59,11 @@ def call(method, req):
     return getattr(rt, method)(req, timeout=TIMEOUT)
 
 
+def done(method, req):
+    """A call whose answer carries nothing: null on success."""
+    call(method, req)
+
+
 def pod_config(name, uid, annotations=None, namespace="default"):
     return pb.PodSandboxConfig(
         metadata=pb.PodSandboxMetadata(name=name, uid=uid, namespace=namespace, attempt=0),
@@ -134,12 +139,12 @@ COMMANDS = {
     "runp_many": runp_many,
     "pstatus": pstatus,
     "create": create,
-    "start": lambda cid: call("StartContainer", pb.StartContainerRequest(container_id=cid)) and None,
+    "start": lambda cid: done("StartContainer", pb.StartContainerRequest(container_id=cid)),
     "exec": exec_sync,
-    "stopp": lambda pid: call("StopPodSandbox", pb.StopPodSandboxRequest(pod_sandbox_id=pid)) and None,
-    "rmp": lambda pid: call("RemovePodSandbox", pb.RemovePodSandboxRequest(pod_sandbox_id=pid)) and None,
-    "stopc": lambda cid: call("StopContainer", pb.StopContainerRequest(container_id=cid, timeout=5)) and None,
-    "rmc": lambda cid: call("RemoveContainer", pb.RemoveContainerRequest(container_id=cid)) and None,
+    "stopp": lambda pid: done("StopPodSandbox", pb.StopPodSandboxRequest(pod_sandbox_id=pid)),
+    "rmp": lambda pid: done("RemovePodSandbox", pb.RemovePodSandboxRequest(pod_sandbox_id=pid)),
+    "stopc": lambda cid: done("StopContainer", pb.StopContainerRequest(container_id=cid, timeout=5)),
+    "rmc": lambda cid: done("RemoveContainer", pb.RemoveContainerRequest(container_id=cid)),
     "pods": lambda: [{"id": p.id, "name": p.metadata.name, "state": pb.PodSandboxState.Name(p.state)}
                      for p in call("ListPodSandbox", pb.ListPodSandboxRequest()).items],
     "containers": lambda: [{"id": c.id, "name": c.metadata.name, "pod": c.pod_sandbox_id}
