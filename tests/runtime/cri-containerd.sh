@@ -150,7 +150,6 @@ rt_here "RemovePodSandbox pod1" cri rmp "$pod1"
 vm_check "  the node is as before: devices, netdevs, netns, state, leases" vm_expect_eq "$before" "$(snap)"
 
 # --- containerd restarted with pods running -------------------------------------------------
-netconf "$shipped" 0 /etc/cni/net.d/10-rdma-netns.conflist
 rt_here "RunPodSandbox pod2 (rail 0)" cri runp pod2
 pod2=$(jq -r . <<<"$CRI_OUT")
 rt_here "RunPodSandbox pod3 (rail 1, runtime handler rail1)" cri runp pod3 "" "json:{}" rail1
