@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "nccl_opts.h"
@@ -20,7 +21,8 @@ static int ping_usage(void)
 {
 	return rn_cli_usage(
 		"usage: rdmans ping --server [--netns TARGET | --pid PID] [--device DEV] "
-		"[--gid-index N] [--port N] [--once] [--timeout SECONDS]; rdmans ping ADDRESS "
+		"[--gid-index N] [--port N] [--once] [--idle SECONDS] [--timeout SECONDS]; rdmans "
+		"ping ADDRESS "
 		"[--netns TARGET | --pid PID] [--device DEV] [--gid-index N] [--port N] [--count "
 		"N] [--size BYTES] [--lat-size BYTES] [--bw-count N] [--timeout SECONDS] [the NCCL "
 		"options of 'rdmans env']");
@@ -238,6 +240,36 @@ static int parse_u32(const char *opt, const char *v, uint32_t min, uint32_t max,
 	return 0;
 }
 
+/* The options that take a bounded number into a uint32_t of the options (times scale). */
+static const struct number_option {
+	const char *name;
+	uint32_t min, max, scale;
+	size_t offset; /* of the uint32_t in struct rn_ping_opts */
+} number_options[] = {
+	{ "--count", 1, RN_PING_MAX_COUNT, 1, offsetof(struct rn_ping_opts, lat_count) },
+	{ "--bw-count", 1, RN_PING_MAX_COUNT, 1, offsetof(struct rn_ping_opts, bw_count) },
+	{ "--size", 1, RN_PING_MAX_SIZE, 1, offsetof(struct rn_ping_opts, bw_size) },
+	{ "--lat-size", 1, RN_PING_MAX_SIZE, 1, offsetof(struct rn_ping_opts, lat_size) },
+	{ "--timeout", 1, 3600, 1000, offsetof(struct rn_ping_opts, timeout_ms) }, /* seconds */
+	{ "--idle", 1, 86400, 1000, offsetof(struct rn_ping_opts, idle_ms) }, /* seconds */
+};
+
+static const struct number_option *number_option(const char *name)
+{
+	for (size_t i = 0; i < RN_ARRAY_SIZE(number_options); i++)
+		if (strcmp(name, number_options[i].name) == 0)
+			return &number_options[i];
+	return NULL;
+}
+
+/* timeout_ms and idle_ms are unsigned: the same type as uint32_t here */
+_Static_assert(sizeof(unsigned) == sizeof(uint32_t), "unsigned is 32 bits");
+
+static uint32_t *num_target(const struct number_option *n, struct rn_ping_opts *o)
+{
+	return (uint32_t *)((char *)o + n->offset);
+}
+
 int rn_cmd_ping(struct rn_cli *cli)
 {
 	_cleanup_(nccl_opts_free) struct nccl_opts nopts;
@@ -248,6 +280,7 @@ int rn_cmd_ping(struct rn_cli *cli)
 	struct rn_error err = { 0 };
 	const char *a, *netns = NULL, *pid_arg = NULL;
 	uint32_t v;
+	const struct number_option *num;
 	int r;
 
 	nccl_opts_init(&nopts);
@@ -289,26 +322,10 @@ int rn_cmd_ping(struct rn_cli *cli)
 			if ((r = parse_u32(a, val, 1, 65535, &v)))
 				return r;
 			o.tcp_port = (uint16_t)v;
-		} else if (strcmp(a, "--count") == 0) {
-			if ((r = parse_u32(a, val, 1, RN_PING_MAX_COUNT, &o.lat_count)))
+		} else if ((num = number_option(a))) {
+			if ((r = parse_u32(a, val, num->min, num->max, &v)))
 				return r;
-		} else if (strcmp(a, "--bw-count") == 0) {
-			if ((r = parse_u32(a, val, 1, RN_PING_MAX_COUNT, &o.bw_count)))
-				return r;
-		} else if (strcmp(a, "--size") == 0) {
-			if ((r = parse_u32(a, val, 1, RN_PING_MAX_SIZE, &o.bw_size)))
-				return r;
-		} else if (strcmp(a, "--lat-size") == 0) {
-			if ((r = parse_u32(a, val, 1, RN_PING_MAX_SIZE, &o.lat_size)))
-				return r;
-		} else if (strcmp(a, "--timeout") == 0) {
-			if ((r = parse_u32(a, val, 1, 3600, &v)))
-				return r;
-			o.timeout_ms = v * 1000u;
-		} else if (strcmp(a, "--idle") == 0) {
-			if ((r = parse_u32(a, val, 1, 86400, &v)))
-				return r;
-			o.idle_ms = v * 1000u;
+			*num_target(num, &o) = v * num->scale;
 		} else {
 			return ping_usage();
 		}
