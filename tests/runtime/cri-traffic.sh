@@ -172,7 +172,9 @@ vm_check "the pods' rxe devices are gone with them" vm_expect_eq "$before" \
 
 # --- an image without the verbs provider: doctor in the pod says so ----------------------------
 CID=
-pod_up noprov pa && "$R" cdi generate --output /etc/cdi/rdmans.json && ctr_up "$POD" c "$NOPROV" '["sleep", "1000000"]'
+pod_up noprov pa &&
+	vm_check "  rdmans cdi generate (the pod's rxe device is in it)" "$R" cdi generate --output /etc/cdi/rdmans.json &&
+	ctr_up "$POD" c "$NOPROV" '["sleep", "1000000"]'
 in_ctr "$CID" rdmans doctor
 vm_diag "$OUT"
 vm_check "doctor in a pod whose image lacks the verbs provider names it" vm_expect_contains "$OUT" "libibverbs does not list RDMA device"
