@@ -55,7 +55,7 @@ recover() {
 	etcdctl_ 0 alarm disarm >/dev/null
 }
 
-declare -A WORDS=([nospace]="etcdserver: mvcc: database space exceeded" [frozen]="deadline of 1500 ms"
+declare -A WORDS=([nospace]="etcdserver: mvcc: database space exceeded: its database is over its quota" [frozen]="deadline of 1500 ms"
 	[unavailable]="etcdserver: no leader" [badgateway]="HTTP 502: upstream connect error"
 	[reset]="Connection reset by peer")
 # the CNI code: the store cannot take the write (5, I/O), or try again later (11)
