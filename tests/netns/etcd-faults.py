@@ -18,8 +18,14 @@ starts the count again, N=0 only counts) happens:
   badgateway   502 with a plain-text body, from a load balancer in between
   reset        the connection is reset (RST) with no answer
 
-GET /_state answers "writes W inflight I": the writes counted in this GEN
-and the requests still waiting on etcd.
+Once frozen, the requests after that first write are held without reaching
+etcd, and dropped with no answer when the GEN changes: only the one write
+that froze the member is carried out late, so a test knows what to expect.
+
+GET /_state answers "writes W open O": the writes counted in this GEN and
+the other connections still open. Connections are counted when accepted,
+one at a time and in order, so when that answer is made every connection
+made before it is counted.
 """
 import json
 import os
@@ -28,6 +34,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,7 +43,7 @@ UPSTREAM, ETCD_PID, CONTROL, PORT_FILE = sys.argv[1], int(sys.argv[2]), sys.argv
 WRITE_PATHS = ("/v3/kv/txn", "/v3/kv/put", "/v3/kv/deleterange")
 
 lock = threading.Lock()
-state = {"gen": None, "writes": 0, "inflight": 0, "fired": False}
+state = {"gen": None, "writes": 0, "open": 0, "fired": False}
 
 
 def control():
@@ -80,7 +87,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         with lock:
-            text = "writes %d inflight %d\n" % (state["writes"], state["inflight"])
+            text = "writes %d open %d\n" % (state["writes"], state["open"] - 1)
         self.answer(200, "text/plain", text.encode())
 
     def do_POST(self):
@@ -110,25 +117,39 @@ class Handler(BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
             return
+        if fault and mode == "frozen" and not first:
+            while control()[0] == gen:
+                time.sleep(0.05)
+            self.close_connection = True
+            return
         if first and mode == "nospace":
             raise_nospace()
         if first and mode == "frozen":
             os.kill(ETCD_PID, signal.SIGSTOP)
-        with lock:
-            state["inflight"] += 1
-        try:
-            code, ctype, data = upstream(self.path, body)
-        finally:
-            with lock:
-                state["inflight"] -= 1
+        code, ctype, data = upstream(self.path, body)
         try:
             self.answer(code, ctype, data)
         except OSError:
             pass  # the client gave up waiting (frozen)
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-server.daemon_threads = True
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def process_request(self, request, client_address):
+        with lock:
+            state["open"] += 1
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with lock:
+                state["open"] -= 1
+
+
+server = Server(("127.0.0.1", 0), Handler)
 with open(PORT_FILE + ".tmp", "w") as f:
     f.write("%d\n" % server.server_address[1])
 os.rename(PORT_FILE + ".tmp", PORT_FILE)

@@ -45,9 +45,11 @@ fault() { # fault N MODE: from write N on (0: none), counting from now
 	echo "$GEN $1 $2" >"$IPAM_TMP/control"
 }
 proxy_writes() { curl -s "$PROXY/_state" | awk '{print $2}'; }
-settled() { curl -s "$PROXY/_state" | grep -q 'inflight 0$'; }
+settled() { curl -s "$PROXY/_state" | grep -q ' open 0$'; }
+reached() { [ "$(proxy_writes)" -ge "$1" ]; }
 # recover: the fault goes (the member continued, its alarm disarmed, the
-# proxy passing through), and every request etcd held has been carried out
+# proxy passing through), and every request the plugin made is over: the
+# one a frozen member held has been carried out
 recover() {
 	fault 0 off
 	kill -CONT "$ETCD_PID"
@@ -90,6 +92,7 @@ rounds() {
 		fi
 		fault "$n" "$mode"
 		ipam "$verb" c1
+		vm_poll 60 reached "$n"
 		if [ -n "$why" ]; then
 			:
 		elif [ "$(proxy_writes)" -lt "$n" ]; then
