@@ -1,5 +1,5 @@
 #!/bin/bash
-# The etcd store's failures, at every write of rdma-netns-ipam's ADD and DEL.
+# The etcd store's failures, at every write of rdma-netns-ipam's ADD, DEL and GC.
 # A real etcd member sits behind etcd-faults.py, which passes everything
 # through until the Nth write, then makes it fail, as do the writes after it:
 #   nospace      the member's own NOSPACE alarm (etcd itself refuses the write)
@@ -9,8 +9,9 @@
 #   badgateway   502 with a plain-text body, from a load balancer
 #   reset        the connection reset, no answer
 # Each time the CNI error must name the cause and never call it a full range
-# (code 100); once the fault is gone, the DEL the runtime runs next succeeds
-# and etcd holds exactly what it held before. Also a member over its
+# (code 100); once the fault is gone, the DEL (or GC) the runtime runs next
+# succeeds and etcd holds exactly what it held before. On a member in NOSPACE,
+# DEL and GC still work: etcd allows deletes. Also a member over its
 # --quota-backend-bytes, with no proxy: etcd's own NOSPACE.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,6 +38,11 @@ ipam() {
 	RC=0
 	ipam_run "$1" "$2" net1 "ns/$2" || RC=$?
 	OUT=$IPAM_OUT
+}
+# GC keeps the three held pods' attachments and releases every other one
+GCCONF=$(jq -c '. + {"cni.dev/valid-attachments": [range(1; 4) | {containerID: "held\(.)", ifname: "net1"}]}' <<<"$CONF")
+run_verb() { # run_verb VERB: c1's ADD or DEL, or a GC
+	if [ "$1" = GC ]; then CONF=$GCCONF ipam GC -; else ipam "$1" c1; fi
 }
 records() { etcdctl_ 0 get --prefix /f/ --keys-only | grep . | sort; }
 GEN=0
@@ -80,51 +86,61 @@ ipam DEL c1
 del_writes=$(proxy_writes)
 vm_check "a DEL through the proxy succeeds and counts its writes ($del_writes)" test "$RC" = 0 -a "${del_writes:-0}" -ge 1
 vm_check "etcd holds what it held before" vm_expect_eq "$base" "$(records)"
+ipam ADD c1
+fault 0 off
+run_verb GC
+gc_writes=$(proxy_writes)
+vm_check "a GC through the proxy succeeds, releasing c1, and counts its writes ($gc_writes)" \
+	test "$RC" = 0 -a "${gc_writes:-0}" -ge 1 -a "$(records)" = "$base"
 
-# rounds VERB MODE TOTAL: VERB with MODE from each of its writes on, then DEL
+# rounds VERB MODE TOTAL: VERB (ADD, DEL, GC) with MODE from each of its
+# writes on, then the fault goes and what the runtime runs next: DEL, or GC
 rounds() {
-	local verb=$1 mode=$2 total=$3 n why bad=0 late=0
+	local verb=$1 mode=$2 total=$3 n why bad=0 late=0 after
 	for ((n = 1; n <= total; n++)); do
 		why=
-		if [ "$verb" = DEL ]; then
+		if [ "$verb" != ADD ]; then
 			ipam ADD c1
-			[ "$RC" = 0 ] || why="ADD before DEL's fault $n failed: $OUT"
+			[ "$RC" = 0 ] || why="ADD before $verb's fault $n failed: $OUT"
 		fi
 		fault "$n" "$mode"
-		ipam "$verb" c1
+		run_verb "$verb"
 		vm_poll 60 reached "$n"
 		if [ -n "$why" ]; then
 			:
 		elif [ "$(proxy_writes)" -lt "$n" ]; then
 			why="$verb made $(proxy_writes) writes, fewer than $n"
-		elif [ "$verb" = DEL ] && [ "$mode" = nospace ]; then
-			# a full etcd still deletes: DEL must free the address anyway
-			[ "$RC" = 0 ] || why="DEL on a member over its quota failed: $OUT"
+		elif [ "$verb" != ADD ] && [ "$mode" = nospace ]; then
+			# a full etcd still deletes: DEL and GC must free the address anyway
+			[ "$RC" = 0 ] || why="$verb on a member over its quota failed: $OUT"
 		elif ! names_cause "$mode"; then
 			why="$verb with write $n failing ($mode): exit $RC, not code ${CODE[$mode]} naming '${WORDS[$mode]}': $OUT"
 		fi
 		[ "$n" != 1 ] || vm_diag "$verb, $mode: exit $RC $(jq -c '{code, msg, details}' <<<"$OUT" 2>/dev/null)"
 		recover
 		[ "$(records | grep -c .)" = "$(($(grep -c . <<<"$base") + 2))" ] && late=$((late + 1))
-		ipam DEL c1
-		[ -n "$why" ] || [ "$RC" = 0 ] || why="DEL after $verb's write $n failed ($mode): $OUT"
+		after=DEL
+		[ "$verb" != GC ] || after=GC
+		run_verb "$after"
+		[ -n "$why" ] || [ "$RC" = 0 ] || why="$after after $verb's write $n failed ($mode): $OUT"
 		[ -n "$why" ] || [ "$(records)" = "$base" ] ||
-			why="left behind after $verb's write $n failed ($mode), then DEL: $(diff <(echo "$base") <(records))"
+			why="left behind after $verb's write $n failed ($mode), then $after: $(diff <(echo "$base") <(records))"
 		[ -z "$why" ] || { bad=$((bad + 1)); vm_diag "$why"; ipam DEL c1; }
 	done
 	# the ADD's claim that a frozen member carried out after waking: DEL freed it above
 	[ "$verb" != ADD ] || [ "$mode" != frozen ] || vm_check \
 		"the frozen member carried out each held claim once continued ($late of $total), and DEL freed it" \
 		test "$late" = "$total"
-	if [ "$verb" = DEL ] && [ "$mode" = nospace ]; then
-		vm_check "DEL, each of its $total writes with the member's NOSPACE alarm raised: it still frees the address, nothing left" test "$bad" = 0
+	if [ "$verb" != ADD ] && [ "$mode" = nospace ]; then
+		vm_check "$verb, each of its $total writes with the member's NOSPACE alarm raised: it still frees the address, nothing left" test "$bad" = 0
 	else
-		vm_check "$verb, each of its $total writes failing ($mode): code ${CODE[$mode]} naming '${WORDS[$mode]}', then DEL leaves nothing new" test "$bad" = 0
+		vm_check "$verb, each of its $total writes failing ($mode): code ${CODE[$mode]} naming '${WORDS[$mode]}', then $after leaves nothing new" test "$bad" = 0
 	fi
 }
 for mode in nospace frozen unavailable badgateway reset; do
 	rounds ADD "$mode" "$add_writes"
 	rounds DEL "$mode" "$del_writes"
+	rounds GC "$mode" "$gc_writes"
 done
 vm_check "the three other pods' addresses are still held" vm_expect_eq "$base" "$(records)"
 
