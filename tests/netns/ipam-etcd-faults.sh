@@ -48,7 +48,8 @@ records() { etcdctl_ 0 get --prefix /f/ --keys-only | grep . | sort; }
 GEN=0
 fault() { # fault N MODE: from write N on (0: none), counting from now
 	GEN=$((GEN + 1))
-	echo "$GEN $1 $2" >"$IPAM_TMP/control"
+	echo "$GEN $1 $2" >"$IPAM_TMP/control.new"
+	mv "$IPAM_TMP/control.new" "$IPAM_TMP/control"
 }
 proxy_writes() { curl -s "$PROXY/_state" | awk '{print $2}'; }
 settled() { curl -s "$PROXY/_state" | grep -q ' open 0$'; }
