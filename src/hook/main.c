@@ -254,7 +254,8 @@ static int check_writable(const struct hook *h, struct rn_error *err)
 			"its root filesystem is read-only (root.readonly in config.json), so "
 			"rdmans-hook cannot write " NCCL_CONF
 			" there; NCCL in it would run without the resolved settings. Set the "
-			"annotation " RN_ANN_CONF ": \"off\" to start it anyway (then give NCCL its "
+			"annotation " RN_ANN_CONF
+			": \"off\" to start it anyway (then give NCCL its "
 			"settings through the environment: 'rdmans env --netns PID' prints them)");
 	return 0;
 }
@@ -384,7 +385,8 @@ static void usage(FILE *out)
 	      "An OCI hook (createRuntime or prestart): reads the container's state on stdin.\n"
 	      "--stage precreate (podman): reads the OCI config on stdin and prints it with the "
 	      "NCCL settings in process.env.\n"
-	      "Annotations: " RN_ANN_DEVICES ": DEV[,DEV...]|all  " RN_ANN_NCCL ": {\"profile\":..., "
+	      "Annotations: " RN_ANN_DEVICES ": DEV[,DEV...]|all  " RN_ANN_NCCL
+	      ": {\"profile\":..., "
 	      "\"env\":{...}}\n"
 	      "             " RN_ANN_PROFILE ": NAME  " RN_ANN_CONF ": on|off|sockets\n"
 	      "See rdmans-hook(8).\n",
