@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <dirent.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -141,10 +142,10 @@ static int make_dirs(const char *dir, struct rn_error *err)
  * those and nothing a CNI plugin put there. Not fsync'ed: if the record is
  * lost, the kernel still returns the devices when the pod's netns goes.
  */
-static int record_moved(const struct session *s, const struct rn_nri_call *c,
+static int record_moved(const struct session *s, const struct rn_nri_call *c, const char *netns,
 			char (*names)[RN_RDMA_NAME_MAX], size_t n, struct rn_error *err)
 {
-	char path[PATH_MAX], text[RN_POD_MAX_DEVICES * RN_RDMA_NAME_MAX + 1] = "";
+	char path[PATH_MAX], text[PATH_MAX + RN_POD_MAX_DEVICES * RN_RDMA_NAME_MAX + 16] = "";
 	const char *dir = s->o->state_dir ? s->o->state_dir : RN_NRI_STATE_DIR;
 	_cleanup_close_ int fd = -1;
 	int r = state_path(s, c, path, sizeof(path), err);
@@ -154,15 +155,41 @@ static int record_moved(const struct session *s, const struct rn_nri_call *c,
 	r = make_dirs(dir, err);
 	if (r < 0)
 		return r;
+	rn_strappend(text, sizeof(text), "netns %s\n", netns);
 	for (size_t i = 0; i < n; i++)
 		rn_strappend(text, sizeof(text), "%s\n", names[i]);
-	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return rn_error_errno(err, errno, "cannot write %s", path);
 	r = rn_write_all(fd, text, strlen(text));
 	if (r < 0)
 		return rn_error_errno(err, -r, "cannot write %s", path);
 	return 0;
+}
+
+/*
+ * Records of pods whose netns is gone: the kernel took their devices home
+ * with it. containerd (2.1) sends no Stop/RemovePodSandbox for pods that
+ * were there before it restarted, so their records end here.
+ */
+static void forget_gone_pods(struct session *s)
+{
+	const char *dir = s->o->state_dir ? s->o->state_dir : RN_NRI_STATE_DIR;
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char path[PATH_MAX], line[PATH_MAX + 8];
+
+		if (e->d_name[0] == '.' ||
+		    rn_path(path, sizeof(path), "%s/%s", dir, e->d_name) < 0 ||
+		    rn_read_line(path, line, sizeof(line)) < 0 || strncmp(line, "netns /", 7) != 0 ||
+		    access(line + 6, F_OK) == 0 || errno != ENOENT)
+			continue;
+		if (unlink(path) == 0)
+			say(s, LOG_INFO, "pod %s: its netns %s is gone: record dropped", e->d_name,
+			    line + 6);
+	}
 }
 
 static int run_pod(struct session *s, const struct rn_nri_call *c, struct rn_error *err)
@@ -173,6 +200,7 @@ static int run_pod(struct session *s, const struct rn_nri_call *c, struct rn_err
 	size_t n_moved = 0;
 	int r;
 
+	forget_gone_pods(s);
 	r = rn_pod_ask_from_annotations(&ask, annotation_of, (void *)c, err);
 	if (r == 0 && (ask.n_devices || ask.all)) {
 		nsfd = open_pod_netns(c, desc, sizeof(desc), err);
@@ -181,7 +209,8 @@ static int run_pod(struct session *s, const struct rn_nri_call *c, struct rn_err
 			r = rn_pod_ask_move(&ask, nsfd, desc, moved, RN_POD_MAX_DEVICES, &n_moved,
 					    err);
 		if (n_moved) {
-			int r2 = record_moved(s, c, moved, n_moved, err);
+			int r2 = record_moved(s, c, c->pod_netns ? c->pod_netns : desc, moved, n_moved,
+					      err);
 
 			r = r < 0 ? r : r2;
 		}
@@ -211,7 +240,7 @@ static int release_pod(struct session *s, const struct rn_nri_call *c, bool remo
 	r = rn_read_regular(path, 1 << 16, "rdmans-nri's record", &text, &len, err);
 	if (r == -ENOENT) {
 		rn_error_clear(err);
-		return 0;
+		return 0; /* it moved nothing into this pod */
 	}
 	if (r < 0)
 		return r;
@@ -228,6 +257,8 @@ static int release_pod(struct session *s, const struct rn_nri_call *c, bool remo
 		for (char *t = strtok_r(text, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
 			struct rn_error e = { 0 };
 
+			if (strncmp(t, "netns ", 6) == 0)
+				continue;
 			r = rn_move_rdma_dev(t, nsfd, hostfd, &e);
 			if (r == -ENODEV)
 				continue; /* not there (any more) */
@@ -372,6 +403,7 @@ static int answer(struct session *s, const struct rn_ttrpc_msg *m, struct rn_err
 			r = rn_nri_reply_configure(events, &reply, &reply_len, &call_err);
 			break;
 		case RN_NRI_SYNCHRONIZE:
+			forget_gone_pods(s);
 			r = rn_nri_reply_synchronize(c.more, &reply, &reply_len, &call_err);
 			break;
 		case RN_NRI_CREATE_CONTAINER:

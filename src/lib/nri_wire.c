@@ -373,7 +373,7 @@ static int respond(const ProtobufCMessage *inner, int code, const char *msg, uin
 	Ttrpc__Response resp = TTRPC__RESPONSE__INIT;
 	Status status = STATUS__INIT;
 	ProtobufCMessageUnknownField text;
-	uint8_t *payload = NULL;
+	uint8_t *payload = NULL, *field = NULL;
 	size_t payload_len = 0;
 	int r;
 
@@ -385,14 +385,28 @@ static int respond(const ProtobufCMessage *inner, int code, const char *msg, uin
 	/*
 	 * ttrpc's Response.status is a google.rpc.Status; Debian's ttrpc ships
 	 * a Status with its code only, so the message goes as the unknown
-	 * field 2, where google.rpc.Status keeps it.
+	 * field 2, where google.rpc.Status keeps it (protobuf-c keeps an
+	 * unknown field's length prefix in its data).
 	 */
 	status.code = code;
 	if (msg && msg[0]) {
+		size_t len = strnlen(msg, RN_TTRPC_MAX / 2), n = 0;
+
+		field = malloc(len + 10);
+		if (!field) {
+			free(payload);
+			return rn_error_set(err, ENOMEM, "out of memory");
+		}
+		for (size_t v = len; ; v >>= 7) {
+			field[n++] = (v & 0x7f) | (v >> 7 ? 0x80 : 0);
+			if (!(v >> 7))
+				break;
+		}
+		memcpy(field + n, msg, len);
 		text.tag = STATUS_MESSAGE_FIELD;
 		text.wire_type = PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
-		text.len = strlen(msg);
-		text.data = (uint8_t *)msg;
+		text.len = n + len;
+		text.data = field;
 		status.base.n_unknown_fields = 1;
 		status.base.unknown_fields = &text;
 	}
@@ -401,6 +415,7 @@ static int respond(const ProtobufCMessage *inner, int code, const char *msg, uin
 	resp.payload.len = payload_len;
 	r = pack(&resp.base, ret, ret_len, err);
 	free(payload);
+	free(field);
 	return r;
 }
 
@@ -530,14 +545,22 @@ int rn_nri_response_check(const uint8_t *payload, size_t len, const char *what,
 	if (code && resp->status) {
 		const ProtobufCMessage *s = &resp->status->base;
 
-		for (size_t i = 0; i < s->n_unknown_fields; i++)
-			if (s->unknown_fields[i].tag == STATUS_MESSAGE_FIELD &&
-			    s->unknown_fields[i].wire_type == PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED)
+		for (size_t i = 0; i < s->n_unknown_fields; i++) {
+			const ProtobufCMessageUnknownField *f = &s->unknown_fields[i];
+			size_t at = 0;
+
+			if (f->tag != STATUS_MESSAGE_FIELD ||
+			    f->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED)
+				continue;
+			/* the data starts with the length (a varint): the text follows it */
+			while (at < f->len && at < 10 && (f->data[at] & 0x80))
+				at++;
+			at++;
+			if (at <= f->len)
 				snprintf(msg, sizeof(msg), "%.*s",
-					 (int)(s->unknown_fields[i].len < 500
-						       ? s->unknown_fields[i].len
-						       : 500),
-					 (const char *)s->unknown_fields[i].data);
+					 (int)(f->len - at < 500 ? f->len - at : 500),
+					 (const char *)f->data + at);
+		}
 	}
 	ttrpc__response__free_unpacked(resp, NULL);
 	if (code)

@@ -23,10 +23,17 @@
 #define REGISTRATION_TIMEOUT_MS 5000
 #define RECONNECT_MS 1000
 
+/*
+ * stderr (a DaemonSet's log) and syslog: containerd does not keep the
+ * stderr of the plugins it starts from /opt/nri/plugins.
+ */
 static void log_line(void *ctx, int priority, const char *line)
 {
 	(void)ctx;
 	fprintf(stderr, "rdmans-nri: %s%s\n", priority <= LOG_ERR ? "error: " : "", line);
+	openlog("rdmans-nri", LOG_PID, LOG_DAEMON);
+	syslog(priority, "%s", line);
+	closelog();
 }
 
 static void usage(FILE *out)
