@@ -42,7 +42,6 @@ int rn_nri_connect(const char *path, struct rn_error *err);
  * the connection (0) or the stream breaks (< 0). The registration must be
  * answered within reg_timeout_ms.
  */
-int rn_nri_serve(int fd, const struct rn_nri_options *o, int reg_timeout_ms,
-		 struct rn_error *err);
+int rn_nri_serve(int fd, const struct rn_nri_options *o, int reg_timeout_ms, struct rn_error *err);
 
 #endif

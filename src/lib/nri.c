@@ -89,8 +89,7 @@ static const char *annotation_of(const char *key, void *call)
 	return rn_nri_call_annotation(call, key);
 }
 
-static int open_pod_netns(const struct rn_nri_call *c, char *desc, size_t len,
-			  struct rn_error *err)
+static int open_pod_netns(const struct rn_nri_call *c, char *desc, size_t len, struct rn_error *err)
 {
 	if (c->pod_netns) {
 		snprintf(desc, len, "netns %s", c->pod_netns);
@@ -183,8 +182,9 @@ static void forget_gone_pods(struct session *s)
 
 		if (e->d_name[0] == '.' ||
 		    rn_path(path, sizeof(path), "%s/%s", dir, e->d_name) < 0 ||
-		    rn_read_line(path, line, sizeof(line)) < 0 || strncmp(line, "netns /", 7) != 0 ||
-		    access(line + 6, F_OK) == 0 || errno != ENOENT)
+		    rn_read_line(path, line, sizeof(line)) < 0 ||
+		    strncmp(line, "netns /", 7) != 0 || access(line + 6, F_OK) == 0 ||
+		    errno != ENOENT)
 			continue;
 		if (unlink(path) == 0)
 			say(s, LOG_INFO, "pod %s: its netns %s is gone: record dropped", e->d_name,
@@ -209,14 +209,14 @@ static int run_pod(struct session *s, const struct rn_nri_call *c, struct rn_err
 			r = rn_pod_ask_move(&ask, nsfd, desc, moved, RN_POD_MAX_DEVICES, &n_moved,
 					    err);
 		if (n_moved) {
-			int r2 = record_moved(s, c, c->pod_netns ? c->pod_netns : desc, moved, n_moved,
-					      err);
+			int r2 = record_moved(s, c, c->pod_netns ? c->pod_netns : desc, moved,
+					      n_moved, err);
 
 			r = r < 0 ? r : r2;
 		}
 		for (size_t i = 0; i < n_moved; i++)
-			say(s, LOG_INFO, "pod %s/%s: moved RDMA device %s into %s", c->pod_namespace,
-			    c->pod_name, moved[i], desc);
+			say(s, LOG_INFO, "pod %s/%s: moved RDMA device %s into %s",
+			    c->pod_namespace, c->pod_name, moved[i], desc);
 	}
 	rn_pod_ask_free(&ask);
 	return r;
@@ -328,8 +328,9 @@ static int create_container(struct session *s, const struct rn_nri_call *c, uint
 	r = rn_pod_ask_from_annotations(&ask, annotation_of, (void *)c, err);
 	if (r < 0 || !rn_pod_ask_any(&ask)) {
 		rn_pod_ask_free(&ask);
-		return r < 0 ? r : rn_nri_reply_create(&(struct rn_nri_adjust){ 0 }, reply,
-						       reply_len, err);
+		return r < 0 ? r
+			     : rn_nri_reply_create(&(struct rn_nri_adjust){ 0 }, reply, reply_len,
+						   err);
 	}
 	nsfd = open_pod_netns(c, desc, sizeof(desc), err);
 	r = nsfd < 0 ? nsfd : 0;
@@ -426,8 +427,9 @@ static int answer(struct session *s, const struct rn_ttrpc_msg *m, struct rn_err
 			break;
 		case RN_NRI_UNKNOWN:
 		default:
-			r = rn_nri_reply_error(RN_GRPC_UNIMPLEMENTED, "rdmans-nri does not serve this call",
-					       &reply, &reply_len, &call_err);
+			r = rn_nri_reply_error(RN_GRPC_UNIMPLEMENTED,
+					       "rdmans-nri does not serve this call", &reply,
+					       &reply_len, &call_err);
 			break;
 		}
 	}
@@ -435,7 +437,8 @@ static int answer(struct session *s, const struct rn_ttrpc_msg *m, struct rn_err
 		char msg[RN_ERROR_MSG_MAX + 256];
 
 		snprintf(msg, sizeof(msg), "rdmans-nri: %s%s%s%s%s: %s", c.name,
-			 c.pod_name && c.pod_name[0] ? " pod " : "", c.pod_namespace ? c.pod_namespace : "",
+			 c.pod_name && c.pod_name[0] ? " pod " : "",
+			 c.pod_namespace ? c.pod_namespace : "",
 			 c.pod_name && c.pod_name[0] ? "/" : "", c.pod_name ? c.pod_name : "",
 			 call_err.msg[0] ? call_err.msg : strerror(call_err.code));
 		say(s, LOG_ERR, "%s", msg + strlen("rdmans-nri: "));

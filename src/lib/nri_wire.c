@@ -95,15 +95,18 @@ int rn_nri_demux_feed(struct rn_nri_demux *d, const uint8_t *buf, size_t len, st
 			d->hdr_have = 0;
 			d->frame_conn = get_be32(d->frame_hdr);
 			d->frame_left = get_be32(d->frame_hdr + 4);
-			if (d->frame_conn != RN_NRI_CONN_PLUGIN && d->frame_conn != RN_NRI_CONN_RUNTIME)
-				return rn_error_set(err, EPROTO,
-						    "NRI mux frame for connection %u: only 1 "
-						    "(plugin service) and 2 (runtime service) exist",
-						    d->frame_conn);
+			if (d->frame_conn != RN_NRI_CONN_PLUGIN &&
+			    d->frame_conn != RN_NRI_CONN_RUNTIME)
+				return rn_error_set(
+					err, EPROTO,
+					"NRI mux frame for connection %u: only 1 "
+					"(plugin service) and 2 (runtime service) exist",
+					d->frame_conn);
 			if (d->frame_left > RN_TTRPC_HEADER + RN_TTRPC_MAX)
-				return rn_error_set(err, EMSGSIZE,
-						    "NRI mux frame of %zu bytes: over the limit of %u",
-						    d->frame_left, RN_TTRPC_HEADER + RN_TTRPC_MAX);
+				return rn_error_set(
+					err, EMSGSIZE,
+					"NRI mux frame of %zu bytes: over the limit of %u",
+					d->frame_left, RN_TTRPC_HEADER + RN_TTRPC_MAX);
 			continue;
 		}
 		n = d->frame_left < len ? d->frame_left : len;
@@ -220,9 +223,9 @@ int rn_nri_call_decode(const uint8_t *payload, size_t len, struct rn_nri_call *o
 	set_pod_ctr(out, p, NULL, NULL);
 	p->req = ttrpc__request__unpack(NULL, len, payload);
 	if (!p->req)
-		return rn_error_set(err, EPROTO,
-				    "a ttrpc request of %zu bytes that is not a ttrpc Request message",
-				    len);
+		return rn_error_set(
+			err, EPROTO,
+			"a ttrpc request of %zu bytes that is not a ttrpc Request message", len);
 	method = str(p->req->method);
 	snprintf(out->name, sizeof(out->name), "%.60s/%.60s", str(p->req->service), method);
 	if (strcmp(str(p->req->service), PLUGIN_SERVICE) != 0)
@@ -296,7 +299,8 @@ int rn_nri_call_decode(const uint8_t *payload, size_t len, struct rn_nri_call *o
 	}
 	if (!m) {
 		out->method = RN_NRI_UNKNOWN;
-		return rn_error_set(err, EPROTO, "%s: the request's payload (%zu bytes) does not decode",
+		return rn_error_set(err, EPROTO,
+				    "%s: the request's payload (%zu bytes) does not decode",
 				    out->name, in_len);
 	}
 	p->msg = m;
@@ -397,7 +401,7 @@ static int respond(const ProtobufCMessage *inner, int code, const char *msg, uin
 			free(payload);
 			return rn_error_set(err, ENOMEM, "out of memory");
 		}
-		for (size_t v = len; ; v >>= 7) {
+		for (size_t v = len;; v >>= 7) {
 			field[n++] = (v & 0x7f) | (v >> 7 ? 0x80 : 0);
 			if (!(v >> 7))
 				break;

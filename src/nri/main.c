@@ -122,8 +122,9 @@ int main(int argc, char **argv)
 		int fd;
 
 		if (rn_parse_pid(given, &fd) < 0) {
-			fprintf(stderr, "rdmans-nri: error: NRI_PLUGIN_SOCKET=%s is not a file "
-					"descriptor number\n",
+			fprintf(stderr,
+				"rdmans-nri: error: NRI_PLUGIN_SOCKET=%s is not a file "
+				"descriptor number\n",
 				given);
 			return 2;
 		}
@@ -134,7 +135,8 @@ int main(int argc, char **argv)
 		once = true;
 		socket_path = NULL;
 		if (!idx_ok(o.idx)) {
-			fprintf(stderr, "rdmans-nri: error: plugin index '%s' is not 0-99\n", o.idx);
+			fprintf(stderr, "rdmans-nri: error: plugin index '%s' is not 0-99\n",
+				o.idx);
 			return 2;
 		}
 		if (rn_nri_serve(fd, &o, REGISTRATION_TIMEOUT_MS, &err) < 0) {
@@ -144,8 +146,9 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!idx_ok(o.idx)) {
-		fprintf(stderr, "rdmans-nri: error: --idx '%s' is not 0-99 (NRI orders plugins by "
-				"a two-digit index)\n",
+		fprintf(stderr,
+			"rdmans-nri: error: --idx '%s' is not 0-99 (NRI orders plugins by "
+			"a two-digit index)\n",
 			o.idx);
 		return 2;
 	}
