@@ -123,12 +123,13 @@ int rn_nri_demux_feed(struct rn_nri_demux *d, const uint8_t *buf, size_t len, st
 int rn_nri_demux_next(struct rn_nri_demux *d, struct rn_ttrpc_msg *out, struct rn_error *err)
 {
 	for (size_t i = 0; i < 2; i++) {
-		const uint8_t *p = d->conn[i].buf + d->consumed[i];
+		const uint8_t *p;
 		size_t avail = d->conn[i].len - d->consumed[i];
 		uint32_t mlen;
 
 		if (avail < RN_TTRPC_HEADER)
-			continue;
+			continue; /* (also: nothing came on it yet, buf is NULL) */
+		p = d->conn[i].buf + d->consumed[i];
 		mlen = get_be32(p);
 		if (mlen > RN_TTRPC_MAX)
 			return rn_error_set(err, EMSGSIZE,
