@@ -323,6 +323,7 @@ static int create_container(struct session *s, const struct rn_nri_call *c, uint
 	char desc[PATH_MAX + 32];
 	_cleanup_close_ int nsfd = -1;
 	int64_t patience;
+	long start = rn_now_ms();
 	int r;
 
 	r = rn_pod_ask_from_annotations(&ask, annotation_of, (void *)c, err);
@@ -373,8 +374,10 @@ static int create_container(struct session *s, const struct rn_nri_call *c, uint
 			&(struct rn_nri_adjust){
 				.env = env, .n_env = n_env, .devices = devs, .n_devices = n_devs },
 			reply, reply_len, err);
-		say(s, LOG_INFO, "container %s of pod %s/%s: %zu NCCL settings, %zu device nodes",
-		    c->ctr_name, c->pod_namespace, c->pod_name, n_env, n_devs);
+		say(s, LOG_INFO,
+		    "container %s of pod %s/%s: %zu NCCL settings, %zu device nodes (%ld ms)",
+		    c->ctr_name, c->pod_namespace, c->pod_name, n_env, n_devs,
+		    rn_now_ms() - start);
 	}
 	rn_pod_ask_free(&ask);
 	return r;

@@ -17,50 +17,9 @@
 #  - pre-installed in /opt/nri/plugins: containerd starts it itself
 #  - Stop/RemovePodSandbox: the device is home, the node is as before
 set -u
-. "$(dirname "$0")/runtime-lib.sh"
-PAUSE=localhost/rdmans-pause:1
-inns() { ip netns exec "${1##*/}" "${@:2}"; } # a pod's netns (/var/run/netns/cni-...), its own /sys
+. "$(dirname "$0")/nri-lib.sh"
 
-vm_load_rdma
-vm_load_simhca
-rt_syslog
-modprobe rdma_ucm 2>/dev/null
-rt_t "install" rt_install
-[ -x "$NRI" ] || vm_fail "meson install left no rdmans-nri (build with -Dnri=enabled)"
-rt_podman
-rt_t "podman import" rt_image
-rt_pause_image "$PAUSE"
-vm_diag "$(rt_world); $(containerd --version)"
-vm_check "rdmans system set netns exclusive" "$R" system set netns exclusive
-
-# --- the node: 3 veth "NICs", each with a simhca RoCE device; host-device as the pod network ---
-for i in 0 1 2; do
-	vm_veth "h$i" "p$i" || vm_fail "veth h$i"
-	dev[i]=$(vm_simhca_new "mlx5_%d" "h$i") || vm_fail "simhca on h$i"
-done
-hdconf() { # hdconf I: host-device on h$I, 10.8$I.0.2/24
-	jq -n --arg d "h$1" --arg a "10.8$1.0.2/24" '{cniVersion: "1.0.0", name: "nic\($d)", plugins: [
-		{type: "host-device", device: $d, ipam: {type: "static", addresses: [{address: $a}]}}]}'
-}
-mkdir -p /etc/cni/net.d /etc/containerd
-rm -f /etc/cni/net.d/*
-hdconf 0 >/etc/cni/net.d/10-nic.conflist
-{
-	echo 'version = 3'
-	echo "[plugins.'io.containerd.cri.v1.images'.pinned_images]"
-	echo "  sandbox = '$PAUSE'"
-	for i in 1 2; do
-		echo "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.nic$i]"
-		echo "  runtime_type = 'io.containerd.runc.v2'"
-		echo "  cni_conf_dir = '/etc/cni/nic$i'"
-		echo "  cni_max_conf_num = 1"
-		mkdir -p "/etc/cni/nic$i"
-		hdconf "$i" >"/etc/cni/nic$i/10-nic.conflist"
-	done
-} >/etc/containerd/config.toml
-rt_t "containerd start" cri_containerd /etc/containerd/config.toml
-cri_images "$IMG" "$PAUSE"
-cri_start
+nri_node
 vm_check "containerd made its NRI socket (NRI is on by default)" test -S /var/run/nri/nri.sock
 
 ctrd_restart() { # and wait until its CRI service answers ("server is not initialized yet")
@@ -75,16 +34,8 @@ snap() { # where each device and NIC is (host-device brings a NIC home down: not
 }
 before=$(snap)
 
-nri_start() { # the plugin as a DaemonSet runs it: connects to the socket, and again after restarts
-	"$NRI" >>/tmp/nri.log 2>&1 &
-	NRI_PID=$!
-}
-registered() { # registered N: the log says "registered" N times
-	[ "$(grep -c ': registered as ' /tmp/nri.log)" -ge "$1" ]
-}
-: >/tmp/nri.log
 nri_start
-vm_check "rdmans-nri registers with containerd" vm_poll 300 registered 1
+vm_check "rdmans-nri registers with containerd" vm_poll 300 nri_registered 1
 vm_diag "rdmans-nri: $(tr '\n' ' ' </tmp/nri.log)"
 
 # --- a pod that asks for its RDMA device -------------------------------------------------------
@@ -152,9 +103,9 @@ cri start "$c4"
 cri exec "$c4" 'json:["env"]'
 vm_check "  and its container has no NCCL settings" vm_expect_eq "" "$(jq -r .stdout <<<"$CRI_OUT" | nccl_of)"
 nri_start
-vm_check "rdmans-nri started again registers" vm_poll 300 registered 2
+vm_check "rdmans-nri started again registers" vm_poll 300 nri_registered 2
 ctrd_restart
-vm_check "after containerd's restart, rdmans-nri connects and registers again by itself" vm_poll 300 registered 3
+vm_check "after containerd's restart, rdmans-nri connects and registers again by itself" vm_poll 300 nri_registered 3
 rt_here "CreateContainer c5 in podA" cri create "$podA" c5 "$IMG" 'json:["sleep", "1000000"]'
 c5=$(jq -r . <<<"$CRI_OUT")
 cri start "$c5"
