@@ -376,8 +376,7 @@ static int create_container(struct session *s, const struct rn_nri_call *c, uint
 			reply, reply_len, err);
 		say(s, LOG_INFO,
 		    "container %s of pod %s/%s: %zu NCCL settings, %zu device nodes (%ld ms)",
-		    c->ctr_name, c->pod_namespace, c->pod_name, n_env, n_devs,
-		    rn_now_ms() - start);
+		    c->ctr_name, c->pod_namespace, c->pod_name, n_env, n_devs, rn_now_ms() - start);
 	}
 	rn_pod_ask_free(&ask);
 	return r;
