@@ -47,7 +47,7 @@ own50=$(sort -n /tmp/plugin.ms | awk '{ v[NR] = $1 } END { print v[int((NR + 1) 
 vm_diag "CreateContainer through CRI, ms (p50 / p90), $((rounds * per)) calls each:"
 vm_diag "  without rdmans-nri  $w50 / $w90"
 vm_diag "  with rdmans-nri     $p50 / $p90"
-vm_diag "  added at p50: $(echo "$p50 - $w50" | bc) ms; the plugin's own time per container, p50: $own50 ms ($(wc -l </tmp/plugin.ms) containers)"
+vm_diag "  added at p50: $(awk -v a="$p50" -v b="$w50" 'BEGIN { printf "%.1f", a - b }') ms; the plugin's own time per container, p50: $own50 ms ($(wc -l </tmp/plugin.ms) containers)"
 vm_diag "  (TCG emulation: absolute figures are the VM's)"
 kill "$CTRD" 2>/dev/null
 vm_done
