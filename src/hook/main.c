@@ -47,15 +47,10 @@
 #include "rdmans/nccl_json.h"
 #include "rdmans/netns.h"
 #include "rdmans/oci_config_json.h"
+#include "rdmans/pod_ask.h"
 #include "rdmans/rootfs.h"
 #include "rdmans/util.h"
 
-#define ANN_DEVICES "rdmans.io/devices"
-#define ANN_NCCL "rdmans.io/nccl"
-#define ANN_PROFILE "rdmans.io/nccl-profile"
-#define ANN_CONF "rdmans.io/nccl-conf"
-
-#define MAX_DEVICES 64
 #define MAX_STATE_BYTES (1 << 20)
 #define MAX_CONFIG_BYTES (16 << 20) /* config.json, also the precreate stage's stdin */
 #define MAX_NCCL_CONF_BYTES (1 << 20)
@@ -64,10 +59,8 @@
 
 struct hook {
 	/* from the command line */
-	const char *config, *cni_config, *profile;
-	char *devices[MAX_DEVICES];
-	size_t n_devices;
-	bool all; /* --all, or "all" in rdmans.io/devices: the pod's own devices */
+	struct rn_pod_sources sources; /* --config, --cni-config, --profile */
+	struct rn_pod_ask ask; /* --device/--all and the annotations */
 	/* from the state and config.json */
 	char id[256];
 	pid_t pid;
@@ -75,7 +68,6 @@ struct hook {
 	char rootfs[PATH_MAX];
 	bool readonly;
 	bool sandbox; /* a pod's infra container: devices yes, files no */
-	const char *ann_nccl, *ann_profile, *ann_conf;
 	json_t *state, *config_json;
 	struct rn_oci_config *oci; /* --stage precreate: the config on stdin */
 	char ns_desc[PATH_MAX + 16]; /* the container's netns, for messages */
@@ -83,8 +75,7 @@ struct hook {
 
 static void hook_free(struct hook *h)
 {
-	for (size_t i = 0; i < h->n_devices; i++)
-		free(h->devices[i]);
+	rn_pod_ask_free(&h->ask);
 	if (h->state)
 		json_decref(h->state);
 	if (h->config_json)
@@ -123,40 +114,6 @@ static int fail_err(const struct hook *h, const struct rn_error *err)
 	return fail(h, err->msg[0] ? err->msg : strerror(err->code));
 }
 
-/* "irdma0,irdma1" -> h->devices (deduplicated). */
-static int add_devices(struct hook *h, const char *list, const char *from, struct rn_error *err)
-{
-	_cleanup_free_ char *copy = strdup(list);
-	char *save = NULL;
-
-	if (!copy)
-		return rn_error_set(err, ENOMEM, "out of memory");
-	for (char *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
-		bool dup = false;
-		int r;
-
-		if (strcmp(t, "all") == 0) {
-			h->all = true;
-			continue;
-		}
-		r = rn_name_check("RDMA device", t, RN_RDMA_NAME_MAX - 1, err);
-		if (r < 0)
-			return rn_error_wrap(err, "%s", from);
-		for (size_t i = 0; i < h->n_devices; i++)
-			dup = dup || strcmp(h->devices[i], t) == 0;
-		if (dup)
-			continue;
-		if (h->n_devices == MAX_DEVICES)
-			return rn_error_set(err, E2BIG, "%s: more than %d RDMA devices", from,
-					    MAX_DEVICES);
-		h->devices[h->n_devices] = strdup(t);
-		if (!h->devices[h->n_devices])
-			return rn_error_set(err, ENOMEM, "out of memory");
-		h->n_devices++;
-	}
-	return 0;
-}
-
 static const char *annotation(const struct hook *h, const char *key)
 {
 	json_t *v;
@@ -167,6 +124,11 @@ static const char *annotation(const struct hook *h, const char *key)
 	if (!v)
 		v = json_object_get(json_object_get(h->config_json, "annotations"), key);
 	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static const char *annotation_of(const char *key, void *hook)
+{
+	return annotation(hook, key);
 }
 
 static int parse_state(struct hook *h, const char *text, struct rn_error *err)
@@ -247,111 +209,6 @@ static int read_config(struct hook *h, struct rn_error *err)
 	return 0;
 }
 
-/* ---- devices ---- */
-
-static bool in_devs(const struct rn_rdma_devs *devs, const char *name)
-{
-	for (size_t i = 0; i < devs->n; i++)
-		if (strcmp(devs->devs[i].name, name) == 0)
-			return true;
-	return false;
-}
-
-/* "all": the devices the pod's network attachment gave it join h->devices. */
-static int add_pod_devices(struct hook *h, int nsfd, struct rn_error *err)
-{
-	char names[MAX_DEVICES][RN_RDMA_NAME_MAX];
-	size_t n = 0, in_pod = 0;
-	int r;
-
-	r = rn_discover_pod(nsfd, names, MAX_DEVICES, &n, &in_pod, err);
-	if (r < 0)
-		return rn_error_wrap(err, "rdmans.io/rdma=all");
-	if (n == 0 && h->n_devices == 0)
-		return rn_error_set(
-			err, ENODEV,
-			"rdmans.io/rdma=all asks for the pod's RDMA devices, but its network "
-			"namespace holds none and none of its netdevs has one on the host: its "
-			"network attachment gave it no RDMA (attach a network of type rdma-netns, "
-			"or host-device/SR-IOV on an RDMA NIC; or name the device: "
-			"rdmans.io/rdma=DEV)");
-	for (size_t i = 0; i < n; i++) {
-		r = add_devices(h, names[i], "rdmans.io/rdma=all", err);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-static int move_devices(struct hook *h, int nsfd, bool *moved, struct rn_error *err)
-{
-	_cleanup_rdma_devs_ struct rn_rdma_devs here = { 0 };
-	int r;
-
-	*moved = false;
-	if (h->all) {
-		r = add_pod_devices(h, nsfd, err);
-		if (r < 0)
-			return r;
-	}
-	r = rn_rdma_dump_in(nsfd, &here, err);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < h->n_devices; i++) {
-		struct rn_located_dev loc = { 0 };
-		struct rn_move_request req = { .dev = h->devices[i],
-					       .target_nsfd = nsfd,
-					       .target_desc = h->ns_desc };
-		struct rn_move_result res;
-
-		if (in_devs(&here, h->devices[i]))
-			continue; /* moved by an earlier container of the pod, or a restart */
-		r = rn_discover_find(h->devices[i], &loc, NULL, err);
-		if (r < 0)
-			return r;
-		rn_rdma_dev_free(&loc.dev);
-		if (!loc.netns.is_host)
-			return rn_error_set(err, EBUSY,
-					    "RDMA device %s is in another pod's network namespace "
-					    "(%s%s): it is not taken from there",
-					    h->devices[i], loc.netns.name[0] ? "netns " : "",
-					    loc.netns.name[0] ? loc.netns.name : loc.netns.path);
-		r = rn_move(&req, &res, err);
-		if (r == -EALREADY) {
-			rn_error_clear(err);
-			continue;
-		}
-		if (r < 0)
-			return r;
-		*moved = true;
-	}
-	return 0;
-}
-
-/* ---- settings ---- */
-
-static bool settled(const struct hook *h, const struct rn_nccl_node *node,
-		    const struct rn_nccl_result *res)
-{
-	/* every device asked for is seen, and no used RoCE port is waiting for its GID */
-	for (size_t d = 0; d < h->n_devices; d++) {
-		bool seen = false;
-
-		for (size_t i = 0; i < node->n_ports; i++)
-			seen = seen || strcmp(node->ports[i].dev, h->devices[d]) == 0;
-		if (!seen)
-			return false;
-	}
-	for (size_t i = 0; i < res->n_ports; i++)
-		if (res->ports[i].used && res->ports[i].gid_status == RN_NCCL_GID_NO_MATCH)
-			return false;
-	return true;
-}
-
-/*
- * Probes and resolves. Right after a move the kernel re-registers the device
- * and refills its GID table: give it up to `patience_ms` to settle.
- */
 /* The image's LD_LIBRARY_PATH (config.json process.env), or NULL. */
 static const char *image_ld_library_path(const struct hook *h)
 {
@@ -380,89 +237,12 @@ static void image_nccl(const struct hook *h, struct rn_nccl_version *v, char *no
 static int resolve(struct hook *h, int nsfd, const struct rn_nccl_layer *layers, size_t n,
 		   int patience_ms, struct rn_nccl_result *out, struct rn_error *err)
 {
-	struct rn_nccl_request req = { .layers = layers, .n_layers = n };
 	char note[RN_NCCL_DETAIL_MAX] = "";
 	struct rn_nccl_version version = { 0 };
-	struct timespec start, now;
-	int r;
 
 	image_nccl(h, &version, note, sizeof(note));
-	req.nccl_version = &version;
-	req.nccl_version_note = note[0] ? note : NULL;
-	req.sockets_ok = h->ann_conf && strcmp(h->ann_conf, "sockets") == 0;
-	req.sockets_origin = "annotation " ANN_CONF;
-
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (;;) {
-		_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
-		long waited;
-
-		rn_nccl_result_free(out);
-		rn_error_clear(err);
-		r = rn_nccl_probe(nsfd, &node, err);
-		if (r == 0)
-			r = rn_nccl_resolve(&node, &req, out, err);
-		if (r < 0 && r != -ENODEV)
-			return r;
-		if (r == 0 && settled(h, &node, out))
-			return 0;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		waited = (now.tv_sec - start.tv_sec) * 1000 +
-			 (now.tv_nsec - start.tv_nsec) / 1000000;
-		if (waited >= patience_ms)
-			break;
-		usleep(50 * 1000);
-	}
-	if (r == -ENODEV)
-		rn_strappend(err->msg, sizeof(err->msg),
-			     ". Set the annotation " ANN_CONF
-			     ": \"sockets\" to start it with NCCL over sockets "
-			     "(NCCL_IB_DISABLE=1 and the profile's other settings), or \"off\" "
-			     "to write no NCCL settings");
-	return r;
-}
-
-static int load_layers(struct hook *h, struct rn_nccl_layer *layers, size_t *n,
-		       struct rn_error *err)
-{
-	char path[PATH_MAX];
-	int r;
-
-	*n = 0;
-	snprintf(path, sizeof(path), "%s%s", h->config ? "" : rn_config_root(),
-		 h->config ? h->config : RN_NCCL_CONFIG);
-	if (h->config || access(path, F_OK) == 0) {
-		rn_nccl_layer_init(&layers[*n], RN_NCCL_SRC_CONFIG, path);
-		r = rn_nccl_layer_from_file(&layers[(*n)++], path, false, err);
-		if (r < 0)
-			return r;
-	}
-	if (h->cni_config) {
-		rn_nccl_layer_init(&layers[*n], RN_NCCL_SRC_CNI, h->cni_config);
-		r = rn_nccl_layer_from_file(&layers[(*n)++], h->cni_config, true, err);
-		if (r < 0)
-			return r;
-	}
-	if (h->profile) {
-		/* the node's choice (hooks.d, CDI spec): a pod's annotations beat it */
-		rn_nccl_layer_init(&layers[*n], RN_NCCL_SRC_CONFIG, "rdmans-hook --profile");
-		r = rn_nccl_layer_set_profile(&layers[(*n)++], h->profile, err);
-		if (r < 0)
-			return r;
-	}
-	if (h->ann_nccl) {
-		rn_nccl_layer_init(&layers[*n], RN_NCCL_SRC_ANNOTATION, ANN_NCCL);
-		r = rn_nccl_layer_from_json(&layers[(*n)++], h->ann_nccl, err);
-		if (r < 0)
-			return r;
-	}
-	if (h->ann_profile) {
-		rn_nccl_layer_init(&layers[*n], RN_NCCL_SRC_ANNOTATION, ANN_PROFILE);
-		r = rn_nccl_layer_set_profile(&layers[(*n)++], h->ann_profile, err);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return rn_pod_ask_resolve(&h->ask, nsfd, layers, n, &version, note[0] ? note : NULL,
+				  patience_ms, out, err);
 }
 
 /* Before anything changes: a container whose files cannot be written is refused untouched. */
@@ -474,7 +254,8 @@ static int check_writable(const struct hook *h, struct rn_error *err)
 			"its root filesystem is read-only (root.readonly in config.json), so "
 			"rdmans-hook cannot write " NCCL_CONF
 			" there; NCCL in it would run without the resolved settings. Set the "
-			"annotation " ANN_CONF ": \"off\" to start it anyway (then give NCCL its "
+			"annotation " RN_ANN_CONF
+			": \"off\" to start it anyway (then give NCCL its "
 			"settings through the environment: 'rdmans env --netns PID' prints them)");
 	return 0;
 }
@@ -502,7 +283,7 @@ static int write_files(struct hook *h, const struct rn_nccl_result *res, struct 
 	if (r == 0)
 		r = rn_rootfs_write(rootfd, PROFILE_SCRIPT, sh, 0644, err);
 	if (r == -EROFS)
-		rn_error_wrap(err, "set the annotation " ANN_CONF
+		rn_error_wrap(err, "set the annotation " RN_ANN_CONF
 				   ": \"off\" to start it without the file");
 	return r;
 }
@@ -604,9 +385,10 @@ static void usage(FILE *out)
 	      "An OCI hook (createRuntime or prestart): reads the container's state on stdin.\n"
 	      "--stage precreate (podman): reads the OCI config on stdin and prints it with the "
 	      "NCCL settings in process.env.\n"
-	      "Annotations: " ANN_DEVICES ": DEV[,DEV...]|all  " ANN_NCCL ": {\"profile\":..., "
+	      "Annotations: " RN_ANN_DEVICES ": DEV[,DEV...]|all  " RN_ANN_NCCL
+	      ": {\"profile\":..., "
 	      "\"env\":{...}}\n"
-	      "             " ANN_PROFILE ": NAME  " ANN_CONF ": on|off|sockets\n"
+	      "             " RN_ANN_PROFILE ": NAME  " RN_ANN_CONF ": on|off|sockets\n"
 	      "See rdmans-hook(8).\n",
 	      out);
 }
@@ -624,36 +406,36 @@ static int run(struct hook *h, int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct rn_nccl_layer layers[8];
+	struct rn_nccl_layer layers[RN_POD_MAX_LAYERS];
 	size_t n_layers = 0;
 	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
 	_cleanup_free_ char *input = NULL;
 	size_t input_len = 0;
 	_cleanup_close_ int nsfd = -1, hostfd = -1;
 	struct rn_error err = { 0 };
-	const char *ann_devices;
-	bool moved = false, files, precreate = false;
+	size_t n_moved = 0;
+	bool files, precreate = false;
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, "d:ap:c:n:s:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
-			if (add_devices(h, optarg, "--device", &err) < 0)
+			if (rn_pod_ask_add_devices(&h->ask, optarg, "--device", &err) < 0)
 				return fail_err(h, &err);
 			break;
 		case 'a':
-			h->all = true;
+			h->ask.all = true;
 			break;
 		case 'p':
 			if (rn_nccl_profile_check(optarg, &err) < 0)
 				return fail_err(h, &err);
-			h->profile = optarg;
+			h->sources.profile = optarg;
 			break;
 		case 'c':
-			h->config = optarg;
+			h->sources.config = optarg;
 			break;
 		case 'n':
-			h->cni_config = optarg;
+			h->sources.cni_config = optarg;
 			break;
 		case 's':
 			precreate = strcmp(optarg, "precreate") == 0;
@@ -686,23 +468,16 @@ static int run(struct hook *h, int argc, char **argv)
 	if (r < 0)
 		return fail_err(h, &err);
 
-	ann_devices = annotation(h, ANN_DEVICES);
-	h->ann_nccl = annotation(h, ANN_NCCL);
-	h->ann_profile = annotation(h, ANN_PROFILE);
-	h->ann_conf = annotation(h, ANN_CONF);
 	h->sandbox = (annotation(h, "io.kubernetes.cri-o.ContainerType") &&
 		      strcmp(annotation(h, "io.kubernetes.cri-o.ContainerType"), "sandbox") == 0) ||
 		     (annotation(h, "io.kubernetes.cri.container-type") &&
 		      strcmp(annotation(h, "io.kubernetes.cri.container-type"), "sandbox") == 0);
-	if (ann_devices && add_devices(h, ann_devices, "annotation " ANN_DEVICES, &err) < 0)
+	if (rn_pod_ask_from_annotations(&h->ask, annotation_of, h, &err) < 0)
 		return fail_err(h, &err);
-	if (h->ann_conf && strcmp(h->ann_conf, "off") != 0 && strcmp(h->ann_conf, "on") != 0 &&
-	    strcmp(h->ann_conf, "sockets") != 0)
-		return fail(h, "annotation " ANN_CONF " must be \"on\", \"off\" or \"sockets\"");
-	files = !h->sandbox && !(h->ann_conf && strcmp(h->ann_conf, "off") == 0);
+	files = !h->sandbox && !rn_pod_ask_conf_off(&h->ask);
 
 	/* Nothing asked for: not our container (precreate: the config goes back as it came). */
-	if (h->n_devices == 0 && !h->all && !h->ann_nccl && !h->ann_profile)
+	if (!rn_pod_ask_any(&h->ask))
 		return precreate && precreate_print(h, NULL, &err) < 0 ? fail_err(h, &err) : 0;
 
 	if (open_netns(h, &nsfd, &err) < 0)
@@ -727,13 +502,13 @@ static int run(struct hook *h, int argc, char **argv)
 			       "RDMA devices into it nor writes NCCL settings for it; remove the "
 			       "rdmans.io annotations or give it a network namespace");
 
-	r = load_layers(h, layers, &n_layers, &err);
+	r = rn_pod_ask_layers(&h->ask, &h->sources, layers, &n_layers, &err);
 	if (r == 0 && files)
 		r = check_writable(h, &err);
-	if (r == 0 && (h->n_devices || h->all))
-		r = move_devices(h, nsfd, &moved, &err);
+	if (r == 0 && (h->ask.n_devices || h->ask.all))
+		r = rn_pod_ask_move(&h->ask, nsfd, h->ns_desc, NULL, 0, &n_moved, &err);
 	if (r == 0 && !h->sandbox && (files || precreate))
-		r = resolve(h, nsfd, layers, n_layers, moved ? 3000 : 0, &res, &err);
+		r = resolve(h, nsfd, layers, n_layers, n_moved ? 3000 : 0, &res, &err);
 	if (r == 0 && precreate)
 		r = precreate_print(h, h->sandbox ? NULL : &res, &err);
 	else if (r == 0 && files)

@@ -3,8 +3,9 @@
 
 src/lib is flat: four static libraries are built from it and a file's name
 says which one it belongs to (ipam_*, etcd_* -> rdmans-ipam; *_json -> rdmans-json;
-ping* -> rdmans-ping (librdmacm, linked into the CLI only);
-everything else -> rdmans, the core). Each external library stays inside its
+ping* -> rdmans-ping (librdmacm, linked into the CLI only); pod_* -> rdmans-json
+(what a pod's annotations ask: rdmans-hook and rdmans-nri); nri_wire -> rdmans-nri-wire
+(protobuf-c); nri* -> rdmans-nri; everything else -> rdmans, the core). Each external library stays inside its
 one module. Usage: layout.py SOURCE_ROOT (TAP on stdout).
 """
 import pathlib
@@ -31,7 +32,10 @@ owners = {
     "infiniband/": {"src/lib/verbs.c", "src/lib/ping.c"},
     "rdma/rdma_cma.h": {"src/lib/ping.c"},  # librdmacm (rdma/rdma_netlink.h is the kernel's uapi)
     "rdma/rdma_verbs.h": {"src/lib/ping.c"},
+    # protobuf-c (rdmans-nri's NRI and ttrpc messages); the generated *.pb-c.h include it
+    "protobuf-c/": {"src/lib/nri_wire.c"},
 }
+pb_c = re.compile(r'^\s*#\s*include\s*"[^"]*\.pb-c\.h"', re.M)
 include = re.compile(r'^\s*#\s*include\s*<([^>]+)>', re.M)
 sources = sorted(p for p in (root / "src").rglob("*") if p.suffix in (".c", ".h"))
 sources += sorted((root / "include").rglob("*.h"))
@@ -45,6 +49,9 @@ for prefix, allowed in owners.items():
             if h.startswith(prefix):
                 bad.append(f"{rel} includes <{h}>: only {', '.join(sorted(allowed))} may")
     check(f"<{prefix}...> only in {', '.join(sorted(allowed))}", bad)
+bad = [str(p.relative_to(root)) + " includes a generated *.pb-c.h: only src/lib/nri_wire.c may"
+       for p in sources if str(p.relative_to(root)) != "src/lib/nri_wire.c" and pb_c.search(p.read_text())]
+check("generated protobuf-c headers only in src/lib/nri_wire.c", bad)
 
 
 # 2. every src/lib/*.c is in exactly one library, the one its name says
@@ -53,8 +60,12 @@ def library_of(name):
         return "rdmans-ipam"
     if name.startswith("ping"):
         return "rdmans-ping"
-    if name.endswith("_json.c"):
+    if name.endswith("_json.c") or name.startswith("pod_"):
         return "rdmans-json"
+    if name == "nri_wire.c":
+        return "rdmans-nri-wire"
+    if name.startswith("nri"):
+        return "rdmans-nri"
     return "rdmans"
 
 
