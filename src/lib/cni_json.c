@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The CNI protocol: environment, CNI_ARGS, versions, output, stdin (rdmans/cni_json.h). */
 #include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/cni_json.h"
+#include "rdmans/json_cleanup.h"
 #include "rdmans/util.h"
 
 /* ---- environment ---- */
@@ -245,4 +249,214 @@ int rn_cni_read_input(int fd, size_t max, const char *what, char **ret, size_t *
 fail:
 	free_zeroed(buf, len);
 	return r;
+}
+
+/* ---- the skeleton ---- */
+
+const char *rn_cni_json_type(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+	case JSON_REAL:
+		return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	default:
+		return "null";
+	}
+}
+
+int rn_cni_fail(struct rn_cni_failure *f, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (f->code)
+		return -1;
+	f->code = code;
+	va_start(ap, fmt);
+	vsnprintf(f->msg, sizeof(f->msg), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int rn_cni_conf_decode(const char *text, size_t len, int oldest, const char *plugin,
+		       json_t **ret_doc, const char **ret_version, int *ret_ver,
+		       struct rn_cni_failure *f)
+{
+	_cleanup_json_ json_t *doc = NULL;
+	struct rn_error err = { 0 };
+	const char *version = "0.1.0"; /* libcni's reading of a configuration without one */
+	json_error_t jerr;
+	json_t *v;
+	int ver;
+
+	if (len == 0)
+		return rn_cni_fail(f, CNI_ERR_DECODE,
+				   "no network configuration on stdin (expected a JSON object)");
+	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!doc)
+		return rn_cni_fail(f, CNI_ERR_DECODE,
+				   "cannot decode the network configuration on stdin: %s (line %d, "
+				   "column %d)",
+				   jerr.text, jerr.line, jerr.column);
+	if (!json_is_object(doc))
+		return rn_cni_fail(f, CNI_ERR_DECODE,
+				   "the network configuration must be a JSON object, not %s",
+				   rn_cni_json_type(doc));
+	v = json_object_get(doc, "cniVersion");
+	if (v && (!json_is_string(v) || json_string_length(v) == 0))
+		return rn_cni_fail(
+			f, CNI_ERR_INVALID_CONFIG,
+			"'cniVersion' must be a version string such as \"1.0.0\", not %s",
+			json_is_string(v) ? "\"\"" : rn_cni_json_type(v));
+	if (v)
+		version = json_string_value(v);
+	ver = rn_cni_version_check(version, oldest, plugin, &err);
+	if (ver < 0)
+		return v ? rn_cni_fail(f, CNI_ERR_INCOMPATIBLE, "%s", err.msg)
+			 : rn_cni_fail(f, CNI_ERR_INCOMPATIBLE,
+				       "the network configuration has no 'cniVersion', which "
+				       "reads as 0.1.0: %s",
+				       err.msg);
+	*ret_doc = TAKE_PTR(doc);
+	*ret_version = version;
+	*ret_ver = ver;
+	return 0;
+}
+
+static void about(const struct rn_cni_plugin *plugin)
+{
+	struct rn_error err = { 0 };
+	const char *list;
+
+	/* the versions it speaks, in the words of the version check */
+	(void)rn_cni_version_check("", plugin->oldest, plugin->name, &err);
+	list = strstr(err.msg, "(it supports ");
+	fprintf(stderr, "%s %s, a CNI plugin speaking CNI %.*s\n", plugin->name, RDMANS_VERSION,
+		list ? (int)strlen(list) - 14 : 0, list ? list + 13 : "");
+}
+
+static int read_config(struct rn_cni_call *call)
+{
+	struct rn_error err = { 0 };
+	int r = rn_cni_read_input(STDIN_FILENO, RN_CNI_STDIN_MAX, "the network configuration",
+				  &call->input, &call->input_len, &err);
+
+	if (r == -EBADF) { /* no stdin at all: an empty configuration */
+		call->input_len = 0;
+		call->input = calloc(1, 1);
+		return call->input ? 0 : rn_cni_fail(&call->fail, CNI_ERR_IO, "out of memory");
+	}
+	if (r < 0)
+		return rn_cni_fail(&call->fail, r == -EFBIG ? CNI_ERR_DECODE : CNI_ERR_IO, "%s",
+				   err.msg);
+	while (call->input_len > 0 && strchr(" \t\r\n", call->input[call->input_len - 1]))
+		call->input[--call->input_len] = '\0'; /* only white space reads as nothing */
+	return 0;
+}
+
+/* ret_ran: whether the verb ran (a failure before it is the input's) */
+static int dispatch(const struct rn_cni_plugin *plugin, void *data, struct rn_cni_call *call,
+		    const char **ret_out_version, bool *ret_ran)
+{
+	const struct {
+		const char *name;
+		int (*fn)(struct rn_cni_call *call, void *data);
+	} verbs[] = {
+		{ "ADD", plugin->add },	      { "DEL", plugin->del }, { "CHECK", plugin->check },
+		{ "STATUS", plugin->status }, { "GC", plugin->gc },
+	};
+	const char *command = call->env.command;
+	int (*fn)(struct rn_cni_call *, void *) = NULL;
+	bool known = false;
+
+	if (!command) {
+		about(plugin);
+		return rn_cni_fail(
+			&call->fail, CNI_ERR_INVALID_ENV,
+			"CNI_COMMAND is not set: %s is a CNI plugin, run by a container "
+			"runtime with CNI_COMMAND=ADD|DEL|CHECK|STATUS|GC|VERSION and the "
+			"network configuration on stdin (see %s(8))",
+			plugin->name, plugin->name);
+	}
+	if (strcmp(command, "VERSION") == 0) {
+		/* stdin is not read: VERSION needs nothing from it (as pkg/skel) */
+		if (rn_cni_print_version(RN_CNI_VERSION_LATEST, plugin->oldest) < 0)
+			return rn_cni_fail(&call->fail, CNI_ERR_IO, "cannot write to stdout");
+		return 0;
+	}
+	for (size_t i = 0; i < RN_ARRAY_SIZE(verbs); i++)
+		if (strcmp(command, verbs[i].name) == 0) {
+			known = true;
+			fn = verbs[i].fn;
+		}
+	if (!known)
+		return rn_cni_fail(
+			&call->fail, CNI_ERR_INVALID_ENV,
+			"unknown CNI_COMMAND '%s' (ADD, DEL, CHECK, STATUS, GC or VERSION)",
+			command);
+	if (read_config(call) < 0 ||
+	    rn_cni_conf_decode(call->input, call->input_len, plugin->oldest, plugin->name,
+			       &call->doc, &call->version, &call->ver, &call->fail) < 0)
+		return -1;
+	*ret_out_version = call->version;
+	if (strcmp(command, "CHECK") == 0 && call->ver < 40)
+		return rn_cni_fail(
+			&call->fail, CNI_ERR_INCOMPATIBLE,
+			"CHECK needs cniVersion 0.4.0 or later (the configuration says %s)",
+			call->version);
+	if (plugin->prepare && plugin->prepare(call, data) < 0)
+		return -1;
+	if (!fn)
+		return rn_cni_fail(&call->fail, CNI_ERR_INVALID_ENV, "%s does not implement %s",
+				   plugin->name, command);
+	*ret_ran = true;
+	return fn(call, data);
+}
+
+int rn_cni_main(const struct rn_cni_plugin *plugin, void *data)
+{
+	struct rn_cni_call call = { 0 };
+	const char *out_version = RN_CNI_VERSION_LATEST;
+	const char *fired;
+	bool ran = false;
+	long writes;
+	int r;
+
+	(void)signal(SIGPIPE, SIG_IGN); /* a runtime that stops reading: EPIPE, not death */
+	rn_cni_env_read(&call.env);
+	r = dispatch(plugin, data, &call, &out_version, &ran);
+	if (r < 0 && !ran && call.env.command && strcmp(call.env.command, "DEL") == 0 &&
+	    plugin->del_refused)
+		r = plugin->del_refused(&call, data);
+	writes = rn_fault_io_count(&fired);
+	if (writes >= 0 && getenv("RDMANS_FAULT_IO"))
+		/* test builds: how many state/store writes this run made (tests/netns/io-faults.sh) */
+		fprintf(stderr, "%s: fault injection: %s made %ld writes%s%s\n", plugin->name,
+			call.env.command ? call.env.command : "-", writes,
+			fired ? ", failed: " : "", fired ? fired : "");
+	if (r < 0) {
+		if (!call.fail.code)
+			(void)rn_cni_fail(&call.fail, CNI_ERR_IO, "%s failed",
+					  call.env.command ? call.env.command : "the call");
+		if (plugin->log_failure)
+			plugin->log_failure(&call, data);
+		else
+			fprintf(stderr, "%s: %s: %s%s%s\n", plugin->name,
+				call.env.command ? call.env.command : "-", call.fail.msg,
+				call.fail.details[0] ? ": " : "", call.fail.details);
+		(void)rn_cni_print_error(out_version, call.fail.code, call.fail.msg,
+					 call.fail.details);
+	}
+	if (call.doc)
+		json_decref(call.doc);
+	free_zeroed(call.input, call.input_len); /* it may hold an etcd password */
+	return r < 0 ? 1 : 0;
 }
