@@ -77,6 +77,7 @@ struct rn_move_request {
 	const char *target_desc; /* for messages: "netns 'pod1'", "the netns of PID 42" */
 	bool with_netdev; /* take the netdev bound to port 1 along */
 	const char *netdev_name; /* new name of that netdev in the target, NULL keeps it */
+	bool host_only; /* a device in another netns is another pod's: -EBUSY, never taken */
 };
 
 struct rn_move_result {
@@ -91,7 +92,8 @@ struct rn_move_result {
  * holds it into the target. Checks first, changes after: nothing moves when
  * the device is unknown, already there, or the mode is shared. The RDMA
  * device moves first; when its netdev then fails to follow, the device is
- * moved back.
+ * moved back. -EALREADY when it is in the target; with host_only, -EBUSY
+ * when it is in any other netns than the host's.
  */
 int rn_move(const struct rn_move_request *req, struct rn_move_result *res, struct rn_error *err);
 

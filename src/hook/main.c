@@ -36,10 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "hook.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/cni_json.h"
 #include "rdmans/discover.h"
@@ -49,48 +49,6 @@
 #include "rdmans/oci_config_json.h"
 #include "rdmans/rootfs.h"
 #include "rdmans/util.h"
-
-#define ANN_DEVICES "rdmans.io/devices"
-#define ANN_NCCL "rdmans.io/nccl"
-#define ANN_PROFILE "rdmans.io/nccl-profile"
-#define ANN_CONF "rdmans.io/nccl-conf"
-
-#define MAX_DEVICES 64
-#define MAX_STATE_BYTES (1 << 20)
-#define MAX_CONFIG_BYTES (16 << 20) /* config.json, also the precreate stage's stdin */
-#define MAX_NCCL_CONF_BYTES (1 << 20)
-#define NCCL_CONF "/etc/nccl.conf"
-#define PROFILE_SCRIPT "/etc/profile.d/rdmans-nccl.sh"
-
-struct hook {
-	/* from the command line */
-	const char *config, *cni_config, *profile;
-	char *devices[MAX_DEVICES];
-	size_t n_devices;
-	bool all; /* --all, or "all" in rdmans.io/devices: the pod's own devices */
-	/* from the state and config.json */
-	char id[256];
-	pid_t pid;
-	char bundle[PATH_MAX];
-	char rootfs[PATH_MAX];
-	bool readonly;
-	bool sandbox; /* a pod's infra container: devices yes, files no */
-	const char *ann_nccl, *ann_profile, *ann_conf;
-	json_t *state, *config_json;
-	struct rn_oci_config *oci; /* --stage precreate: the config on stdin */
-	char ns_desc[PATH_MAX + 16]; /* the container's netns, for messages */
-};
-
-static void hook_free(struct hook *h)
-{
-	for (size_t i = 0; i < h->n_devices; i++)
-		free(h->devices[i]);
-	if (h->state)
-		json_decref(h->state);
-	if (h->config_json)
-		json_decref(h->config_json);
-	rn_oci_config_free(h->oci);
-}
 
 /* One line on stderr, naming the stage or the container when known, and the
  * same line to syslog: crun (1.28) and podman's precreate stage drop a hook's
@@ -123,130 +81,6 @@ static int fail_err(const struct hook *h, const struct rn_error *err)
 	return fail(h, err->msg[0] ? err->msg : strerror(err->code));
 }
 
-/* "irdma0,irdma1" -> h->devices (deduplicated). */
-static int add_devices(struct hook *h, const char *list, const char *from, struct rn_error *err)
-{
-	_cleanup_free_ char *copy = strdup(list);
-	char *save = NULL;
-
-	if (!copy)
-		return rn_error_set(err, ENOMEM, "out of memory");
-	for (char *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
-		bool dup = false;
-		int r;
-
-		if (strcmp(t, "all") == 0) {
-			h->all = true;
-			continue;
-		}
-		r = rn_name_check("RDMA device", t, RN_RDMA_NAME_MAX - 1, err);
-		if (r < 0)
-			return rn_error_wrap(err, "%s", from);
-		for (size_t i = 0; i < h->n_devices; i++)
-			dup = dup || strcmp(h->devices[i], t) == 0;
-		if (dup)
-			continue;
-		if (h->n_devices == MAX_DEVICES)
-			return rn_error_set(err, E2BIG, "%s: more than %d RDMA devices", from,
-					    MAX_DEVICES);
-		h->devices[h->n_devices] = strdup(t);
-		if (!h->devices[h->n_devices])
-			return rn_error_set(err, ENOMEM, "out of memory");
-		h->n_devices++;
-	}
-	return 0;
-}
-
-static const char *annotation(const struct hook *h, const char *key)
-{
-	json_t *v;
-
-	if (h->oci)
-		return rn_oci_config_annotation(h->oci, key);
-	v = json_object_get(json_object_get(h->state, "annotations"), key);
-	if (!v)
-		v = json_object_get(json_object_get(h->config_json, "annotations"), key);
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-static int parse_state(struct hook *h, const char *text, struct rn_error *err)
-{
-	json_error_t jerr;
-	json_t *id, *pid, *bundle, *ann;
-
-	h->state = json_loads(text, 0, &jerr);
-	if (!h->state || !json_is_object(h->state))
-		return rn_error_set(err, EINVAL,
-				    "the input on stdin is not an OCI state (expected the "
-				    "runtime's JSON {ociVersion, id, pid, bundle, ...}; %s%s)",
-				    h->state ? "got something else" : "parse error: ",
-				    h->state ? "" : jerr.text);
-	id = json_object_get(h->state, "id");
-	pid = json_object_get(h->state, "pid");
-	bundle = json_object_get(h->state, "bundle");
-	ann = json_object_get(h->state, "annotations");
-	if (json_is_string(id))
-		snprintf(h->id, sizeof(h->id), "%s", json_string_value(id));
-	if (!json_is_string(id) || !json_is_string(bundle) || !json_is_integer(pid))
-		return rn_error_set(err, EINVAL,
-				    "the OCI state on stdin lacks %s (rdmans-hook runs as a "
-				    "createRuntime or prestart hook, where the runtime passes "
-				    "them)",
-				    !json_is_string(id)	      ? "\"id\""
-				    : !json_is_string(bundle) ? "\"bundle\""
-							      : "a numeric \"pid\"");
-	if (json_integer_value(pid) <= 0 || json_integer_value(pid) > INT_MAX)
-		return rn_error_set(err, EINVAL,
-				    "the OCI state says pid %" JSON_INTEGER_FORMAT
-				    ": the container has no process yet (run rdmans-hook at "
-				    "createRuntime or prestart, not earlier)",
-				    json_integer_value(pid));
-	if (ann && !json_is_object(ann))
-		return rn_error_set(err, EINVAL,
-				    "\"annotations\" in the OCI state is not an object");
-	h->pid = (pid_t)json_integer_value(pid);
-	if ((size_t)snprintf(h->bundle, sizeof(h->bundle), "%s", json_string_value(bundle)) >=
-		    sizeof(h->bundle) ||
-	    h->bundle[0] != '/')
-		return rn_error_set(err, EINVAL,
-				    "bundle '%s' in the OCI state is not an absolute path",
-				    json_string_value(bundle));
-	return 0;
-}
-
-static int read_config(struct hook *h, struct rn_error *err)
-{
-	char path[PATH_MAX + 16];
-	json_error_t jerr;
-	json_t *root, *rpath, *ro;
-
-	snprintf(path, sizeof(path), "%s/config.json", h->bundle);
-	{
-		_cleanup_free_ char *text = NULL;
-		size_t len = 0;
-		int r = rn_read_regular(path, MAX_CONFIG_BYTES, "the bundle's", &text, &len, err);
-
-		if (r < 0)
-			return r;
-		h->config_json = json_loadb(text, len, 0, &jerr);
-	}
-	if (!h->config_json)
-		return rn_error_set(err, EINVAL, "cannot read the bundle's %s: %s", path,
-				    jerr.text);
-	root = json_object_get(h->config_json, "root");
-	rpath = json_object_get(root, "path");
-	ro = json_object_get(root, "readonly");
-	if (!json_is_string(rpath) || !json_string_value(rpath)[0])
-		return rn_error_set(err, EINVAL, "%s has no root.path", path);
-	h->readonly = json_is_true(ro);
-	if (json_string_value(rpath)[0] == '/')
-		snprintf(h->rootfs, sizeof(h->rootfs), "%s", json_string_value(rpath));
-	else if ((size_t)snprintf(h->rootfs, sizeof(h->rootfs), "%s/%s", h->bundle,
-				  json_string_value(rpath)) >= sizeof(h->rootfs))
-		return rn_error_set(err, ENAMETOOLONG, "the rootfs path is too long");
-	return 0;
-}
-
 /* ---- devices ---- */
 
 static bool in_devs(const struct rn_rdma_devs *devs, const char *name)
@@ -276,7 +110,7 @@ static int add_pod_devices(struct hook *h, int nsfd, struct rn_error *err)
 			"or host-device/SR-IOV on an RDMA NIC; or name the device: "
 			"rdmans.io/rdma=DEV)");
 	for (size_t i = 0; i < n; i++) {
-		r = add_devices(h, names[i], "rdmans.io/rdma=all", err);
+		r = hook_add_devices(h, names[i], "rdmans.io/rdma=all", err);
 		if (r < 0)
 			return r;
 	}
@@ -298,24 +132,14 @@ static int move_devices(struct hook *h, int nsfd, bool *moved, struct rn_error *
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < h->n_devices; i++) {
-		struct rn_located_dev loc = { 0 };
 		struct rn_move_request req = { .dev = h->devices[i],
 					       .target_nsfd = nsfd,
-					       .target_desc = h->ns_desc };
+					       .target_desc = h->ns_desc,
+					       .host_only = true };
 		struct rn_move_result res;
 
 		if (in_devs(&here, h->devices[i]))
 			continue; /* moved by an earlier container of the pod, or a restart */
-		r = rn_discover_find(h->devices[i], &loc, NULL, err);
-		if (r < 0)
-			return r;
-		rn_rdma_dev_free(&loc.dev);
-		if (!loc.netns.is_host)
-			return rn_error_set(err, EBUSY,
-					    "RDMA device %s is in another pod's network namespace "
-					    "(%s%s): it is not taken from there",
-					    h->devices[i], loc.netns.name[0] ? "netns " : "",
-					    loc.netns.name[0] ? loc.netns.name : loc.netns.path);
 		r = rn_move(&req, &res, err);
 		if (r == -EALREADY) {
 			rn_error_clear(err);
@@ -383,7 +207,7 @@ static int resolve(struct hook *h, int nsfd, const struct rn_nccl_layer *layers,
 	struct rn_nccl_request req = { .layers = layers, .n_layers = n };
 	char note[RN_NCCL_DETAIL_MAX] = "";
 	struct rn_nccl_version version = { 0 };
-	struct timespec start, now;
+	long deadline = rn_now_ms() + patience_ms;
 	int r;
 
 	image_nccl(h, &version, note, sizeof(note));
@@ -392,10 +216,8 @@ static int resolve(struct hook *h, int nsfd, const struct rn_nccl_layer *layers,
 	req.sockets_ok = h->ann_conf && strcmp(h->ann_conf, "sockets") == 0;
 	req.sockets_origin = "annotation " ANN_CONF;
 
-	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
-		long waited;
 
 		rn_nccl_result_free(out);
 		rn_error_clear(err);
@@ -406,10 +228,7 @@ static int resolve(struct hook *h, int nsfd, const struct rn_nccl_layer *layers,
 			return r;
 		if (r == 0 && settled(h, &node, out))
 			return 0;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		waited = (now.tv_sec - start.tv_sec) * 1000 +
-			 (now.tv_nsec - start.tv_nsec) / 1000000;
-		if (waited >= patience_ms)
+		if (rn_now_ms() >= deadline)
 			break;
 		usleep(50 * 1000);
 	}
@@ -638,7 +457,7 @@ static int run(struct hook *h, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "d:ap:c:n:s:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
-			if (add_devices(h, optarg, "--device", &err) < 0)
+			if (hook_add_devices(h, optarg, "--device", &err) < 0)
 				return fail_err(h, &err);
 			break;
 		case 'a':
@@ -681,20 +500,21 @@ static int run(struct hook *h, int argc, char **argv)
 		r = read_precreate(h, &err);
 	else if ((r = rn_cni_read_input(STDIN_FILENO, MAX_STATE_BYTES, "the OCI state", &input,
 					&input_len, &err)) == 0 &&
-		 (r = parse_state(h, input, &err)) == 0)
-		r = read_config(h, &err);
+		 (r = hook_parse_state(h, input, &err)) == 0)
+		r = hook_read_config(h, &err);
 	if (r < 0)
 		return fail_err(h, &err);
 
-	ann_devices = annotation(h, ANN_DEVICES);
-	h->ann_nccl = annotation(h, ANN_NCCL);
-	h->ann_profile = annotation(h, ANN_PROFILE);
-	h->ann_conf = annotation(h, ANN_CONF);
-	h->sandbox = (annotation(h, "io.kubernetes.cri-o.ContainerType") &&
-		      strcmp(annotation(h, "io.kubernetes.cri-o.ContainerType"), "sandbox") == 0) ||
-		     (annotation(h, "io.kubernetes.cri.container-type") &&
-		      strcmp(annotation(h, "io.kubernetes.cri.container-type"), "sandbox") == 0);
-	if (ann_devices && add_devices(h, ann_devices, "annotation " ANN_DEVICES, &err) < 0)
+	ann_devices = hook_annotation(h, ANN_DEVICES);
+	h->ann_nccl = hook_annotation(h, ANN_NCCL);
+	h->ann_profile = hook_annotation(h, ANN_PROFILE);
+	h->ann_conf = hook_annotation(h, ANN_CONF);
+	h->sandbox =
+		(hook_annotation(h, "io.kubernetes.cri-o.ContainerType") &&
+		 strcmp(hook_annotation(h, "io.kubernetes.cri-o.ContainerType"), "sandbox") == 0) ||
+		(hook_annotation(h, "io.kubernetes.cri.container-type") &&
+		 strcmp(hook_annotation(h, "io.kubernetes.cri.container-type"), "sandbox") == 0);
+	if (ann_devices && hook_add_devices(h, ann_devices, "annotation " ANN_DEVICES, &err) < 0)
 		return fail_err(h, &err);
 	if (h->ann_conf && strcmp(h->ann_conf, "off") != 0 && strcmp(h->ann_conf, "on") != 0 &&
 	    strcmp(h->ann_conf, "sockets") != 0)

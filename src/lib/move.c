@@ -102,6 +102,14 @@ int rn_move(const struct rn_move_request *req, struct rn_move_result *res, struc
 				 loc.dev.name, req->target_desc);
 		goto out;
 	}
+	if (req->host_only && !loc.netns.is_host) {
+		r = rn_error_set(err, EBUSY,
+				 "RDMA device %s is in another pod's network namespace (%s%s): it "
+				 "is not taken from there",
+				 loc.dev.name, loc.netns.name[0] ? "netns " : "",
+				 loc.netns.name[0] ? loc.netns.name : loc.netns.path);
+		goto out;
+	}
 
 	if (req->with_netdev) {
 		port = loc.dev.nports ? &loc.dev.ports[0] : NULL;
