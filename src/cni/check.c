@@ -7,7 +7,7 @@
 #include "cni.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/netns.h"
-#include "rdmans/rdma.h"
+#include "rdmans/rdma_nl.h"
 
 int cni_cmd_check(struct cni_ctx *ctx)
 {

@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "rdmans/attach.h"
-#include "rdmans/cni_json.h"
+#include "rdmans/cni_protocol.h"
 #include "rdmans/cni_state.h"
 #include "rdmans/error.h"
 #include "rdmans/json_cleanup.h"
@@ -34,7 +34,7 @@ enum {
 	RN_CNI_SOFT_ROCE = 110, /* softRoce cannot work here (exclusive mode, an old rxe) */
 };
 
-/* The oldest CNI version rdma-netns speaks (0.3.0; rdmans/cni_json.h numbers them). */
+/* The oldest CNI version rdma-netns speaks (0.3.0; rdmans/cni_protocol.h numbers them). */
 #define CNI_OLDEST 30
 
 struct cni_conf {

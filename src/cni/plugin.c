@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * rdma-netns on the CNI skeleton (rn_cni_main, rdmans/cni_json.h): the
+ * rdma-netns on the CNI skeleton (rn_cni_main, rdmans/cni_protocol.h): the
  * configuration and environment read into one cni_ctx, the verbs of
  * add.c, del.c and check.c, their failure handed back to the skeleton.
  */
@@ -11,7 +11,7 @@
 #include "cni.h"
 #include "rdmans/util.h"
 
-/* ---- the verbs, on the skeleton's call (rdmans/cni_json.h) ---- */
+/* ---- the verbs, on the skeleton's call (rdmans/cni_protocol.h) ---- */
 
 static struct cni_ctx ctx; /* large: off the stack */
 

@@ -8,7 +8,7 @@
 
 #include "hook.h"
 #include "rdmans/cleanup.h"
-#include "rdmans/rdma.h"
+#include "rdmans/rdma_nl.h"
 #include "rdmans/util.h"
 
 void hook_free(struct hook *h)

@@ -18,7 +18,7 @@
 
 #include "config.h"
 #include "rdmans/cleanup.h"
-#include "rdmans/cni_json.h"
+#include "rdmans/cni_protocol.h"
 #include "rdmans/util.h"
 #include "rdmans/ipam.h"
 #include "rdmans/json_cleanup.h"
@@ -30,7 +30,7 @@ enum {
 	IPAM_CHECK_FAILED = 102, /* CHECK: the addresses are not held as ADD left them */
 };
 
-/* The oldest CNI version rdma-netns-ipam speaks: 0.1.0 (rdmans/cni_json.h numbers them). */
+/* The oldest CNI version rdma-netns-ipam speaks: 0.1.0 (rdmans/cni_protocol.h numbers them). */
 #define IPAM_OLDEST 10
 
 struct plugin {
@@ -441,7 +441,7 @@ static int cmd_gc(struct rn_cni_call *call, void *data)
 	return 0;
 }
 
-/* ---- the skeleton's hooks (rdmans/cni_json.h) --------------------------------- */
+/* ---- the skeleton's hooks (rdmans/cni_protocol.h) --------------------------------- */
 
 /* The configuration (DEL and GC read only its store), the log, the environment, the store. */
 static int prepare(struct rn_cni_call *call, void *data)

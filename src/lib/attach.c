@@ -17,8 +17,9 @@
 #include "rdmans/attach.h"
 #include "rdmans/discover.h"
 #include "rdmans/link.h"
+#include "rdmans/move.h"
 #include "rdmans/netns.h"
-#include "rdmans/rdma.h"
+#include "rdmans/rdma_nl.h"
 #include "rdmans/sysfs.h"
 #include "rdmans/util.h"
 

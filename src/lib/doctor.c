@@ -27,7 +27,7 @@
 #include "rdmans/doctor.h"
 #include "rdmans/link.h"
 #include "rdmans/netns.h"
-#include "rdmans/rdma.h"
+#include "rdmans/rdma_nl.h"
 #include "rdmans/rootfs.h"
 #include "rdmans/util.h"
 #include "rdmans/verbs.h"

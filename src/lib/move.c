@@ -4,6 +4,7 @@
 
 #include "rdmans/discover.h"
 #include "rdmans/link.h"
+#include "rdmans/move.h"
 
 struct move_job {
 	const struct rn_located_dev *loc;

@@ -19,7 +19,7 @@
 #include "rdmans/link.h"
 #include "rdmans/nccl.h"
 #include "rdmans/netns.h"
-#include "rdmans/rdma.h"
+#include "rdmans/rdma_nl.h"
 #include "rdmans/sysfs.h"
 #include "rdmans/util.h"
 

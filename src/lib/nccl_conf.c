@@ -18,6 +18,7 @@
 
 #include "rdmans/cleanup.h"
 #include "rdmans/nccl.h"
+#include "rdmans/nccl_conf.h"
 #include "rdmans/util.h"
 
 #define BLOCK_BEGIN "# rdmans: begin"

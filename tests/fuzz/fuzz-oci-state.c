@@ -10,7 +10,7 @@
 #include "hook.h"
 #include "rdmans/nccl.h"
 #include "rdmans/nccl_json.h"
-#include "rdmans/rdma.h"
+#include "rdmans/rdma_nl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

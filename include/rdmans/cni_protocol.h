@@ -10,12 +10,13 @@
  *   - the bounded read of a JSON document on stdin (also the OCI hook's
  *     state), which a runtime that keeps the pipe open cannot hang.
  *
- * In librdmans-json (jansson, front ends only; "_json" names that library).
+ * In librdmans-json (jansson, front ends only), with the skeleton both
+ * plugins run (rn_cni_main).
  * The plugins map the negative errnos to the CNI codes below; the messages
  * name what to fix.
  */
-#ifndef RDMANS_CNI_JSON_H
-#define RDMANS_CNI_JSON_H
+#ifndef RDMANS_CNI_PROTOCOL_H
+#define RDMANS_CNI_PROTOCOL_H
 
 #include <jansson.h>
 #include <stdbool.h>

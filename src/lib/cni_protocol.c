@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The CNI protocol: environment, CNI_ARGS, versions, output, stdin (rdmans/cni_json.h). */
+/* The CNI protocol: environment, CNI_ARGS, versions, output, stdin (rdmans/cni_protocol.h). */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 
 #include "config.h"
 #include "rdmans/cleanup.h"
-#include "rdmans/cni_json.h"
+#include "rdmans/cni_protocol.h"
 #include "rdmans/json_cleanup.h"
 #include "rdmans/util.h"
 
