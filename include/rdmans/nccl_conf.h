@@ -44,6 +44,17 @@ int rn_nccl_conf_merge(const struct rn_nccl_result *res, const char *existing, c
 		       char **ret, struct rn_error *err);
 
 /*
+ * Each line of an nccl.conf text as NCCL reads it (src/misc/param.cc
+ * setEnvFile): lines starting with '#' and lines without '=' are skipped,
+ * the name runs to the first '=', the value is the rest of the line, cut at
+ * 1023 bytes, nothing trimmed. fn's non-zero return stops the walk and is
+ * returned; 0 otherwise. The one reader of nccl.conf text.
+ */
+typedef int (*rn_nccl_conf_line_fn)(const char *name, size_t name_len, const char *value,
+				    size_t value_len, void *arg);
+int rn_nccl_conf_each(const char *text, rn_nccl_conf_line_fn fn, void *arg);
+
+/*
  * The value NCCL reads for `name` from an nccl.conf text (the first line
  * NAME=..., cut at 1023 bytes), into buf. false when it sets none.
  */

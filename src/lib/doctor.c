@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/openat2.h>
 #include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,7 +16,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -26,6 +24,7 @@
 #include "rdmans/devnodes.h"
 #include "rdmans/doctor.h"
 #include "rdmans/link.h"
+#include "rdmans/nccl_conf.h"
 #include "rdmans/netns.h"
 #include "rdmans/rdma_nl.h"
 #include "rdmans/rootfs.h"
@@ -38,18 +37,6 @@
 #define CAP_IPC_LOCK_BIT 14
 #define ENVIRON_MAX (4 * 1024 * 1024)
 #define CONF_MAX (1024 * 1024)
-
-/* snprintf for messages, where cutting a long one short is fine. */
-static void sfmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void sfmt(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-}
 
 const char *rn_doctor_status_name(enum rn_doctor_status s)
 {
@@ -305,24 +292,6 @@ int rn_doctor_facts_add_addr(struct rn_doctor_facts *f, const char *netdev, cons
 
 /* ---- process facts ---- */
 
-/* openat2(RESOLVE_IN_ROOT): a path inside the process's root, symlinks resolved there. */
-static int open_in_root(int rootfd, const char *path, int flags)
-{
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC),
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-	};
-	int fd;
-
-	fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-	if (fd >= 0 || errno != ENOSYS)
-		return fd;
-	/* kernels before 5.6: best effort, relative to the root */
-	while (*path == '/')
-		path++;
-	return openat(rootfd, *path ? path : ".", flags | O_CLOEXEC | O_NOFOLLOW);
-}
-
 static int read_proc_file(const char *proc_root, pid_t pid, const char *name, size_t max,
 			  char **ret, size_t *ret_len)
 {
@@ -427,31 +396,23 @@ static const struct rn_doctor_nccl_var *nccl_var(const struct rn_doctor_process 
 	return NULL;
 }
 
-/*
- * An nccl.conf as NCCL reads it (src/misc/param.cc setEnvFile): lines
- * starting with '#' are skipped, the key runs to the first '=', the value is
- * the rest of the line without its newline, nothing is trimmed, values are
- * cut at 1023 bytes, and a variable set already is not replaced.
- */
-static int parse_nccl_conf(struct rn_doctor_process *p, char *text, const char *source)
+struct conf_read {
+	struct rn_doctor_process *p;
+	const char *source;
+};
+
+/* An NCCL_* line of an nccl.conf (rn_nccl_conf_each); a variable set already is not replaced. */
+static int conf_line(const char *name, size_t name_len, const char *value, size_t value_len,
+		     void *arg)
 {
-	char *save = NULL;
+	struct conf_read *c = arg;
+	char v[1024];
 
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *eq = strchr(line, '=');
-		char value[1024];
-		int r;
-
-		if (line[0] == '#' || !eq)
-			continue;
-		if ((size_t)(eq - line) < 5 || strncmp(line, "NCCL_", 5) != 0)
-			continue;
-		(void)rn_strscpy(value, sizeof(value), eq + 1);
-		r = nccl_add(p, line, (size_t)(eq - line), value, source);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	if (name_len < 5 || strncmp(name, "NCCL_", 5) != 0)
+		return 0;
+	memcpy(v, value, value_len); /* at most 1023 */
+	v[value_len] = '\0';
+	return nccl_add(c->p, name, name_len, v, c->source);
 }
 
 /* A file that is absent is no error; one that cannot be read is (the nccl-conf check says so). */
@@ -466,13 +427,13 @@ static void read_conf(struct rn_doctor_process *p, int rootfd, const char *path,
 		return;
 	if (r == 0) {
 		(void)rn_strscpy(p->conf_files[slot], sizeof(p->conf_files[slot]), path);
-		r = parse_nccl_conf(p, text, path);
+		r = rn_nccl_conf_each(text, conf_line, &(struct conf_read){ p, path });
 		if (r < 0)
 			rn_error_set(&err, -r, "%s", strerror(-r));
 	}
 	if (r < 0)
-		sfmt(p->conf_errors[slot], sizeof(p->conf_errors[slot]), "cannot read %s: %s", path,
-		     err.msg);
+		(void)rn_snprintf(p->conf_errors[slot], sizeof(p->conf_errors[slot]),
+				  "cannot read %s: %s", path, err.msg);
 }
 
 /* The home directory of uid as the target's /etc/passwd says, into buf. */
@@ -511,7 +472,7 @@ static enum rn_doctor_node_state node_state(int rootfd, const struct rn_doctor_p
 	if (!p->uverbs[0])
 		return RN_DOCTOR_NODE_UNKNOWN;
 	snprintf(path, sizeof(path), "/dev/infiniband/%s", p->uverbs);
-	fd = open_in_root(rootfd, path, O_PATH);
+	fd = rn_rootfs_openat(rootfd, path, O_PATH);
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return RN_DOCTOR_NODE_MISSING;
 	if (!S_ISCHR(st.st_mode))
@@ -551,8 +512,9 @@ int rn_doctor_facts_process(struct rn_doctor_facts *f, const char *proc_root, pi
 	if (r == 0)
 		p->memlock_known = parse_limits(limits, &p->memlock_soft, &p->memlock_hard);
 	if (!p->memlock_known)
-		sfmt(p->read_error, sizeof(p->read_error), "cannot read %s/limits%s%s", path,
-		     r < 0 ? ": " : "", r < 0 ? strerror(-r) : " (no 'Max locked memory' line)");
+		(void)rn_snprintf(p->read_error, sizeof(p->read_error), "cannot read %s/limits%s%s",
+				  path, r < 0 ? ": " : "",
+				  r < 0 ? strerror(-r) : " (no 'Max locked memory' line)");
 	if (read_proc_file(proc_root, pid, "status", 65536, &status, &len) == 0 &&
 	    status_field(status, "CapEff", buf, sizeof(buf))) {
 		unsigned long long caps;
@@ -564,8 +526,9 @@ int rn_doctor_facts_process(struct rn_doctor_facts *f, const char *proc_root, pi
 	r = read_proc_file(proc_root, pid, "environ", ENVIRON_MAX, &environ_text, &len);
 	if (r < 0 && r != -ENOMEM) {
 		if (!p->read_error[0])
-			sfmt(p->read_error, sizeof(p->read_error),
-			     "cannot read %s/environ: %s (run as root)", path, strerror(-r));
+			(void)rn_snprintf(p->read_error, sizeof(p->read_error),
+					  "cannot read %s/environ: %s (run as root)", path,
+					  strerror(-r));
 	} else if (r == -ENOMEM) {
 		return rn_error_set(err, ENOMEM, "out of memory");
 	} else {
@@ -590,11 +553,13 @@ int rn_doctor_facts_process(struct rn_doctor_facts *f, const char *proc_root, pi
 		rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0) {
 		if (!p->read_error[0])
-			sfmt(p->read_error, sizeof(p->read_error),
-			     "cannot open %s: %s (run as root)", path, strerror(errno));
+			(void)rn_snprintf(p->read_error, sizeof(p->read_error),
+					  "cannot open %s: %s (run as root)", path,
+					  strerror(errno));
 	} else {
-		_cleanup_close_ int dfd = open_in_root(rootfd, "/dev/infiniband", O_PATH);
-		_cleanup_close_ int cm = open_in_root(rootfd, "/dev/infiniband/rdma_cm", O_PATH);
+		_cleanup_close_ int dfd = rn_rootfs_openat(rootfd, "/dev/infiniband", O_PATH);
+		_cleanup_close_ int cm =
+			rn_rootfs_openat(rootfd, "/dev/infiniband/rdma_cm", O_PATH);
 		char uid_text[64];
 		unsigned long long uid;
 
@@ -1235,7 +1200,7 @@ static const char *resolved(const struct ctx *x, const char *name)
 
 static void var_desc(const struct rn_doctor_nccl_var *v, char *buf, size_t len)
 {
-	sfmt(buf, len, "%s=%s (%s)", v->name, v->value, v->source);
+	(void)rn_snprintf(buf, len, "%s=%s (%s)", v->name, v->value, v->source);
 }
 
 /* NCCL's ncclLoadParam(): strtoll(value, &end, 0) must take the whole value. */
@@ -1567,10 +1532,10 @@ static void check_gpu_nic(struct ctx *x)
 		rn_nccl_list_parse(hca->value, &l);
 		var_desc(hca, which, sizeof(which));
 	} else if (x->nccl && rn_nccl_result_get(x->nccl, "NCCL_IB_HCA")) {
-		sfmt(which, sizeof(which), "NCCL_IB_HCA=%s (rdmans env)",
-		     rn_nccl_result_get(x->nccl, "NCCL_IB_HCA")->value);
+		(void)rn_snprintf(which, sizeof(which), "NCCL_IB_HCA=%s (rdmans env)",
+				  rn_nccl_result_get(x->nccl, "NCCL_IB_HCA")->value);
 	} else {
-		sfmt(which, sizeof(which), "the RDMA devices of %s", f->target);
+		(void)rn_snprintf(which, sizeof(which), "the RDMA devices of %s", f->target);
 	}
 	for (size_t g = 0; g < f->ngpus; g++) {
 		const struct rn_sysfs_pci_fn *gpu = &f->gpus[g];
@@ -1581,7 +1546,7 @@ static void check_gpu_nic(struct ctx *x)
 		struct rn_doctor_result *res;
 		char subj[96];
 
-		sfmt(subj, sizeof(subj), "GPU %s", gpu->bdf);
+		(void)rn_snprintf(subj, sizeof(subj), "GPU %s", gpu->bdf);
 		for (size_t i = 0; i < f->nhcas; i++) {
 			const struct rn_doctor_hca *h = &f->hcas[i];
 			enum rn_pci_distance d = rn_sysfs_pci_distance(gpu, &h->pci);

@@ -26,19 +26,6 @@
 /* ---- small helpers ---- */
 
 /* snprintf that truncates silently (messages and explanations). */
-static void bprintf(char *buf, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void bprintf(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-}
-
-#define bappend rn_strappend
 
 /* ---- profiles ---- */
 
@@ -118,7 +105,7 @@ int rn_nccl_profile_check(const char *name, struct rn_error *err)
 	if (name && (strcmp(name, "auto") == 0 || rn_nccl_profile_find(name)))
 		return 0;
 	for (size_t i = 0; i < RN_ARRAY_SIZE(profiles); i++)
-		bappend(list, sizeof(list), ", %s", profiles[i].name);
+		rn_strappend(list, sizeof(list), ", %s", profiles[i].name);
 	return rn_error_set(err, EINVAL, "unknown NCCL profile '%s' (profiles: %s)",
 			    name ? name : "", list);
 }
@@ -452,10 +439,10 @@ void rn_nccl_layer_free(struct rn_nccl_layer *l)
 void rn_nccl_layer_label(const struct rn_nccl_layer *l, char *buf, size_t len)
 {
 	if (!l->origin[0] && l->source == RN_NCCL_SRC_OPTION)
-		bprintf(buf, len, "the command line");
+		(void)rn_snprintf(buf, len, "the command line");
 	else
-		bprintf(buf, len, "%s%s%s", rn_nccl_source_name(l->source), l->origin[0] ? " " : "",
-			l->origin);
+		(void)rn_snprintf(buf, len, "%s%s%s", rn_nccl_source_name(l->source),
+				  l->origin[0] ? " " : "", l->origin);
 }
 
 bool rn_nccl_name_valid(const char *name)
@@ -554,7 +541,8 @@ int rn_nccl_layer_set_version(struct rn_nccl_layer *l, const char *version, stru
 	r = rn_nccl_version_parse(version, &v, err);
 	if (r < 0)
 		return rn_error_wrap(err, "%s", label);
-	bprintf(l->nccl_version, sizeof(l->nccl_version), "%u.%u.%u", v.major, v.minor, v.patch);
+	(void)rn_snprintf(l->nccl_version, sizeof(l->nccl_version), "%u.%u.%u", v.major, v.minor,
+			  v.patch);
 	return 0;
 }
 
@@ -730,7 +718,8 @@ static int put(struct rn_nccl_result *res, const char *name, const char *value,
 
 	if (s) {
 		if (strcmp(s->value, value) != 0)
-			bprintf(replaced, sizeof(replaced), "%s: %s", s->origin, s->value);
+			(void)rn_snprintf(replaced, sizeof(replaced), "%s: %s", s->origin,
+					  s->value);
 		else if (s->replaced[0])
 			(void)rn_strscpy(replaced, sizeof(replaced), s->replaced);
 	} else {
@@ -761,7 +750,7 @@ static int drop(struct rn_nccl_result *res, const char *name, const char *origin
 		return -ENOMEM;
 	u = &res->unset[res->n_unset++];
 	*u = *s;
-	bprintf(u->replaced, sizeof(u->replaced), "%s: %s", s->origin, s->value);
+	(void)rn_snprintf(u->replaced, sizeof(u->replaced), "%s: %s", s->origin, s->value);
 	(void)rn_strscpy(u->origin, sizeof(u->origin), origin);
 	(void)rn_strscpy(u->detail, sizeof(u->detail), detail ? detail : "");
 	*s = res->v[--res->n];
@@ -879,18 +868,20 @@ static int analyse_ports(const struct rn_nccl_node *node, struct rn_nccl_result 
 		(void)rn_strscpy(u->netdev, sizeof(u->netdev), p->netdev);
 		u->gid_index = -1;
 		if (!p->active) {
-			bprintf(u->why_not, sizeof(u->why_not), "port state is %s, not ACTIVE",
-				p->state[0] ? p->state : "unknown");
+			(void)rn_snprintf(u->why_not, sizeof(u->why_not),
+					  "port state is %s, not ACTIVE",
+					  p->state[0] ? p->state : "unknown");
 			continue;
 		}
 		if (is_ethernet(p)) {
 			if (!p->netdev[0]) {
-				bprintf(u->why_not, sizeof(u->why_not),
-					"RoCE port with no netdev bound to it");
+				(void)rn_snprintf(u->why_not, sizeof(u->why_not),
+						  "RoCE port with no netdev bound to it");
 				continue;
 			}
 			if (!p->netdev_here) {
-				bprintf(u->why_not, sizeof(u->why_not),
+				(void)rn_snprintf(
+					u->why_not, sizeof(u->why_not),
 					"its netdev %s is not in this network namespace (move it "
 					"too: 'rdmans move %s TARGET --with-netdev', or give it to "
 					"the pod through CNI)",
@@ -898,8 +889,8 @@ static int analyse_ports(const struct rn_nccl_node *node, struct rn_nccl_result 
 				continue;
 			}
 		} else if (!is_ib(p) && p->link_layer[0]) {
-			bprintf(u->why_not, sizeof(u->why_not), "link layer '%s' is unknown",
-				p->link_layer);
+			(void)rn_snprintf(u->why_not, sizeof(u->why_not),
+					  "link layer '%s' is unknown", p->link_layer);
 			continue;
 		}
 		u->used = true;
@@ -927,22 +918,24 @@ static void choose_family(const struct rn_nccl_node *node, struct rn_nccl_result
 
 		rn_nccl_layer_label(asked, label, sizeof(label));
 		res->family = strcmp(asked->family, "ipv6") == 0 ? AF_INET6 : AF_INET;
-		bprintf(res->family_why, sizeof(res->family_why), "%s asks for %s", label,
-			family_name(res->family));
+		(void)rn_snprintf(res->family_why, sizeof(res->family_why), "%s asks for %s", label,
+				  family_name(res->family));
 	} else if (v4) {
 		res->family = AF_INET;
-		bprintf(res->family_why, sizeof(res->family_why), "%s",
+		(void)rn_snprintf(
+			res->family_why, sizeof(res->family_why), "%s",
 			v6 ? "dual-stack: IPv4, NCCL's default family (\"family\": \"ipv6\" in the "
 			     "nccl block, or --family ipv6, chooses IPv6)"
 			   : "the RDMA netdevs have IPv4 addresses");
 	} else if (v6) {
 		res->family = AF_INET6;
-		bprintf(res->family_why, sizeof(res->family_why),
+		(void)rn_snprintf(
+			res->family_why, sizeof(res->family_why),
 			"IPv6-only: the RDMA netdevs have global IPv6 addresses and no IPv4 one");
 	} else {
 		res->family = AF_INET;
-		bprintf(res->family_why, sizeof(res->family_why),
-			"no address on the RDMA netdevs yet: IPv4 assumed");
+		(void)rn_snprintf(res->family_why, sizeof(res->family_why),
+				  "no address on the RDMA netdevs yet: IPv4 assumed");
 	}
 	for (size_t i = 0; i < res->n_ports; i++)
 		if (res->ports[i].used && is_ethernet(&node->ports[i]))
@@ -977,17 +970,18 @@ static int detect_hca(const struct rn_nccl_node *node, struct rn_nccl_result *re
 			continue;
 		dev_port_counts(res, u->dev, &used, &all);
 		if (all > 1)
-			bappend(value, sizeof(value), "%s%s:%u", value[1] ? "," : "", u->dev,
-				u->port);
+			rn_strappend(value, sizeof(value), "%s%s:%u", value[1] ? "," : "", u->dev,
+				     u->port);
 		else if (strcmp(last, u->dev) != 0)
-			bappend(value, sizeof(value), "%s%s", value[1] ? "," : "", u->dev);
+			rn_strappend(value, sizeof(value), "%s%s", value[1] ? "," : "", u->dev);
 		last = u->dev;
-		bappend(detail, sizeof(detail), "%s%s port %u %s (%s%s%s)", detail[0] ? "; " : "",
-			u->dev, u->port, p->state, p->link_layer[0] ? p->link_layer : "?",
-			p->netdev[0] ? ", " : "", p->netdev);
+		rn_strappend(detail, sizeof(detail), "%s%s port %u %s (%s%s%s)",
+			     detail[0] ? "; " : "", u->dev, u->port, p->state,
+			     p->link_layer[0] ? p->link_layer : "?", p->netdev[0] ? ", " : "",
+			     p->netdev);
 	}
 	/* NCCL matches names as prefixes unless the list starts with '=': mlx5_1 takes mlx5_10 */
-	bappend(detail, sizeof(detail), "; '=': exact names, as NCCL's documentation advises");
+	rn_strappend(detail, sizeof(detail), "; '=': exact names, as NCCL's documentation advises");
 	return put(res, "NCCL_IB_HCA", value, RN_NCCL_SRC_DETECTED, "detected", detail);
 }
 
@@ -1015,7 +1009,7 @@ static void cover_cidr(const uint8_t (*raw)[16], size_t n, int family, char *buf
 	} else {
 		inet_ntop(AF_INET6, base, ip, sizeof(ip));
 	}
-	bprintf(buf, len, "%s/%d", ip, plen);
+	(void)rn_snprintf(buf, len, "%s/%d", ip, plen);
 }
 
 /* Whether raw lies inside the CIDR (GID form) base/plen (in bits of the 128). */
@@ -1049,16 +1043,17 @@ static void why_not_auto(const struct rn_nccl_node *node, const struct rn_nccl_r
 	int fam, plen;
 
 	why[0] = '\0';
-	bprintf(ver, sizeof(ver), "%u.%u.%u", res->version.major, res->version.minor,
-		res->version.patch);
+	(void)rn_snprintf(ver, sizeof(ver), "%u.%u.%u", res->version.major, res->version.minor,
+			  res->version.patch);
 	if (res->ver_class == RN_NCCL_VER_UNKNOWN) {
-		bprintf(why, len,
-			"the job's NCCL version is unknown, and NCCL <= 2.20 takes one "
-			"NCCL_IB_GID_INDEX for every device");
+		(void)rn_snprintf(why, len,
+				  "the job's NCCL version is unknown, and NCCL <= 2.20 takes one "
+				  "NCCL_IB_GID_INDEX for every device");
 		return;
 	}
 	if (res->ver_class == RN_NCCL_VER_FIXED) {
-		bprintf(why, len,
+		(void)rn_snprintf(
+			why, len,
 			"NCCL %s takes one NCCL_IB_GID_INDEX for every device (no selection of its "
 			"own before 2.21)",
 			ver);
@@ -1076,7 +1071,8 @@ static void why_not_auto(const struct rn_nccl_node *node, const struct rn_nccl_r
 			continue;
 		if (res->ver_class == RN_NCCL_VER_AUTO && res->family == AF_INET6 &&
 		    !slot0_filled(node, p->dev, p->port)) {
-			bprintf(why, len,
+			(void)rn_snprintf(
+				why, len,
 				"NCCL %s stops its GID search with an error on the empty slot 0 of "
 				"%s port %u's sparse GID table (fixed in 2.26.2, NVIDIA/nccl#1573)",
 				ver, p->dev, p->port);
@@ -1091,7 +1087,8 @@ static void why_not_auto(const struct rn_nccl_node *node, const struct rn_nccl_r
 			if (!in_range(e->raw, base, plen) ||
 			    port_holds(p, res->family, e->raw, NULL))
 				continue;
-			bprintf(why, len,
+			(void)rn_snprintf(
+				why, len,
 				"RoCE v2 GID %u of %s port %u (%s%s%s) is inside %s and comes "
 				"before the pod's own: NCCL would take it",
 				e->index, p->dev, p->port, e->ipv4[0] ? e->ipv4 : e->gid,
@@ -1147,11 +1144,11 @@ static int detect_gid(const struct rn_nccl_node *node, struct rn_nccl_result *re
 			agree = false;
 		if (index < 0)
 			index = u->gid_index;
-		bappend(detail, sizeof(detail), "%sRoCE v2 GID %d of %s port %u holds %s (%s)",
-			detail[0] ? "; " : "", u->gid_index, u->dev, u->port, u->gid_addr,
-			p->netdev);
-		bappend(differ, sizeof(differ), "%s%s:%u %d", differ[0] ? ", " : "", u->dev,
-			u->port, u->gid_index);
+		rn_strappend(detail, sizeof(detail), "%sRoCE v2 GID %d of %s port %u holds %s (%s)",
+			     detail[0] ? "; " : "", u->gid_index, u->dev, u->port, u->gid_addr,
+			     p->netdev);
+		rn_strappend(differ, sizeof(differ), "%s%s:%u %d", differ[0] ? ", " : "", u->dev,
+			     u->port, u->gid_index);
 		if (n_found < RN_ARRAY_SIZE(raws) &&
 		    parse_cidr(u->gid_addr, &fam, raws[n_found], &plen) == 0)
 			n_found++;
@@ -1174,8 +1171,8 @@ static int detect_gid(const struct rn_nccl_node *node, struct rn_nccl_result *re
 		why_not_auto(node, res, range, why, sizeof(why));
 		if (!why[0]) {
 			/* NCCL picks the GID per device: one index cannot be right for all */
-			bappend(detail, sizeof(detail), "; %s",
-				rn_nccl_ver_class_desc(res->ver_class));
+			rn_strappend(detail, sizeof(detail), "; %s",
+				     rn_nccl_ver_class_desc(res->ver_class));
 			r = drop(res, "NCCL_IB_GID_INDEX", "detected",
 				 "the GID index differs between devices: NCCL picks it per device");
 			if (r == 0)
@@ -1212,15 +1209,16 @@ static int detect_gid(const struct rn_nccl_node *node, struct rn_nccl_result *re
 			if (!u->used || u->gid_status != RN_NCCL_GID_FOUND)
 				continue;
 			if (u->gid_index == best) {
-				bappend(detail, sizeof(detail),
-					"%sRoCE v2 GID %d of %s port %u holds %s (%s)",
-					detail[0] ? "; " : "", u->gid_index, u->dev, u->port,
-					u->gid_addr, u->netdev);
+				rn_strappend(detail, sizeof(detail),
+					     "%sRoCE v2 GID %d of %s port %u holds %s (%s)",
+					     detail[0] ? "; " : "", u->gid_index, u->dev, u->port,
+					     u->gid_addr, u->netdev);
 				continue;
 			}
 			u->used = false;
-			bprintf(u->why_not, sizeof(u->why_not),
-				"its RoCE v2 GID index is %d, not %d: %s", u->gid_index, best, why);
+			(void)rn_snprintf(u->why_not, sizeof(u->why_not),
+					  "its RoCE v2 GID index is %d, not %d: %s", u->gid_index,
+					  best, why);
 		}
 		r = warn(res,
 			 "the RoCE v2 GID index differs between devices (%s), and %s: "
@@ -1234,10 +1232,10 @@ static int detect_gid(const struct rn_nccl_node *node, struct rn_nccl_result *re
 			return r;
 		index = best;
 	} else {
-		bappend(detail, sizeof(detail),
-			"; an explicit index is right for every NCCL version");
+		rn_strappend(detail, sizeof(detail),
+			     "; an explicit index is right for every NCCL version");
 	}
-	bprintf(v, sizeof(v), "%d", index);
+	(void)rn_snprintf(v, sizeof(v), "%d", index);
 	r = put(res, "NCCL_IB_GID_INDEX", v, RN_NCCL_SRC_DETECTED, "detected", detail);
 	if (r == 0 && res->family == AF_INET6)
 		r = put(res, "NCCL_IB_ADDR_FAMILY", "AF_INET6", RN_NCCL_SRC_DETECTED, "detected",
@@ -1291,15 +1289,16 @@ static int detect_ifname(const struct rn_nccl_node *node, struct rn_nccl_result 
 	/* A profile's interface stays: the platforms use the pod network on purpose. */
 	if (s || !pick)
 		return 0;
-	bprintf(detail, sizeof(detail), "the netdev of %s, which has %s address", pick->dev,
-		pick->n_ipv4 ? "an IPv4" : "an IPv6");
+	(void)rn_snprintf(detail, sizeof(detail), "the netdev of %s, which has %s address",
+			  pick->dev, pick->n_ipv4 ? "an IPv4" : "an IPv6");
 	/* NCCL matches interface names as prefixes: net1 would also take net10 */
-	bprintf(value, sizeof(value), "%s%s", netdev_prefix_of_other(node, pick->netdev) ? "=" : "",
-		pick->netdev);
+	(void)rn_snprintf(value, sizeof(value), "%s%s",
+			  netdev_prefix_of_other(node, pick->netdev) ? "=" : "", pick->netdev);
 	r = put(res, "NCCL_SOCKET_IFNAME", value, RN_NCCL_SRC_DETECTED, "detected", detail);
 	if (r == 0 && (pick->n_ipv4 == 0 || res->family == AF_INET6) && pick->n_ipv6 > 0) {
-		bprintf(detail, sizeof(detail), "%s",
-			pick->n_ipv4 == 0 ? "bootstrap goes over IPv6: the interface has no IPv4 "
+		(void)rn_snprintf(detail, sizeof(detail), "%s",
+				  pick->n_ipv4 == 0
+					  ? "bootstrap goes over IPv6: the interface has no IPv4 "
 					    "address"
 					  : "IPv6 chosen: bootstrap over IPv6 too");
 		r = put(res, "NCCL_SOCKET_FAMILY", "AF_INET6", RN_NCCL_SRC_DETECTED, "detected",
@@ -1330,7 +1329,8 @@ static int check_hca(const struct rn_nccl_node *node, struct rn_nccl_result *res
 				continue;
 			hits++;
 			if (strcmp(p->dev, l.v[e].name) != 0 && !strstr(also, p->dev))
-				bappend(also, sizeof(also), "%s%s", also[0] ? ", " : "", p->dev);
+				rn_strappend(also, sizeof(also), "%s%s", also[0] ? ", " : "",
+					     p->dev);
 		}
 		if (hits == 0)
 			r = warn(res,
@@ -1377,18 +1377,19 @@ static const char *pick_auto(const struct rn_nccl_node *node, char *why, size_t 
 		erdma += strncmp(p->dev, "erdma", 5) == 0;
 	}
 	if (erdma && erdma == eth + ib) {
-		bprintf(why, len, "auto: every active port is on an eRDMA device");
+		(void)rn_snprintf(why, len, "auto: every active port is on an eRDMA device");
 		return "alibaba-erdma";
 	}
 	if (ib && !eth) {
-		bprintf(why, len, "auto: every active port is InfiniBand");
+		(void)rn_snprintf(why, len, "auto: every active port is InfiniBand");
 		return "ib";
 	}
 	if (eth)
-		bprintf(why, len, "auto: %s",
-			ib ? "Ethernet and InfiniBand ports" : "every active port is Ethernet");
+		(void)rn_snprintf(why, len, "auto: %s",
+				  ib ? "Ethernet and InfiniBand ports"
+				     : "every active port is Ethernet");
 	else
-		bprintf(why, len, "auto: no active port to tell, RoCE assumed");
+		(void)rn_snprintf(why, len, "auto: no active port to tell, RoCE assumed");
 	return "roce";
 }
 
@@ -1418,10 +1419,10 @@ static int describe_unusable(const struct rn_nccl_node *node, const struct rn_nc
 				    "no RDMA device in this network namespace: NCCL would fall "
 				    "back to sockets ('rdmans dev --all-netns' shows where the "
 				    "devices are; 'rdmans move DEV TARGET' brings one here)");
-	bprintf(msg, sizeof(msg), "no RDMA port here that NCCL could use:");
+	(void)rn_snprintf(msg, sizeof(msg), "no RDMA port here that NCCL could use:");
 	for (size_t i = 0; i < res->n_ports; i++)
-		bappend(msg, sizeof(msg), "%s %s port %u: %s", i ? ";" : "", res->ports[i].dev,
-			res->ports[i].port, res->ports[i].why_not);
+		rn_strappend(msg, sizeof(msg), "%s %s port %u: %s", i ? ";" : "", res->ports[i].dev,
+			     res->ports[i].port, res->ports[i].why_not);
 	return rn_error_set(err, ENODEV, "%s", msg);
 }
 
@@ -1463,7 +1464,7 @@ static int apply_profile(const struct rn_nccl_profile *prof, const struct rn_ncc
 	char origin[RN_NCCL_ORIGIN_MAX];
 	int r;
 
-	bprintf(origin, sizeof(origin), "profile %s", prof->name);
+	(void)rn_snprintf(origin, sizeof(origin), "profile %s", prof->name);
 	for (size_t i = 0; i < prof->n_values; i++) {
 		const struct rn_nccl_preset *p = &prof->values[i];
 
@@ -1561,14 +1562,15 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 			return r;
 		rn_nccl_layer_label(version_layer, label, sizeof(label));
 		(void)rn_strscpy(res.version.where, sizeof(res.version.where), label);
-		bprintf(res.version_why, sizeof(res.version_why), "named by %s", label);
+		(void)rn_snprintf(res.version_why, sizeof(res.version_why), "named by %s", label);
 	} else if (req->nccl_version && req->nccl_version->major) {
 		res.version = *req->nccl_version;
-		bprintf(res.version_why, sizeof(res.version_why), "seen in the image: %s",
-			req->nccl_version->where);
+		(void)rn_snprintf(res.version_why, sizeof(res.version_why), "seen in the image: %s",
+				  req->nccl_version->where);
 	} else {
-		bprintf(res.version_why, sizeof(res.version_why), "%s",
-			req->nccl_version_note ? req->nccl_version_note : "no image to look in");
+		(void)rn_snprintf(res.version_why, sizeof(res.version_why), "%s",
+				  req->nccl_version_note ? req->nccl_version_note
+							 : "no image to look in");
 	}
 	res.ver_class = rn_nccl_version_class(&res.version);
 
