@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * rdmans-hook (src/hook): what main.c and the fuzzers share. state.c reads
- * the hook's input: the OCI state on stdin, the bundle's config.json, the
- * annotations and the device list.
+ * rdmans-hook (src/hook), a static library under a thin main.c that the
+ * fuzzers link too: hook.c is the hook's run (devices, settings, files),
+ * state.c reads its input (the OCI state on stdin, the bundle's
+ * config.json, the annotations and the device list).
  */
 #ifndef RDMANS_HOOK_H
 #define RDMANS_HOOK_H
@@ -46,6 +47,9 @@ struct hook {
 	struct rn_oci_config *oci; /* --stage precreate: the config on stdin */
 	char ns_desc[PATH_MAX + 16]; /* the container's netns, for messages */
 };
+
+/* The hook's main: the options, the stage, the work; the exit status (0, 1, or 2 for usage). */
+int hook_main(int argc, char **argv);
 
 void hook_free(struct hook *h);
 /* "irdma0,irdma1" (or "all") -> h->devices, deduplicated; `from` names the source in errors. */
