@@ -175,6 +175,7 @@ int rn_attach_find_owner(const char *dir, const char *self, const struct rn_atta
 			 const struct rn_attach_select *sel, char *ret_name, size_t len,
 			 struct rn_cni_state *ret_state, struct rn_error *err)
 {
+	struct rn_error rerr = { 0 };
 	char **names = NULL;
 	size_t n = 0;
 	int r, found = 0;
@@ -187,8 +188,19 @@ int rn_attach_find_owner(const char *dir, const char *self, const struct rn_atta
 
 		if (self && strcmp(names[i], self) == 0)
 			continue;
-		if (rn_cni_state_read(dir, names[i], &st, NULL) < 0)
-			continue;
+		r = rn_cni_state_read(dir, names[i], &st, &rerr);
+		if (r == -ENOENT)
+			continue; /* a DEL removed it meanwhile */
+		if (r < 0) {
+			/* it may claim the device: taking it could take another pod's */
+			r = rn_error_set(
+				err, -r,
+				"cannot tell whether another pod holds the device: %s (DEL of "
+				"that attachment removes it; remove it by hand only when no "
+				"pod uses it)",
+				rerr.msg);
+			break;
+		}
 		if (!state_claims(&st, plan, sel))
 			continue;
 		found = 1;
@@ -200,7 +212,7 @@ int rn_attach_find_owner(const char *dir, const char *self, const struct rn_atta
 		}
 	}
 	rn_cni_state_names_free(names, n);
-	return found;
+	return r < 0 ? r : found;
 }
 
 struct lock_keys {

@@ -118,13 +118,14 @@ static void set_netdev(struct rn_doctor_port *p, const struct rn_sysfs_netdev *n
 }
 
 /* uverbsN of each port's device (class/infiniband_verbs is not netns-tagged). */
-static void read_uverbs(struct rn_doctor_facts *f)
+static int read_uverbs(struct rn_doctor_facts *f, struct rn_error *err)
 {
 	_cleanup_free_ struct rn_devnode *nodes = NULL;
 	size_t n = 0;
+	int r = rn_devnodes_uverbs(&nodes, &n, err); /* none (no ib_uverbs) is 0 */
 
-	if (rn_devnodes_uverbs(&nodes, &n, NULL) < 0)
-		return;
+	if (r < 0)
+		return r; /* not "no uverbs": the device-node checks would blame the wrong thing */
 	for (size_t k = 0; k < n; k++)
 		for (size_t i = 0; i < f->nports; i++) {
 			struct rn_doctor_port *p = &f->ports[i];
@@ -136,6 +137,7 @@ static void read_uverbs(struct rn_doctor_facts *f)
 			p->uverbs_major = nodes[k].major;
 			p->uverbs_minor = nodes[k].minor;
 		}
+	return 0;
 }
 
 static int add_port(struct rn_doctor_facts *f, const char *dev, uint32_t port, struct rn_error *err)
@@ -235,7 +237,9 @@ int rn_doctor_facts_from_sysfs(struct rn_doctor_facts *f, struct rn_error *err)
 				return r;
 		}
 	}
-	read_uverbs(f);
+	r = read_uverbs(f, err);
+	if (r < 0)
+		return r;
 	r = read_pci(f, devs, n, err);
 	if (r < 0)
 		return r;
@@ -298,8 +302,13 @@ static int gather_netns(void *arg, struct rn_error *err)
 	r = rn_doctor_facts_from_sysfs(f, err);
 	if (r < 0)
 		return r;
-	if (job->rdma && rn_rdma_open(&rdma, NULL) == 0 &&
-	    rn_rdma_dev_dump(rdma, &devs, NULL) == 0) {
+	if (job->rdma) {
+		/* RDMA netlink works on the host: failing here is a fact, not a reason to guess */
+		r = rn_rdma_open(&rdma, err);
+		if (r == 0)
+			r = rn_rdma_dev_dump(rdma, &devs, err);
+		if (r < 0)
+			return rn_error_wrap(err, "RDMA netlink in the target network namespace");
 		for (size_t i = 0; i < f->nports; i++) {
 			struct rn_doctor_port *p = &f->ports[i];
 
