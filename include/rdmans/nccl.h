@@ -86,33 +86,6 @@ struct rn_nccl_node {
 	struct rn_gid_table gids;
 };
 
-void rn_nccl_node_free(struct rn_nccl_node *node);
-static inline void rn_nccl_node_freep(struct rn_nccl_node *node)
-{
-	rn_nccl_node_free(node);
-}
-#define _cleanup_nccl_node_ _cleanup_(rn_nccl_node_freep)
-
-/*
- * Reads devices, ports, bound netdevs, GIDs and class/net under
- * rn_sysfs_root(). Addresses are not in sysfs: rn_nccl_probe() adds them,
- * tests use rn_nccl_node_add_addr().
- */
-int rn_nccl_node_from_sysfs(struct rn_nccl_node *out, struct rn_error *err);
-/*
- * Records address `cidr` ("a.b.c.d/nn", "x::y/nn"; no prefix: a host
- * address) on every port bound to netdev. IPv6 link-local addresses
- * (fe80::/10) are skipped: no routed fabric reaches them.
- */
-int rn_nccl_node_add_addr(struct rn_nccl_node *node, const char *netdev, const char *cidr,
-			  struct rn_error *err);
-/*
- * The whole picture of the netns of nsfd: sysfs (a fresh mount, as seen from
- * inside) and addresses (rtnetlink). nsfd < 0: the caller's netns and /sys as
- * it is mounted (no root needed).
- */
-int rn_nccl_probe(int nsfd, struct rn_nccl_node *out, struct rn_error *err);
-
 /* ---- override layers ---- */
 
 enum rn_nccl_source {
@@ -329,8 +302,16 @@ bool rn_nccl_pod_dependent(const char *name);
 const struct rn_nccl_setting *rn_nccl_result_get(const struct rn_nccl_result *res,
 						 const char *name);
 
-/* The render (nccl_conf.h) and the image's NCCL (nccl_version.h): the rest of the NCCL API. */
+/*
+ * "a.b.c.d/nn" or "x::y/nn" (no prefix: a host address) -> family, the
+ * address as 16 bytes (IPv4 mapped), the prefix length; -EINVAL otherwise.
+ */
+int rn_nccl_cidr_parse(const char *cidr, int *family, uint8_t raw[16], int *plen);
+
+/* The node (nccl_node.h), the render (nccl_conf.h), the image's NCCL (nccl_version.h): the rest of
+ * the NCCL API. */
 #include "rdmans/nccl_conf.h"
+#include "rdmans/nccl_node.h"
 #include "rdmans/nccl_version.h"
 
 #endif
