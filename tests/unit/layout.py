@@ -105,6 +105,15 @@ for p in sorted((root / "src/lib").glob("*.c")):
         bad.append(f"src/lib/{p.name} has no header of its own ({own})")
 check("a header per source: include/rdmans/X.h declares what src/lib/X.c defines", bad)
 
+# 5. the newcomer's map: every src/lib module has its line in ARCHITECTURE.md ("- `name` ...")
+arch = (root / "ARCHITECTURE.md").read_text()
+listed_in_map = set(re.findall(r"^- `(\w+)` ", arch, re.M))
+bad = [f"src/lib/{p.name} has no line in ARCHITECTURE.md" for p in sorted((root / "src/lib").glob("*.c"))
+       if p.stem not in listed_in_map]
+bad += [f"ARCHITECTURE.md names {m}, which is not in src/lib" for m in sorted(listed_in_map)
+        if not (root / "src/lib" / (m + ".c")).exists()]
+check("ARCHITECTURE.md has a line for every src/lib module, and only for those", bad)
+
 for n, (name, problems) in enumerate(checks, 1):
     print(f"{'not ok' if problems else 'ok'} {n} - {name}")
     for line in problems:
