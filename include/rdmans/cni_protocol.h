@@ -161,6 +161,9 @@ struct rn_cni_call {
 	struct rn_cni_failure fail; /* what the verb reports; code 0: none */
 };
 
+/* The verbs a plugin implements, in the order of rn_cni_plugin.verbs. */
+enum rn_cni_verb { RN_CNI_ADD, RN_CNI_DEL, RN_CNI_CHECK, RN_CNI_STATUS, RN_CNI_GC, RN_CNI_VERBS };
+
 /*
  * A plugin: its name, the oldest CNI version it speaks and its verbs. Each
  * verb returns 0, or -1 with call->fail set. VERSION is the skeleton's.
@@ -170,11 +173,8 @@ struct rn_cni_plugin {
 	int oldest;
 	/* after the skeleton's checks, before any verb but VERSION: the plugin's own reading */
 	int (*prepare)(struct rn_cni_call *call, void *data);
-	int (*add)(struct rn_cni_call *call, void *data);
-	int (*del)(struct rn_cni_call *call, void *data);
-	int (*check)(struct rn_cni_call *call, void *data);
-	int (*status)(struct rn_cni_call *call, void *data);
-	int (*gc)(struct rn_cni_call *call, void *data);
+	/* ADD, DEL, CHECK, STATUS, GC (enum rn_cni_verb) */
+	int (*verbs[RN_CNI_VERBS])(struct rn_cni_call *call, void *data);
 	/*
 	 * DEL whose input ADD refuses (the failure in call->fail): 0 when no ADD
 	 * can have stored anything under it (DEL then succeeds, as the runtime's

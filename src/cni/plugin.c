@@ -105,11 +105,7 @@ static const struct rn_cni_plugin rdma_netns = {
 	.name = "rdma-netns",
 	.oldest = CNI_OLDEST,
 	.prepare = prepare,
-	.add = add,
-	.del = del,
-	.check = check,
-	.status = status,
-	.gc = gc,
+	.verbs = { add, del, check, status, gc },
 	.del_refused = del_refused,
 };
 

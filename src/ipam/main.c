@@ -310,7 +310,6 @@ static struct plugin *plugin_of(struct rn_cni_call *call, void *data)
 static int cmd_add(struct rn_cni_call *call, void *data)
 {
 	struct plugin *p = plugin_of(call, data);
-	struct rn_ipam_store *s = p->store;
 	struct rn_ipam_owner o;
 	struct rn_ipam_lease lease;
 	struct rn_error err = { 0 };
@@ -328,7 +327,7 @@ static int cmd_add(struct rn_cni_call *call, void *data)
 			    "CNI version 0.2.0 and older carry one address per family",
 			    "use cniVersion 0.3.0 or later with several ranges of one family");
 	owner_of(p, &o);
-	if (rn_ipam_add(s, &p->cfg, &o, &lease, &err) < 0)
+	if (rn_ipam_add(p->store, &p->cfg, &o, &lease, &err) < 0)
 		return fail_err(p, "address allocation failed", &err);
 	log_lease(p, lease.existing ? "holds" : "allocated", &lease);
 	return print_result(p, &lease);
@@ -337,13 +336,12 @@ static int cmd_add(struct rn_cni_call *call, void *data)
 static int cmd_del(struct rn_cni_call *call, void *data)
 {
 	struct plugin *p = plugin_of(call, data);
-	struct rn_ipam_store *s = p->store;
 	struct rn_ipam_owner o;
 	struct rn_error err = { 0 };
 	size_t released = 0;
 
 	owner_of(p, &o);
-	if (rn_ipam_del(s, &p->cfg, &o, &released, &err) < 0)
+	if (rn_ipam_del(p->store, &p->cfg, &o, &released, &err) < 0)
 		return fail_err(p, "address release failed", &err);
 	logf_(p, RN_IPAM_LOG_INFO, "released %zu address(es)", released);
 	return 0;
@@ -370,14 +368,13 @@ static bool in_prev_result(json_t *prev, const struct rn_ipam_lease_addr *a)
 static int cmd_check(struct rn_cni_call *call, void *data)
 {
 	struct plugin *p = plugin_of(call, data);
-	struct rn_ipam_store *s = p->store;
-	struct rn_ipam_owner o;
+	json_t *prev = json_object_get(call->doc, "prevResult");
 	struct rn_ipam_lease lease;
+	struct rn_ipam_owner o;
 	struct rn_error err = { 0 };
-	json_t *prev = json_object_get(p->call->doc, "prevResult");
 
 	owner_of(p, &o);
-	if (rn_ipam_check(s, &p->cfg, &o, &lease, &err) < 0)
+	if (rn_ipam_check(p->store, &p->cfg, &o, &lease, &err) < 0)
 		return fail(p, err.code == ENOENT ? IPAM_CHECK_FAILED : code_for(&err),
 			    "CHECK failed", err.msg);
 	if (json_is_object(prev)) {
@@ -401,10 +398,9 @@ static int cmd_check(struct rn_cni_call *call, void *data)
 static int cmd_status(struct rn_cni_call *call, void *data)
 {
 	struct plugin *p = plugin_of(call, data);
-	struct rn_ipam_store *s = p->store;
 	struct rn_error err = { 0 };
 
-	if (rn_ipam_status(s, &p->cfg, &err) < 0)
+	if (rn_ipam_status(p->store, &p->cfg, &err) < 0)
 		return fail(p, CNI_ERR_NOT_AVAILABLE, "rdma-netns-ipam cannot serve ADD", err.msg);
 	logf_(p, RN_IPAM_LOG_DEBUG, "STATUS ok");
 	return 0;
@@ -413,7 +409,6 @@ static int cmd_status(struct rn_cni_call *call, void *data)
 static int cmd_gc(struct rn_cni_call *call, void *data)
 {
 	struct plugin *p = plugin_of(call, data);
-	struct rn_ipam_store *s = p->store;
 	json_t *list = json_object_get(p->call->doc, "cni.dev/valid-attachments"), *item;
 	_cleanup_free_ struct rn_ipam_valid *valid = NULL;
 	struct rn_error err = { 0 };
@@ -434,7 +429,7 @@ static int cmd_gc(struct rn_cni_call *call, void *data)
 			return fail(p, CNI_ERR_INVALID_CONFIG, "GC: bad valid-attachments entry",
 				    "each entry needs \"containerID\" and \"ifname\" strings");
 	}
-	if (rn_ipam_gc(s, &p->cfg, valid, json_array_size(list), &released, &err) < 0)
+	if (rn_ipam_gc(p->store, &p->cfg, valid, json_array_size(list), &released, &err) < 0)
 		return fail_err(p, "GC failed", &err);
 	logf_(p, RN_IPAM_LOG_INFO, "released %zu address(es) of node %s, network %s", released,
 	      p->cfg.node, p->cfg.network);
@@ -513,11 +508,7 @@ static const struct rn_cni_plugin rdma_netns_ipam = {
 	.name = RN_IPAM_PLUGIN_NAME,
 	.oldest = IPAM_OLDEST,
 	.prepare = prepare,
-	.add = cmd_add,
-	.del = cmd_del,
-	.check = cmd_check,
-	.status = cmd_status,
-	.gc = cmd_gc,
+	.verbs = { cmd_add, cmd_del, cmd_check, cmd_status, cmd_gc },
 	.del_refused = del_refused,
 	.log_failure = log_failure,
 };

@@ -366,12 +366,9 @@ static int read_config(struct rn_cni_call *call)
 static int dispatch(const struct rn_cni_plugin *plugin, void *data, struct rn_cni_call *call,
 		    const char **ret_out_version, bool *ret_ran)
 {
-	const struct {
-		const char *name;
-		int (*fn)(struct rn_cni_call *call, void *data);
-	} verbs[] = {
-		{ "ADD", plugin->add },	      { "DEL", plugin->del }, { "CHECK", plugin->check },
-		{ "STATUS", plugin->status }, { "GC", plugin->gc },
+	static const char *const names[RN_CNI_VERBS] = {
+		[RN_CNI_ADD] = "ADD",	    [RN_CNI_DEL] = "DEL", [RN_CNI_CHECK] = "CHECK",
+		[RN_CNI_STATUS] = "STATUS", [RN_CNI_GC] = "GC",
 	};
 	const char *command = call->env.command;
 	int (*fn)(struct rn_cni_call *, void *) = NULL;
@@ -392,10 +389,10 @@ static int dispatch(const struct rn_cni_plugin *plugin, void *data, struct rn_cn
 			return rn_cni_fail(&call->fail, CNI_ERR_IO, "cannot write to stdout");
 		return 0;
 	}
-	for (size_t i = 0; i < RN_ARRAY_SIZE(verbs); i++)
-		if (strcmp(command, verbs[i].name) == 0) {
+	for (size_t i = 0; i < RN_CNI_VERBS; i++)
+		if (strcmp(command, names[i]) == 0) {
 			known = true;
-			fn = verbs[i].fn;
+			fn = plugin->verbs[i];
 		}
 	if (!known)
 		return rn_cni_fail(
