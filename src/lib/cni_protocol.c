@@ -127,23 +127,31 @@ int rn_cni_version_parse(const char *version)
 	return -1;
 }
 
-int rn_cni_version_check(const char *version, int oldest, const char *plugin, struct rn_error *err)
+/* "0.3.0, 0.3.1, 0.4.0, 1.0.0 and 1.1.0": the versions from `oldest` on. */
+static void version_list(int oldest, char *buf, size_t len)
 {
-	int number = rn_cni_version_parse(version);
-	char list[128] = "";
 	size_t n = 0;
 
-	if (number >= oldest)
-		return number;
+	buf[0] = '\0';
 	for (size_t i = 0; i < RN_ARRAY_SIZE(versions); i++) {
 		if (versions[i].number < oldest)
 			continue;
-		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s",
+		n += (size_t)snprintf(buf + n, len - n, "%s%s",
 				      !n				 ? ""
 				      : i + 1 == RN_ARRAY_SIZE(versions) ? " and "
 									 : ", ",
 				      versions[i].name);
 	}
+}
+
+int rn_cni_version_check(const char *version, int oldest, const char *plugin, struct rn_error *err)
+{
+	int number = rn_cni_version_parse(version);
+	char list[128];
+
+	if (number >= oldest)
+		return number;
+	version_list(oldest, list, sizeof(list));
 	return rn_error_set(err, EPROTONOSUPPORT,
 			    "CNI version %.64s is not supported by %s (it supports %s)",
 			    version ? version : "(none)", plugin, list);
@@ -333,14 +341,11 @@ int rn_cni_conf_decode(const char *text, size_t len, int oldest, const char *plu
 
 static void about(const struct rn_cni_plugin *plugin)
 {
-	struct rn_error err = { 0 };
-	const char *list;
+	char list[128];
 
-	/* the versions it speaks, in the words of the version check */
-	(void)rn_cni_version_check("", plugin->oldest, plugin->name, &err);
-	list = strstr(err.msg, "(it supports ");
-	fprintf(stderr, "%s %s, a CNI plugin speaking CNI %.*s\n", plugin->name, RDMANS_VERSION,
-		list ? (int)strlen(list) - 14 : 0, list ? list + 13 : "");
+	version_list(plugin->oldest, list, sizeof(list));
+	fprintf(stderr, "%s %s, a CNI plugin speaking CNI %s\n", plugin->name, RDMANS_VERSION,
+		list);
 }
 
 static int read_config(struct rn_cni_call *call)
