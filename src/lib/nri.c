@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <dirent.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +17,7 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/devnodes.h"
 #include "rdmans/discover.h"
+#include "rdmans/move.h"
 #include "rdmans/netns.h"
 #include "rdmans/nri.h"
 #include "rdmans/nri_wire.h"

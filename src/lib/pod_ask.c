@@ -2,11 +2,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
 #include "rdmans/discover.h"
+#include "rdmans/move.h"
 #include "rdmans/nccl_json.h"
 #include "rdmans/pod_ask.h"
 #include "rdmans/util.h"
@@ -139,24 +139,14 @@ int rn_pod_ask_move(struct rn_pod_ask *a, int nsfd, const char *ns_desc,
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < a->n_devices; i++) {
-		struct rn_located_dev loc = { 0 };
 		struct rn_move_request req = { .dev = a->devices[i],
 					       .target_nsfd = nsfd,
-					       .target_desc = ns_desc };
+					       .target_desc = ns_desc,
+					       .host_only = true };
 		struct rn_move_result res;
 
 		if (in_devs(&here, a->devices[i]))
 			continue; /* moved by an earlier container of the pod, or a restart */
-		r = rn_discover_find(a->devices[i], &loc, NULL, err);
-		if (r < 0)
-			return r;
-		rn_rdma_dev_free(&loc.dev);
-		if (!loc.netns.is_host)
-			return rn_error_set(err, EBUSY,
-					    "RDMA device %s is in another pod's network namespace "
-					    "(%s%s): it is not taken from there",
-					    a->devices[i], loc.netns.name[0] ? "netns " : "",
-					    loc.netns.name[0] ? loc.netns.name : loc.netns.path);
 		r = rn_move(&req, &res, err);
 		if (r == -EALREADY) {
 			rn_error_clear(err);
@@ -241,7 +231,7 @@ int rn_pod_ask_resolve(const struct rn_pod_ask *a, int nsfd, const struct rn_ncc
 		       struct rn_error *err)
 {
 	struct rn_nccl_request req = { .layers = layers, .n_layers = n_layers };
-	struct timespec start, now;
+	long deadline = rn_now_ms() + patience_ms;
 	int r;
 
 	req.nccl_version = version;
@@ -249,10 +239,8 @@ int rn_pod_ask_resolve(const struct rn_pod_ask *a, int nsfd, const struct rn_ncc
 	req.sockets_ok = rn_pod_ask_sockets(a);
 	req.sockets_origin = "annotation " RN_ANN_CONF;
 
-	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
-		long waited;
 
 		rn_nccl_result_free(out);
 		rn_error_clear(err);
@@ -263,10 +251,7 @@ int rn_pod_ask_resolve(const struct rn_pod_ask *a, int nsfd, const struct rn_ncc
 			return r;
 		if (r == 0 && settled(a, &node, out))
 			return 0;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		waited = (now.tv_sec - start.tv_sec) * 1000 +
-			 (now.tv_nsec - start.tv_nsec) / 1000000;
-		if (waited >= patience_ms)
+		if (rn_now_ms() >= deadline)
 			break;
 		usleep(50 * 1000);
 	}
