@@ -76,33 +76,9 @@ ensure_packages() {
 # --- sid through a private apt dir (current world) ---------------------------
 # The mirror is the host's own (its debian.sources or sources.list), suite sid.
 SID=$CACHE/current
-sid_apt_opts() {
-	echo "-o Dir::Etc::sourcelist=$SID/apt/sources.list -o Dir::Etc::sourceparts=-" \
-		"-o Dir::State::Lists=$SID/apt/lists -o Dir::Cache=$SID/apt/cache" \
-		"-o Dir::State::status=$SID/apt/status -o Acquire::Check-Valid-Until=false" \
-		"-o APT::Sandbox::User=root"
-}
-sid_mirror() {
-	local m
-	m=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\/debian\)\/*$/\1/p' \
-		/etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
-	[ -n "$m" ] || m=$(sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\/debian\)\/*[[:space:]].*/\2/p' \
-		/etc/apt/sources.list 2>/dev/null | head -n 1)
-	[ -n "$m" ] || die "no Debian mirror in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list"
-	echo "$m"
-}
-sid_lists() {
-	[ -f "$SID/apt/.updated" ] && return 0
-	need_root "fetching sid's package lists"
-	mkdir -p "$SID/apt/lists/partial" "$SID/apt/cache/archives/partial"
-	: >"$SID/apt/status"
-	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(sid_mirror) sid main" \
-		>"$SID/apt/sources.list"
-	log "fetching sid's package lists"
-	# shellcheck disable=SC2046
-	apt-get $(sid_apt_opts) update -qq >&2 || die "apt-get update (sid, private lists) failed"
-	touch "$SID/apt/.updated"
-}
+# sid_apt_opts, sid_mirror, sid_lists
+# shellcheck source=tools/sid-apt.sh
+. "$HERE/../../tools/sid-apt.sh"
 
 # --- kernel version ---------------------------------------------------------
 sid_kver() {
