@@ -26,30 +26,8 @@ rt_t "install" rt_install
 rt_podman
 rt_pause_image "$PAUSE"
 
-# The image: busybox, rdmans as installed, rping, ib_write_bw, ibv_devinfo, the
-# libraries they load and libibverbs' providers (dlopen()ed: ldd does not name them).
-rdma_image() { # rdma_image NAME [noprovider]
-	local dir f l
-	dir=$(mktemp -d /tmp/rt-rdma.XXXXXX)
-	hl_rootfs "$dir" && mkdir -p "$dir/etc" "$dir/run" "$dir/usr/bin" "$dir/lib64"
-	for f in "$R" /usr/bin/rping /usr/bin/ib_write_bw /usr/bin/ibv_devinfo; do
-		cp "$f" "$dir/usr/bin/" || return 1
-		for l in $(ldd "$f" | awk '$3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
-			mkdir -p "$dir$(dirname "$l")" && cp -L "$l" "$dir$l"
-		done
-	done
-	if [ "${2:-}" != noprovider ]; then # soft-RoCE's provider, as an image for rxe pods would ship it
-		mkdir -p "$dir/usr/lib/x86_64-linux-gnu/libibverbs" "$dir/etc/libibverbs.d"
-		cp /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so "$dir/usr/lib/x86_64-linux-gnu/libibverbs/"
-		cp /etc/libibverbs.d/rxe.driver "$dir/etc/libibverbs.d/"
-	fi
-	tar -C "$dir" -c . | podman import --quiet - "$1" >/dev/null
-	local rc=$?
-	rm -rf "$dir"
-	return $rc
-}
-rt_t "rdma image" vm_check "an image with rdmans, rping, ib_write_bw and the verbs providers" rdma_image "$RIMG"
-vm_check "the same image without the verbs providers" rdma_image "$NOPROV" noprovider
+rt_t "rdma image" vm_check "an image with rdmans, rping, ib_write_bw and the verbs providers" rt_rdma_image "$RIMG"
+vm_check "the same image without the verbs providers" rt_rdma_image "$NOPROV" noprovider
 
 # The node: one veth, an end for each pod; a runtime handler (RuntimeClass) per
 # pod picks its conf dir, since the two conflists name different netdevs.
