@@ -3,6 +3,11 @@
 set -euo pipefail
 . "$RDMANS_VM_LIB"
 R=$RDMANS_BUILD_DIR/src/cli/rdmans
+# a sanitizer build's figures say nothing about rdmans ping
+if ldd "$R" | grep -q -E 'libasan|libubsan'; then
+	echo "bench: $R is a sanitizer build; use a release build (bench/ping-vs-perftest.sh makes one)" >&2
+	exit 1
+fi
 rounds=${TEST_BENCH_ROUNDS:-3}
 n=${TEST_BENCH_ITERS:-500}
 vm_load_rdma
@@ -21,23 +26,25 @@ for i in $(seq 1 100); do
 	sleep 0.1
 done
 
+# A client starts once its server's rdma_cm id listens (guest-lib.sh), not after a delay.
 # perftest PROG SIZE COLUMN: run it server in A, client in B; print that column of its result line
 perftest() {
-	local prog=$1 size=$2 col=$3 out
+	local prog=$1 size=$2 col=$3 out pid
 	ip netns exec A timeout 300 "$prog" -R -d rxeA -s "$size" -n "$n" >/dev/null 2>&1 &
-	sleep 1
+	pid=$!
+	vm_poll 60 vm_cm_listening "$prog" || echo "# $prog: its server did not listen" >&2
 	out=$(ip netns exec B timeout 300 "$prog" -R -d rxeB -s "$size" -n "$n" 10.77.0.1 2>&1)
-	wait
+	wait "$pid"
 	awk -v s="$size" -v c="$col" '$1 == s && NF >= c { v = $c } END { print v }' <<<"$out"
 }
+# the same sizes: 64 B for latency, 65536 B for bandwidth (rdmans ping's defaults)
 rdmans_ping() {
-	local out
+	local out pid
 	"$R" ping --server --netns A --once >/dev/null 2>&1 &
-	for i in $(seq 1 50); do
-		out=$(ip netns exec B "$R" -j ping 10.77.0.1 --count "$n" --bw-count "$n" 2>&1) && break
-		sleep 0.2
-	done
-	wait
+	pid=$!
+	vm_poll 60 vm_cm_listening rdmans || echo "# rdmans ping --server did not listen" >&2
+	out=$(ip netns exec B "$R" -j ping 10.77.0.1 --count "$n" --bw-count "$n" --lat-size 64 --size 65536 2>&1)
+	wait "$pid"
 	jq -r '"\(.bandwidth.mib_s) \(.send.p50_us) \(.write.p50_us)"' <<<"$out"
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -54,7 +61,7 @@ done
 rbw=$(median </tmp/rbw) pbw=$(median </tmp/bw)
 rsl=$(median </tmp/rsl) psl=$(median </tmp/sl)
 rwl=$(median </tmp/rwl) pwl=$(median </tmp/wl)
-echo "rounds $rounds, $n iterations each, kernel $(uname -r) under TCG"
+echo "rounds $rounds, $n iterations each, kernel $(uname -r) under TCG, rdmans $("$R" --version 2>&1 | head -n 1) ($(jq -r '.[] | select(.name == "buildtype") | .value' "$RDMANS_BUILD_DIR/meson-info/intro-buildoptions.json" 2>/dev/null || echo '?'))"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 printf '%-34s %10s %10s %7s\n' "" "rdmans" "perftest" "ratio"
 printf '%-34s %10.2f %10.2f %7.2f   (goal >= 0.9)\n' "bandwidth MiB/s (vs ib_write_bw)" "$rbw" "$pbw" "$(ratio "$rbw" "$pbw")"

@@ -9,14 +9,11 @@
 # bandwidth >= 0.9x and latency <= 1.1x. TCG emulation: absolute figures are
 # the VM's, the ratios are what carries. Not a test.
 #   bench/ping-vs-perftest.sh [ROUNDS [ITERATIONS]]     (default 3 rounds of 500)
-#   RDMANS_BENCH_BUILD=dir   the build to use (default build-bench, a release build)
+#   RDMANS_BENCH_BUILD=dir   the build to use (default build-bench: buildtype=release, no
+#                            sanitizers; the guest refuses a sanitizer build)
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-build=${RDMANS_BENCH_BUILD:-build-bench}
-[ "$(id -u)" = 0 ] || { echo "bench/ping-vs-perftest.sh: needs root" >&2; exit 1; }
-[ -d "$build" ] || meson setup "$build" -Dbuildtype=release >/dev/null
-ninja -C "$build" src/cli/rdmans >/dev/null
-RDMANS_VM_WORLD=current RDMANS_BUILD_DIR=$top/$build \
+. "$(dirname "$0")/lib.sh"
+bench_release_build ping-vs-perftest.sh src/cli/rdmans
+RDMANS_VM_WORLD=current RDMANS_BUILD_DIR=$build \
 	TEST_BENCH_ROUNDS=${1:-3} TEST_BENCH_ITERS=${2:-500} RDMANS_VM_TIMEOUT=${RDMANS_VM_TIMEOUT:-1800} \
 	tests/vm/vm-run.sh bench/ping-vs-perftest-guest.sh

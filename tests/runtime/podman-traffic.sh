@@ -34,8 +34,10 @@ before=$(rdevs)
 ncclval() { sed -n "s/^$2=//p" <<<"$1"; }
 SR=(--annotation rdmans.io/soft-roce=eth0)
 
+# an IPv6 subnet alone (podman's --ipv6 means dual stack: it adds an IPv4 subnet)
 rt_t "IPv6-only network" vm_run_code 0 "podman network create: an IPv6-only network (netavark)" \
-	timeout 120 podman network create --ipv6 --subnet fd77::/64 n6
+	timeout 120 podman network create --subnet fd77::/64 n6
+vm_diag "n6: $(podman network inspect n6 | jq -c '.[0] | {subnets, ipv6_enabled}')"
 
 # --- without the precreate JSON: refused, and why ---------------------------------------------
 rt_t "podman run, no precreate" rt_run_code 126 "rdmans.io/soft-roce with only the createRuntime JSON is refused" \
@@ -58,7 +60,9 @@ ctr_up() {
 	shift 2
 	rt_run_code 0 "  podman run $name in $pod (rdmans.io/soft-roce=eth0)" \
 		timeout 120 podman run -d --name "$name" --pod "$pod" "${SR[@]}" "$RIMG" "$@"
-	[ "$(podman inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" = true ]
+	[ "$(podman inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" = true ] && return 0
+	vm_not_ok "  $name is not running: $(podman logs "$name" 2>&1 | tail -n 5 | tr '\n' ' ')"
+	return 1
 }
 
 # pair FAMILY NETWORK: pods A and B, the servers in A, the client in B; both pods go again
@@ -68,7 +72,7 @@ pair() {
 	vm_check "$1: the pods' rxe devices went with their network" vm_expect_eq "$before" "$(rdevs)"
 }
 pair_run() {
-	local fam=$1 net=$2 nsA addrA conf hca gid hcaA
+	local fam=$1 net=$2 nsA addrA conf hca gid confA hcaA gidA
 	vm_diag "--- $fam: pods on network $net ---"
 	pod_up "$fam-a" "$net" || return
 	nsA=$NS
@@ -82,16 +86,22 @@ pair_run() {
 	conf=$(podman exec "$fam-client" cat /etc/nccl.conf 2>&1)
 	hca=$(ncclval "$conf" NCCL_IB_HCA)
 	gid=$(ncclval "$conf" NCCL_IB_GID_INDEX)
+	vm_diag "$fam: pod A: $(ip -n "$nsA" -o addr show eth0 | awk '{ print $3, $4 }' | tr '\n' ' ')"
 	vm_diag "$fam: pod A $addrA; B's nccl.conf: $(grep '^NCCL_' <<<"$conf" | tr '\n' ' ')"
 	vm_check "$fam: the hook wrote B's nccl.conf: its own rxe device ($hca), GID index $gid" \
 		sh -c 'case "$1" in "=rxe"*_eth0) [ -n "$2" ] ;; *) exit 1 ;; esac' _ "$hca" "$gid"
 	vm_check "  B's container has that device's node and rdma_cm" podman exec "$fam-client" \
 		sh -c 'test -c /dev/infiniband/rdma_cm && ls /dev/infiniband | grep -q uverbs'
-	[ "$fam" = ipv6 ] && vm_check "$fam: nccl.conf says AF_INET6" vm_expect_eq AF_INET6 "$(ncclval "$conf" NCCL_IB_ADDR_FAMILY)"
+	if [ "$fam" = ipv6 ]; then
+		vm_check "$fam: pod A has no IPv4 address" vm_expect_eq "" "$(ip -n "$nsA" -o -4 addr show eth0)"
+		vm_check "$fam: nccl.conf says AF_INET6" vm_expect_eq AF_INET6 "$(ncclval "$conf" NCCL_IB_ADDR_FAMILY)"
+	fi
 
 	# rdmans ping: the server is a container of pod A
 	ctr_up "$fam-a" "$fam-ping-server" rdmans ping --server || return
-	hcaA=$(ncclval "$(podman exec "$fam-ping-server" cat /etc/nccl.conf 2>&1)" NCCL_IB_HCA)
+	confA=$(podman exec "$fam-ping-server" cat /etc/nccl.conf 2>&1)
+	hcaA=$(ncclval "$confA" NCCL_IB_HCA)
+	gidA=$(ncclval "$confA" NCCL_IB_GID_INDEX)
 	vm_check "$fam: A's nccl.conf names A's own rxe device ($hcaA), not B's" \
 		sh -c 'case "$1" in "=rxe"*_eth0) [ "$1" != "$2" ] ;; *) exit 1 ;; esac' _ "$hcaA" "$hca"
 	vm_poll 120 vm_cm_listening rdmans
@@ -111,7 +121,8 @@ pair_run() {
 	# perftest 25.01 resolves its peer as IPv4 only ("Address family for hostname
 	# not supported"): ib_write_bw runs between the IPv4 pods
 	[ "$fam" = ipv4 ] || return 0
-	ctr_up "$fam-a" "$fam-bw-server" ib_write_bw -x "$gid" -d "${hca#=}" -n 200 || return
+	# each side on its own pod's device and GID index, as nccl.conf names them
+	ctr_up "$fam-a" "$fam-bw-server" ib_write_bw -x "$gidA" -d "${hcaA#=}" -n 200 || return
 	vm_poll 120 vm_tcp_listening "$nsA" 18515
 	vm_run_code 0 "$fam: ib_write_bw -x $gid (nccl.conf's GID index) from pod B to pod A" \
 		timeout 120 podman exec "$fam-client" ib_write_bw -x "$gid" -d "${hca#=}" -n 200 "$addrA"
