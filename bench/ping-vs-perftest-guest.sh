@@ -33,18 +33,20 @@ perftest() {
 	ip netns exec A timeout 300 "$prog" -R -d rxeA -s "$size" -n "$n" >/dev/null 2>&1 &
 	pid=$!
 	vm_poll 60 vm_cm_listening "$prog" || echo "# $prog: its server did not listen" >&2
-	out=$(ip netns exec B timeout 300 "$prog" -R -d rxeB -s "$size" -n "$n" 10.77.0.1 2>&1)
-	wait "$pid"
+	out=$(ip netns exec B timeout 300 "$prog" -R -d rxeB -s "$size" -n "$n" 10.77.0.1 2>&1) ||
+		echo "# $prog client: exit $?: $(tail -n 2 <<<"$out")" >&2
+	wait "$pid" || echo "# $prog server: exit $?" >&2
 	awk -v s="$size" -v c="$col" '$1 == s && NF >= c { v = $c } END { print v }' <<<"$out"
 }
 # the same sizes: 64 B for latency, 65536 B for bandwidth (rdmans ping's defaults)
 rdmans_ping() {
 	local out pid
-	"$R" ping --server --netns A --once >/dev/null 2>&1 &
+	"$R" ping --server --netns A --once >/tmp/server.out 2>&1 &
 	pid=$!
 	vm_poll 60 vm_cm_listening rdmans || echo "# rdmans ping --server did not listen" >&2
-	out=$(ip netns exec B "$R" -j ping 10.77.0.1 --count "$n" --bw-count "$n" --lat-size 64 --size 65536 2>&1)
-	wait "$pid"
+	out=$(ip netns exec B "$R" -j ping 10.77.0.1 --count "$n" --bw-count "$n" --lat-size 64 --size 65536 2>&1) ||
+		echo "# rdmans ping: exit $?: $out" >&2
+	wait "$pid" || echo "# rdmans ping --server: exit $?: $(cat /tmp/server.out)" >&2
 	jq -r '"\(.bandwidth.mib_s) \(.send.p50_us) \(.write.p50_us)"' <<<"$out"
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
