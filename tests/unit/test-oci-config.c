@@ -47,7 +47,8 @@ static void check_props(const char *text)
 
 	memcpy(add, nccl, sizeof(add));
 	if (oci_config_props_check(text, strlen(text), MAX, add, RN_ARRAY_SIZE(add), why,
-				   sizeof(why)) < 0) {
+				   sizeof(why)) < 0 ||
+	    oci_config_devices_check(text, strlen(text), MAX, why, sizeof(why)) < 0) {
 		printf("# property broken: %s\n# input: %s\n", why, text);
 		rn_test_failed = 1;
 	}
@@ -339,6 +340,7 @@ static void precreate_device_nodes_join_linux_devices_and_the_cgroup_rules(void)
 
 		CHECK_STR(out ? out : err.msg, cases[i].out);
 		CHECK(!add[0].kept && !add[1].kept);
+		check_props(cases[i].in);
 	}
 }
 
@@ -382,7 +384,8 @@ static void precreate_properties_hold_on_cut_and_changed_configs(void)
 		memcpy(buf, podman_like, i);
 		buf[i] = '\0';
 		if (oci_config_props_check(buf, i, MAX, add, RN_ARRAY_SIZE(add), why, sizeof(why)) <
-		    0) {
+			    0 ||
+		    oci_config_devices_check(buf, i, MAX, why, sizeof(why)) < 0) {
 			printf("# prefix %zu: %s\n", i, why);
 			failures++;
 		}
@@ -391,7 +394,8 @@ static void precreate_properties_hold_on_cut_and_changed_configs(void)
 			buf[i] = bytes[b];
 			memcpy(add, nccl, sizeof(add));
 			if (oci_config_props_check(buf, len, MAX, add, RN_ARRAY_SIZE(add), why,
-						   sizeof(why)) < 0) {
+						   sizeof(why)) < 0 ||
+			    oci_config_devices_check(buf, len, MAX, why, sizeof(why)) < 0) {
 				printf("# byte %zu = '%c': %s\n", i, bytes[b], why);
 				failures++;
 			}
