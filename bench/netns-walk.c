@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include "rdmans/netns.h"
-#include "rdmans/rdma.h"
+#include "rdmans/rdma_nl.h"
 #include "rdmans/counters.h"
 #include "rdmans/prom.h"
 

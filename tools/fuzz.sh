@@ -14,7 +14,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 build=${RDMANS_FUZZ_BUILD:-build-fuzz}
 targets=(fuzz-nccl-merge fuzz-cni-conf fuzz-cni-args fuzz-ipam-config fuzz-ipam-range
-	fuzz-ipam-record fuzz-cni-state fuzz-oci-state fuzz-oci-config fuzz-etcd-response fuzz-ping-wire)
+	fuzz-ipam-record fuzz-cni-state fuzz-oci-state fuzz-oci-config fuzz-etcd-response fuzz-ping-wire
+	fuzz-nri-wire)
 
 usage() {
 	echo "usage: tools/fuzz.sh TARGET SECONDS | --all SECONDS | --list" >&2
@@ -37,7 +38,7 @@ fi
 command -v clang >/dev/null || { echo "tools/fuzz.sh: clang is not installed (tools/install-deps.sh)" >&2; exit 1; }
 
 if [ ! -d "$build" ]; then
-	CC=clang meson setup "$build" -Dfuzz=true -Dwerror=true -Db_sanitize=address,undefined \
+	CC=clang meson setup "$build" -Dfuzz=true -Dnri=enabled -Dwerror=true -Db_sanitize=address,undefined \
 		-Db_lundef=false >/dev/null
 fi
 if ! out=$(ninja -C "$build" "${run[@]/#/tests/fuzz/}" 2>&1); then

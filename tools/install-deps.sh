@@ -9,6 +9,7 @@ packages=(
 	libmnl-dev libnl-3-dev libnl-route-3-dev libjansson-dev libibverbs-dev librdmacm-dev
 	libmicrohttpd-dev # rdmans exporter's HTTP server
 	libcurl4-openssl-dev # rdma-netns-ipam's etcd store (libcurl4 is dlopen()ed at run time)
+	protobuf-c-compiler libprotobuf-c-dev # rdmans-nri's NRI messages (tools/fetch-protos.sh)
 	# tests: namespaces, containers, peers
 	iproute2 util-linux jq bc python3-yaml runc strace containernetworking-plugins etcd-server etcd-client
 	openssl # rdma-netns-ipam's TLS tests make their certificates
@@ -55,3 +56,7 @@ if ! grep -qs '"version": "4.5.1"' "$npm_dir/node_modules/kubernetes-models/pack
 	mkdir -p "$npm_dir"
 	npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error "${npm_pkgs[@]}" >/dev/null
 fi
+
+# The NRI and ttrpc .proto files rdmans-nri is generated from: Debian's
+# golang-github-containerd-{nri,ttrpc}-dev, from sid (Debian 12 has neither).
+"$(dirname "$0")/fetch-protos.sh" >/dev/null

@@ -131,31 +131,8 @@ int rn_attach_verify(int pod_nsfd, const struct rn_attach_plan *plan, const char
 int rn_attach_move_out(const struct rn_attach_plan *plan, const char *pod_netns, int timeout_ms,
 		       rn_attach_step_fn step, void *arg, struct rn_error *err);
 
-/* The plan as state keys (netdevs, netdev.I.*, rdma, rdma.I.name, bus_id, mode) and back. */
-int rn_attach_plan_save(const struct rn_attach_plan *plan, struct rn_cni_state *st,
-			struct rn_error *err);
-int rn_attach_plan_load(const struct rn_cni_state *st, struct rn_attach_plan *plan,
-			struct rn_error *err);
-
-/*
- * Finds the state file in dir (other than `self`) that claims a device of
- * the plan (RDMA device name, netdev MAC) or of the selection (netdev name,
- * MAC, RDMA device, bus id). 1 and its name/state when found, 0 when none.
- */
-int rn_attach_find_owner(const char *dir, const char *self, const struct rn_attach_plan *plan,
-			 const struct rn_attach_select *sel, char *ret_name, size_t len,
-			 struct rn_cni_state *ret_state, struct rn_error *err);
-
-/*
- * Takes the per-device locks of the plan (dir/locks/rdma:NAME, and in main
- * mode dir/locks/mac:MAC of each netdev) in a fixed order. fds gets up to
- * 2 * RN_ATTACH_MAX.
- */
-int rn_attach_lock(const char *dir, const struct rn_attach_plan *plan, int timeout_ms, int *fds,
-		   size_t *ret_n, struct rn_error *err);
-/* True when every lock `plan` needs is among those `locked` took. */
-bool rn_attach_locks_cover(const struct rn_attach_plan *locked, const struct rn_attach_plan *plan);
-void rn_attach_unlock(int *fds, size_t n);
+/* Whether the plan holds RDMA device `name`. */
+bool rn_attach_plan_has_rdma(const struct rn_attach_plan *plan, const char *name);
 
 /* ---- soft-RoCE pods (rdma-netns "softRoce") ---- */
 
@@ -178,5 +155,8 @@ int rn_attach_soft_roce_add(int nsfd, const char *name, const char *netdev, stru
 
 /* Deletes rxe device `name` (0 when it is gone already: its netns died with it). */
 int rn_attach_soft_roce_del(const char *name, struct rn_error *err);
+
+/* The plan on disk, the owner search and the device locks: attach_state.h. */
+#include "rdmans/attach_state.h"
 
 #endif

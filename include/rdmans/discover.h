@@ -12,7 +12,7 @@
 
 #include "rdmans/error.h"
 #include "rdmans/netns.h"
-#include "rdmans/rdma.h"
+#include "rdmans/rdma_nl.h"
 
 struct rn_located_dev {
 	struct rn_rdma_dev dev; /* owns dev.ports */
@@ -53,54 +53,6 @@ int rn_discover_all(struct rn_located_devs *out, struct rn_error *err);
  */
 int rn_discover_find(const char *name, struct rn_located_dev *out, bool *ret_exclusive,
 		     struct rn_error *err);
-
-/*
- * PID of the lowest process whose cgroup path names container `id` (a full
- * ID or a unique prefix of at least 6 characters). -ESRCH when none runs,
- * -ENOTUNIQ when processes of different network namespaces match.
- */
-int rn_container_pid(const char *id, pid_t *ret_pid, struct rn_error *err);
-
-/*
- * Every process's cgroup paths, read once (/proc/PID/cgroup), to ask of
- * many containers whether they still run: _has() is true when some
- * process's cgroup path names container `id` (the rule above).
- */
-struct rn_cgroup_snapshot;
-int rn_cgroup_snapshot_take(struct rn_cgroup_snapshot **ret, struct rn_error *err);
-bool rn_cgroup_snapshot_has(const struct rn_cgroup_snapshot *s, const char *id);
-void rn_cgroup_snapshot_free(struct rn_cgroup_snapshot *s);
-
-struct rn_move_request {
-	const char *dev; /* RDMA device name */
-	int target_nsfd;
-	const char *target_desc; /* for messages: "netns 'pod1'", "the netns of PID 42" */
-	bool with_netdev; /* take the netdev bound to port 1 along */
-	const char *netdev_name; /* new name of that netdev in the target, NULL keeps it */
-};
-
-struct rn_move_result {
-	char dev[RN_RDMA_NAME_MAX];
-	char from_desc[PATH_MAX]; /* where it was: "host" or the netns path */
-	char netdev[IF_NAMESIZE]; /* netdev taken along (name before the move), or "" */
-	char netdev_now[IF_NAMESIZE]; /* its name in the target */
-};
-
-/*
- * Moves an RDMA device (and optionally its netdev) from whichever netns
- * holds it into the target. Checks first, changes after: nothing moves when
- * the device is unknown, already there, or the mode is shared. The RDMA
- * device moves first; when its netdev then fails to follow, the device is
- * moved back.
- */
-int rn_move(const struct rn_move_request *req, struct rn_move_result *res, struct rn_error *err);
-
-/*
- * Moves RDMA device `name`, known to be in the netns of from_nsfd, into the
- * netns of to_nsfd (no discovery, no mode check: the kernel refuses in
- * shared mode). -ENODEV when from_nsfd does not hold it.
- */
-int rn_move_rdma_dev(const char *name, int from_nsfd, int to_nsfd, struct rn_error *err);
 
 /*
  * The RDMA devices a pod's network attachment gave it (what rdmans.io/rdma=all

@@ -188,17 +188,6 @@ void rn_doctor_facts_gdr(struct rn_doctor_facts *f, const char *proc_root);
 /* Records address cidr ("a.b.c.d/nn" or "x::y/nn") of netdev (ports and the resolver's node). */
 int rn_doctor_facts_add_addr(struct rn_doctor_facts *f, const char *netdev, const char *cidr,
 			     struct rn_error *err);
-/*
- * The process part, from PROC/PID/{limits,status,environ,comm} and files in
- * its mount namespace (PROC/PID/root: /dev/infiniband, its nccl.conf files).
- * Call after the netns part (the device nodes are those of its devices).
- */
-int rn_doctor_facts_process(struct rn_doctor_facts *f, const char *proc_root, pid_t pid,
-			    struct rn_error *err);
-
-/* Runs the checklist on the facts. */
-int rn_doctor_evaluate(const struct rn_doctor_facts *f, struct rn_doctor_report *out,
-		       struct rn_error *err);
 
 /*
  * Appends a check made outside the checklist (`doctor --peer`: rdmans ping,
@@ -218,8 +207,15 @@ struct rn_doctor_target {
 	size_t n_nccl_layers;
 };
 
+/* Whether the port's link layer is Ethernet (RoCE). */
+bool rn_doctor_port_ethernet(const struct rn_doctor_port *p);
+
 /* Gathers the facts of the target (joining its netns as needed) and evaluates them. */
 int rn_doctor_run(const struct rn_doctor_target *t, struct rn_doctor_facts *facts,
 		  struct rn_doctor_report *out, struct rn_error *err);
+
+/* The process's facts and the checklist: doctor_process.h, doctor_checks.h. */
+#include "rdmans/doctor_checks.h"
+#include "rdmans/doctor_process.h"
 
 #endif

@@ -86,33 +86,6 @@ struct rn_nccl_node {
 	struct rn_gid_table gids;
 };
 
-void rn_nccl_node_free(struct rn_nccl_node *node);
-static inline void rn_nccl_node_freep(struct rn_nccl_node *node)
-{
-	rn_nccl_node_free(node);
-}
-#define _cleanup_nccl_node_ _cleanup_(rn_nccl_node_freep)
-
-/*
- * Reads devices, ports, bound netdevs, GIDs and class/net under
- * rn_sysfs_root(). Addresses are not in sysfs: rn_nccl_probe() adds them,
- * tests use rn_nccl_node_add_addr().
- */
-int rn_nccl_node_from_sysfs(struct rn_nccl_node *out, struct rn_error *err);
-/*
- * Records address `cidr` ("a.b.c.d/nn", "x::y/nn"; no prefix: a host
- * address) on every port bound to netdev. IPv6 link-local addresses
- * (fe80::/10) are skipped: no routed fabric reaches them.
- */
-int rn_nccl_node_add_addr(struct rn_nccl_node *node, const char *netdev, const char *cidr,
-			  struct rn_error *err);
-/*
- * The whole picture of the netns of nsfd: sysfs (a fresh mount, as seen from
- * inside) and addresses (rtnetlink). nsfd < 0: the caller's netns and /sys as
- * it is mounted (no root needed).
- */
-int rn_nccl_probe(int nsfd, struct rn_nccl_node *out, struct rn_error *err);
-
 /* ---- override layers ---- */
 
 enum rn_nccl_source {
@@ -226,19 +199,6 @@ enum rn_nccl_ver_class rn_nccl_version_class(const struct rn_nccl_version *v);
 /* "NCCL <= 2.20 (GID index 0 unless NCCL_IB_GID_INDEX)", ..., for --explain. */
 const char *rn_nccl_ver_class_desc(enum rn_nccl_ver_class c);
 
-/*
- * Finds the NCCL library of a root filesystem (rootfd from rn_rootfs_open(),
- * or an O_PATH fd of "/" or /proc/PID/root): libnccl.so.2.X.Y in the usual
- * library directories, pip's nvidia/nccl/lib and conda's, and the
- * directories of `ld_library_path` (the container's LD_LIBRARY_PATH, may be
- * NULL); a libnccl.so.2 without the version in its name is read for NCCL's
- * "NCCL version X.Y.Z" string. Several: the oldest wins (the settings must
- * suit it), *ret_n says how many. -ENOENT (err says where it looked) when
- * there is none.
- */
-int rn_nccl_version_find(int rootfd, const char *ld_library_path, struct rn_nccl_version *out,
-			 size_t *ret_n, struct rn_error *err);
-
 /* ---- resolve ---- */
 
 struct rn_nccl_request {
@@ -342,46 +302,16 @@ bool rn_nccl_pod_dependent(const char *name);
 const struct rn_nccl_setting *rn_nccl_result_get(const struct rn_nccl_result *res,
 						 const char *name);
 
-/* ---- render (nccl_conf.c) ---- */
-
-enum rn_nccl_format {
-	RN_NCCL_FMT_ENV, /* NAME=VALUE lines (env files, `env`) */
-	RN_NCCL_FMT_SH, /* a POSIX sh script that sets what the environment does not set already */
-	RN_NCCL_FMT_CONF, /* nccl.conf: NAME=VALUE, comments on lines of their own */
-};
-
 /*
- * The settings as text in *ret (malloc'd). explain adds comment lines: the
- * ports, the profile, each value's origin, warnings. Fails with -EINVAL when a
- * value cannot be written in that format (a newline; an env file value
- * with quotes or spaces is written raw, as env files take it).
+ * "a.b.c.d/nn" or "x::y/nn" (no prefix: a host address) -> family, the
+ * address as 16 bytes (IPv4 mapped), the prefix length; -EINVAL otherwise.
  */
-int rn_nccl_render(const struct rn_nccl_result *res, enum rn_nccl_format fmt, bool explain,
-		   char **ret, struct rn_error *err);
+int rn_nccl_cidr_parse(const char *cidr, int *family, uint8_t raw[16], int *plen);
 
-/*
- * nccl.conf text merged with `existing` (an image's own /etc/nccl.conf, or
- * one written by an earlier run; NULL or "" when none):
- *  - rdmans' block (from a line that is exactly "# rdmans: begin" to the next
- *    line that is exactly "# rdmans: end", no begin line between) is
- *    rewritten at the top; every other line is kept, in order;
- *  - an existing value wins over a profile value, loses to everything else;
- *    a line that loses is kept as a comment ("#rdmans-overridden:LINE") and
- *    comes back when a later run no longer sets that variable; a stray
- *    marker line is kept behind the same prefix, so it can never pair with
- *    a later marker;
- *  - every variable we set is read by NCCL with our value.
- * Merging its own output again gives the same text (tests/fuzz/merge-props.c
- * checks both properties on any input).
- * header: one comment line for the top of the block (newlines become spaces).
- */
-int rn_nccl_conf_merge(const struct rn_nccl_result *res, const char *existing, const char *header,
-		       char **ret, struct rn_error *err);
-
-/*
- * The value NCCL reads for `name` from an nccl.conf text (the first line
- * NAME=..., cut at 1023 bytes), into buf. false when it sets none.
- */
-bool rn_nccl_conf_value(const char *text, const char *name, char *buf, size_t len);
+/* The node (nccl_node.h), the render (nccl_conf.h), the image's NCCL (nccl_version.h): the rest of
+ * the NCCL API. */
+#include "rdmans/nccl_conf.h"
+#include "rdmans/nccl_node.h"
+#include "rdmans/nccl_version.h"
 
 #endif

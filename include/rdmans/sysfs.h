@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sysfs discovery: RDMA device <-> netdev <-> PCI function or auxiliary
- * device, and the GID tables. Every path is taken under rn_sysfs_root(),
+ * device, and the GID tables (the entries' helpers: gid.c). Every path is taken under rn_sysfs_root(),
  * "/sys" unless overridden, so unit tests run on fake trees.
  *
  * Note: once an RDMA device has moved into another netns it vanishes from
@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "rdmans/error.h"
+#include "rdmans/gid.h"
 
 #define RN_RDMA_NAME_MAX 64 /* IB_DEVICE_NAME_MAX */
 #define RN_BUS_ID_MAX 64
@@ -30,13 +31,6 @@
 const char *rn_sysfs_root(void);
 void rn_sysfs_set_root(const char *root);
 void rn_sysfs_set_thread_root(const char *root);
-
-enum rn_gid_type {
-	RN_GID_UNKNOWN = 0,
-	RN_GID_IB,
-	RN_GID_ROCE_V1,
-	RN_GID_ROCE_V2,
-};
 
 struct rn_gid_entry {
 	char dev[RN_RDMA_NAME_MAX];
@@ -53,19 +47,6 @@ struct rn_gid_table {
 	size_t n;
 	struct rn_gid_entry *entries;
 };
-
-/* Parses "fe80:0000:0000:0000:b696:91ff:feec:a458" (the sysfs form) or any inet_pton() IPv6 form. */
-int rn_gid_parse(const char *text, uint8_t raw[16], struct rn_error *err);
-/* Writes the IPv4 address of an IPv4-mapped GID (::ffff:a.b.c.d); returns false otherwise. */
-bool rn_gid_ipv4(const uint8_t raw[16], char *buf, size_t len);
-/* A GID that is all zeroes is an empty slot in the table. */
-bool rn_gid_is_zero(const uint8_t raw[16]);
-/* From gid_attrs/types/N ("IB/RoCE v1", "RoCE v2") and the port's link_layer ("InfiniBand", "Ethernet"). */
-enum rn_gid_type rn_gid_type_from_sysfs(const char *type, const char *link_layer);
-/* "IB", "RoCE v1", "RoCE v2", "?" (for tables like show_gids' VER column use rn_gid_type_version()). */
-const char *rn_gid_type_name(enum rn_gid_type type);
-/* "v1", "v2", "IB", "?" as show_gids prints it. */
-const char *rn_gid_type_version(enum rn_gid_type type);
 
 /*
  * Reads the non-empty GID entries of every port of `dev` (or of every device

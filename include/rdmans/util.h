@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "rdmans/error.h"
@@ -21,6 +22,15 @@ int rn_parse_pid(const char *text, pid_t *ret);
 
 /* Reads a small sysfs/proc file into buf, stripping the trailing newline. */
 int rn_read_line(const char *path, char *buf, size_t len);
+
+/*
+ * The one openat2() wrapper: path resolved under dirfd as `resolve` says
+ * (RESOLVE_BENEATH, RESOLVE_IN_ROOT, ...), O_CLOEXEC added, mode counted
+ * with O_CREAT/O_TMPFILE only, retried on EAGAIN and EINTR. The fd, or
+ * -errno: -ENOSYS before Linux 5.6, which the caller refuses or answers
+ * with a walk as confined (never with a plain openat()).
+ */
+int rn_openat2(int dirfd, const char *path, int flags, mode_t mode, uint64_t resolve);
 
 /*
  * Opens path, relative to dirfd, with no symbolic link anywhere on the way
@@ -114,6 +124,14 @@ ssize_t rn_strscpy(char *dst, size_t len, const char *src);
  */
 int rn_grow(void **p, size_t *cap, size_t need, size_t size);
 #define RN_GROW(p, cap, need) rn_grow((void **)&(p), (cap), (need), sizeof(*(p)))
+
+/*
+ * The formatter for text that is shown (messages, values): the length
+ * written, or -E2BIG when it was cut short, and then it ends in "..." so a
+ * reader sees that it was (len >= 4).
+ */
+ssize_t rn_snprintf(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* Appends to the string in buf (a message), cutting it short silently when full. */
 void rn_strappend(char *buf, size_t len, const char *fmt, ...)

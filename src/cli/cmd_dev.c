@@ -5,7 +5,7 @@
 
 #include "rdmans.h"
 #include "rdmans/discover.h"
-#include "rdmans/rdma.h"
+#include "rdmans/rdma_nl.h"
 #include "rdmans/util.h"
 
 static const char *node_type_name(uint8_t t)

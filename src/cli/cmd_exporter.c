@@ -12,6 +12,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,9 @@ static rn_mhd_result respond(struct MHD_Connection *c, unsigned status, char *bo
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	/* what else the client sent on this connection cannot be trusted */
+	if (status == MHD_HTTP_BAD_REQUEST)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	ret = MHD_queue_response(c, status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -74,11 +78,58 @@ static rn_mhd_result respond_text(struct MHD_Connection *c, unsigned status, con
 	return respond(c, status, body, strlen(body), "text/plain; charset=utf-8");
 }
 
+/*
+ * A NUL byte in the request line ("GET /metrics\0/x HTTP/1.1"). libmicrohttpd
+ * 1.0 refuses such a line itself. Before 1.0 it hands each part of the line
+ * as a C string, so the part holding the NUL arrives cut short: the path as
+ * "/metrics", the method "GET\0X" as "GET". The API has no length for them,
+ * but parse_initial_message_line (connection.c, 0.9.x) leaves every part in
+ * the one line buffer: the method at its start, ended by a NUL over the first
+ * space; then only spaces up to the target; the target ended by a NUL over
+ * the last space; then the version, which must be exactly "HTTP/d.d". So the
+ * line was whole only if the method and the target each end where MHD put
+ * its NUL. The target's end is taken in the URI log callback, before MHD
+ * splits off the query and unescapes the path in place.
+ */
+static char line_whole, line_cut;
+
+#if MHD_VERSION < 0x01000000
+static void *target_end(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	(void)cls;
+	(void)c;
+	return uri ? (char *)(uintptr_t)(uri + strlen(uri)) : NULL;
+}
+
+static bool request_line_whole(const char *method, const char *url, const char *end,
+			       const char *version)
+{
+	const char *p = method + strlen(method) + 1;
+
+	if (!end || end + 1 != version || (uintptr_t)p > (uintptr_t)url ||
+	    (uintptr_t)url > (uintptr_t)end)
+		return false;
+	for (; p < url; p++)
+		if (*p != ' ')
+			return false;
+	return true;
+}
+#else
+static bool request_line_whole(const char *method, const char *url, const char *end,
+			       const char *version)
+{
+	(void)method;
+	(void)url;
+	(void)end;
+	(void)version;
+	return true;
+}
+#endif
+
 static rn_mhd_result handle(void *cls, struct MHD_Connection *c, const char *url,
 			    const char *method, const char *version, const char *upload_data,
 			    size_t *upload_data_size, void **con_cls)
 {
-	static int first_call;
 	const struct exporter *ex = cls;
 	struct rn_buf out = { 0 };
 	struct rn_error err = { 0 };
@@ -87,8 +138,9 @@ static rn_mhd_result handle(void *cls, struct MHD_Connection *c, const char *url
 	 * The first call only announces the request: answering then makes
 	 * libmicrohttpd close the connection instead of keeping it alive.
 	 */
-	if (!*con_cls) {
-		*con_cls = &first_call;
+	if (*con_cls != &line_whole && *con_cls != &line_cut) {
+		*con_cls = request_line_whole(method, url, *con_cls, version) ? &line_whole
+									      : &line_cut;
 		return MHD_YES;
 	}
 	/*
@@ -100,6 +152,9 @@ static rn_mhd_result handle(void *cls, struct MHD_Connection *c, const char *url
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	if (*con_cls == &line_cut)
+		return respond_text(c, MHD_HTTP_BAD_REQUEST,
+				    "bad request: the request line holds a NUL byte\n");
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return respond_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
 	if (strcmp(url, "/") == 0)
@@ -123,8 +178,7 @@ static rn_mhd_result handle(void *cls, struct MHD_Connection *c, const char *url
 /*
  * "%00" unescaped would cut the path short ("/metrics%00/x" read as
  * "/metrics"): a path holding one is left escaped, so it names nothing (404).
- * A raw NUL byte in the request line cannot be seen here: libmicrohttpd
- * 0.9.x passes the path cut at it.
+ * A raw NUL byte is refused before this (request_line_whole).
  */
 static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 {
@@ -250,11 +304,16 @@ static struct MHD_Daemon *start(const struct listen_addr *la, struct exporter *e
 	const struct sockaddr *sa = (const struct sockaddr *)&la->ss;
 	struct MHD_Daemon *d;
 
+#if MHD_VERSION < 0x01000000
+#define URI_LOG_OPTION , MHD_OPTION_URI_LOG_CALLBACK, target_end, NULL
+#else
+#define URI_LOG_OPTION
+#endif
 #define LIMIT_OPTIONS                                                                              \
 	MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, l->total,      \
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->per_ip, MHD_OPTION_CONNECTION_MEMORY_LIMIT, \
 		(size_t)CONNECTION_MEMORY, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,                  \
-		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL
+		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL URI_LOG_OPTION
 	if (la->any) {
 		any6.sin6_port = htons((uint16_t)la->port);
 		d = MHD_start_daemon(flags | MHD_USE_DUAL_STACK, (uint16_t)la->port, NULL, NULL,
@@ -271,6 +330,7 @@ static struct MHD_Daemon *start(const struct listen_addr *la, struct exporter *e
 	return MHD_start_daemon(flags, (uint16_t)la->port, NULL, NULL, handle, ex,
 				MHD_OPTION_SOCK_ADDR, sa, LIMIT_OPTIONS, MHD_OPTION_END);
 #undef LIMIT_OPTIONS
+#undef URI_LOG_OPTION
 }
 
 static int run_once(const struct exporter *ex)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "rdmans.h"
-#include "rdmans/rdma.h"
+#include "rdmans/rdma_nl.h"
 
 static int link_add(struct rn_cli *cli)
 {

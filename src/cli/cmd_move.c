@@ -4,7 +4,9 @@
 #include <string.h>
 
 #include "rdmans.h"
+#include "rdmans/container.h"
 #include "rdmans/discover.h"
+#include "rdmans/move.h"
 #include "rdmans/netns.h"
 #include "rdmans/util.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "rdmans.h"
-#include "rdmans/rdma.h"
+#include "rdmans/rdma_nl.h"
 #include "rdmans/system.h"
 #include "rdmans/util.h"
 

@@ -7,7 +7,7 @@
 #include "cni.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/netns.h"
-#include "rdmans/rdma.h"
+#include "rdmans/rdma_nl.h"
 
 int cni_cmd_check(struct cni_ctx *ctx)
 {
@@ -20,10 +20,6 @@ int cni_cmd_check(struct cni_ctx *ctx)
 	size_t n = 0;
 	int r;
 
-	if (ctx->conf.ver < 40)
-		return cni_fail(ctx, CNI_ERR_INCOMPATIBLE,
-				"CHECK needs cniVersion 0.4.0 or later (the configuration says %s)",
-				ctx->conf.version);
 	if (rn_cni_state_name(ctx->conf.name, ctx->container_id, ctx->ifname, name, sizeof(name),
 			      &err) < 0)
 		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "%s", err.msg);

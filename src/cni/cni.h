@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "rdmans/attach.h"
-#include "rdmans/cni_json.h"
+#include "rdmans/cni_protocol.h"
 #include "rdmans/cni_state.h"
 #include "rdmans/error.h"
 #include "rdmans/json_cleanup.h"
@@ -34,14 +34,14 @@ enum {
 	RN_CNI_SOFT_ROCE = 110, /* softRoce cannot work here (exclusive mode, an old rxe) */
 };
 
-/* The oldest CNI version rdma-netns speaks (0.3.0; rdmans/cni_json.h numbers them). */
+/* The oldest CNI version rdma-netns speaks (0.3.0; rdmans/cni_protocol.h numbers them). */
 #define CNI_OLDEST 30
 
 struct cni_conf {
 	json_t *root; /* owns everything below */
 	const char *raw; /* stdin as read, for delegates */
 	size_t raw_len;
-	const char *version; /* "1.1.0"; NULL when the config did not say */
+	const char *version; /* "1.1.0"; NULL before the configuration is read */
 	int ver; /* 30, 31, 40, 100, 110 (rn_cni_version_parse) */
 	const char *name;
 	const char *type;
@@ -81,7 +81,13 @@ int cni_fail(struct cni_ctx *ctx, int code, const char *fmt, ...)
 /* A library error, with a CNI code chosen from its errno unless `code` is not 0. */
 int cni_fail_lib(struct cni_ctx *ctx, int code, const struct rn_error *err);
 
-/* conf.c: parses stdin. Returns -1 with ctx's failure set. */
+/*
+ * conf.c: the network configuration, decoded by rn_cni_conf_decode (doc,
+ * its version): ours read and checked. -1 with ctx's failure set.
+ */
+int cni_conf_parse_doc(struct cni_ctx *ctx, json_t *doc, const char *raw, size_t len,
+		       const char *version, int ver);
+/* The same from the text (rn_cni_conf_decode first), for the tools and fuzzers. */
 int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len);
 void cni_conf_free(struct cni_conf *conf);
 
@@ -155,7 +161,13 @@ int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_stat
  */
 int cni_del_refused(struct cni_ctx *ctx);
 
-/* Fault injection (test builds, meson -Dfault_injection=true): see main.c. */
+/* plugin.c: the plugin's main, on the CNI skeleton (rn_cni_main). */
+int cni_main(void);
+
+/* fault.c: fault injection (test builds, meson -Dfault_injection=true). */
+void cni_fault_init(void);
+/* How many steps `command` made, on stderr (RDMA_NETNS_FAULT_STEP set). */
+void cni_fault_report(const char *command);
 void cni_fault_point(const char *what);
 /* Whether RDMA_NETNS_FAULT_SKIP names check `what` (test builds; always false otherwise). */
 bool cni_fault_skip(const char *what);

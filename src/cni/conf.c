@@ -88,26 +88,6 @@ static int check_keys(struct cni_ctx *ctx, json_t *root)
 	return 0;
 }
 
-static const char *type_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-	case JSON_REAL:
-		return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	default:
-		return "null";
-	}
-}
-
 /* A string member (NULL when absent); -1 with the failure set on a wrong type or "". */
 static int get_string(struct cni_ctx *ctx, json_t *obj, const char *key, const char *where,
 		      const char **ret)
@@ -119,7 +99,7 @@ static int get_string(struct cni_ctx *ctx, json_t *obj, const char *key, const c
 		return 0;
 	if (!json_is_string(v))
 		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "'%s%s' must be a string, not %s",
-				where, key, type_name(v));
+				where, key, rn_cni_json_type(v));
 	if (json_string_length(v) == 0)
 		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "'%s%s' must not be empty", where,
 				key);
@@ -138,7 +118,7 @@ static int get_bool(struct cni_ctx *ctx, json_t *obj, const char *key, bool *ret
 		return 0;
 	if (!json_is_boolean(v))
 		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "'%s' must be true or false, not %s",
-				key, type_name(v));
+				key, rn_cni_json_type(v));
 	*ret = json_is_true(v);
 	return 0;
 }
@@ -152,7 +132,8 @@ static int get_seconds(struct cni_ctx *ctx, json_t *obj, const char *key, int *r
 		return 0;
 	if (!json_is_number(v))
 		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
-				"'%s' must be a number of seconds, not %s", key, type_name(v));
+				"'%s' must be a number of seconds, not %s", key,
+				rn_cni_json_type(v));
 	s = json_number_value(v);
 	if (s < 0 || s > 600)
 		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
@@ -171,7 +152,7 @@ static int get_object(struct cni_ctx *ctx, json_t *obj, const char *key, const c
 		return 0;
 	if (!json_is_object(v))
 		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "'%s%s' must be an object, not %s",
-				where, key, type_name(v));
+				where, key, rn_cni_json_type(v));
 	*ret = v;
 	return 0;
 }
@@ -219,7 +200,7 @@ static int parse_nccl(struct cni_ctx *ctx, json_t *nccl)
 		if (!json_is_string(v) && !json_is_number(v) && !json_is_boolean(v))
 			return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
 					"'nccl.%s' must be a string, number or boolean, not %s",
-					key, type_name(v));
+					key, rn_cni_json_type(v));
 		if (json_is_string(v) && strchr(json_string_value(v), '\n'))
 			return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "'nccl.%s' must be one line",
 					key);
@@ -239,7 +220,8 @@ static int parse_attachments(struct cni_ctx *ctx, json_t *root)
 			continue;
 		if (!json_is_array(a))
 			return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
-					"'%s' must be an array, not %s", keys[k], type_name(a));
+					"'%s' must be an array, not %s", keys[k],
+					rn_cni_json_type(a));
 		json_array_foreach (a, i, item) {
 			if (!json_is_object(item) ||
 			    !json_is_string(json_object_get(item, "containerID")) ||
@@ -257,50 +239,21 @@ static int parse_attachments(struct cni_ctx *ctx, json_t *root)
 	return 0;
 }
 
-/* Phase 1: stdin is one JSON object; the defaults are set. */
-static int conf_decode(struct cni_ctx *ctx, const char *raw, size_t len)
+/* Phase 1: the decoded document (rn_cni_conf_decode: one object, its cniVersion); the defaults. */
+static void conf_init(struct cni_ctx *ctx, json_t *doc, const char *raw, size_t len,
+		      const char *version, int ver)
 {
 	struct cni_conf *c = &ctx->conf;
-	json_error_t jerr;
 
 	memset(c, 0, sizeof(*c));
+	c->root = json_incref(doc);
 	c->raw = raw;
 	c->raw_len = len;
+	c->version = version;
+	c->ver = ver;
 	c->require_rdma = true;
 	c->gid_timeout_ms = 10000;
 	c->return_timeout_ms = 10000;
-	if (len == 0)
-		return cni_fail(ctx, CNI_ERR_DECODE,
-				"no network configuration on stdin (expected a JSON object)");
-	c->root = json_loadb(raw, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!c->root)
-		return cni_fail(ctx, CNI_ERR_DECODE,
-				"cannot decode the network configuration on stdin: %s (line %d, "
-				"column %d)",
-				jerr.text, jerr.line, jerr.column);
-	if (!json_is_object(c->root))
-		return cni_fail(ctx, CNI_ERR_DECODE,
-				"the network configuration must be a JSON object, not %s",
-				type_name(c->root));
-	return 0;
-}
-
-/* Phase 2: cniVersion, one of ours when given (VERSION needs none). */
-static int conf_version(struct cni_ctx *ctx)
-{
-	struct cni_conf *c = &ctx->conf;
-	struct rn_error err = { 0 };
-
-	if (get_string(ctx, c->root, "cniVersion", "", &c->version) < 0)
-		return -1;
-	if (c->version) {
-		c->ver = rn_cni_version_check(c->version, CNI_OLDEST, "rdma-netns", &err);
-		if (c->ver < 0) {
-			c->version = NULL; /* the error in a version the caller reads */
-			return cni_fail(ctx, CNI_ERR_INCOMPATIBLE, "%s", err.msg);
-		}
-	}
-	return 0;
 }
 
 /* Phase 3: no misspelt keys; the network's name and type. */
@@ -308,9 +261,6 @@ static int conf_identity(struct cni_ctx *ctx)
 {
 	struct cni_conf *c = &ctx->conf;
 
-	if (!c->version)
-		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG,
-				"the network configuration has no 'cniVersion'");
 	if (check_keys(ctx, c->root) < 0)
 		return -1;
 	if (get_string(ctx, c->root, "name", "", &c->name) < 0 ||
@@ -406,14 +356,24 @@ static int conf_blocks(struct cni_ctx *ctx)
 	return parse_attachments(ctx, c->root);
 }
 
-int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
+int cni_conf_parse_doc(struct cni_ctx *ctx, json_t *doc, const char *raw, size_t len,
+		       const char *version, int ver)
 {
-	if (conf_decode(ctx, raw, len) < 0 || conf_version(ctx) < 0)
-		return -1;
-	if (strcmp(ctx->command, "VERSION") == 0)
-		return 0;
+	conf_init(ctx, doc, raw, len, version, ver);
 	if (conf_identity(ctx) < 0 || conf_select(ctx) < 0 || conf_options(ctx) < 0 ||
 	    conf_blocks(ctx) < 0)
 		return -1;
 	return 0;
+}
+
+int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len)
+{
+	_cleanup_json_ json_t *doc = NULL;
+	struct rn_cni_failure f = { 0 };
+	const char *version;
+	int ver;
+
+	if (rn_cni_conf_decode(raw, len, CNI_OLDEST, "rdma-netns", &doc, &version, &ver, &f) < 0)
+		return cni_fail(ctx, f.code, "%s", f.msg);
+	return cni_conf_parse_doc(ctx, doc, raw, len, version, ver);
 }

@@ -18,12 +18,10 @@
 
 #include "config.h"
 #include "rdmans/cleanup.h"
-#include "rdmans/cni_json.h"
+#include "rdmans/cni_protocol.h"
 #include "rdmans/util.h"
 #include "rdmans/ipam.h"
 #include "rdmans/json_cleanup.h"
-
-#define MAX_STDIN (1024 * 1024)
 
 /* Ours (100+), documented in rdma-netns-ipam(8). */
 enum {
@@ -32,19 +30,16 @@ enum {
 	IPAM_CHECK_FAILED = 102, /* CHECK: the addresses are not held as ADD left them */
 };
 
-/* The oldest CNI version rdma-netns-ipam speaks: 0.1.0 (rdmans/cni_json.h numbers them). */
+/* The oldest CNI version rdma-netns-ipam speaks: 0.1.0 (rdmans/cni_protocol.h numbers them). */
 #define IPAM_OLDEST 10
 
 struct plugin {
-	struct rn_cni_env env;
+	struct rn_cni_call *call; /* the environment, the configuration, its version */
 	struct rn_cni_args args; /* the pod, from CNI_ARGS */
-	char *stdin_text;
-	size_t stdin_len;
-	json_t *doc;
-	const char *version; /* the caller's cniVersion */
-	int ver; /* its number (rn_cni_version_parse) */
 	struct rn_ipam_config cfg;
 	bool have_cfg;
+	bool env_refused; /* the CNI environment (not the configuration) was refused */
+	struct rn_ipam_store *store;
 	FILE *log;
 	enum rn_ipam_log_level log_level;
 };
@@ -58,6 +53,7 @@ static void logf_(struct plugin *p, enum rn_ipam_log_level level, const char *fm
 {
 	static const char *const names[] = { "error", "info", "debug" };
 	FILE *out = p->log ? p->log : stderr;
+	const struct rn_cni_env *env = &p->call->env;
 	char when[40];
 	struct timespec ts;
 	struct tm tm;
@@ -69,10 +65,9 @@ static void logf_(struct plugin *p, enum rn_ipam_log_level level, const char *fm
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 	fprintf(out, "%s.%03ldZ [%s] %s %s", when, ts.tv_nsec / 1000000, names[level],
-		p->env.command ? p->env.command : "-",
-		p->env.container_id ? p->env.container_id : "-");
-	if (p->env.ifname)
-		fprintf(out, "/%s", p->env.ifname);
+		env->command ? env->command : "-", env->container_id ? env->container_id : "-");
+	if (env->ifname)
+		fprintf(out, "/%s", env->ifname);
 	fputs(": ", out);
 	va_start(ap, fmt);
 	vfprintf(out, fmt, ap);
@@ -113,15 +108,17 @@ static int open_log(struct plugin *p, char *why, size_t len)
 
 static const char *out_version(const struct plugin *p)
 {
-	return p->version ? p->version : RN_CNI_VERSION_LATEST;
+	return p->call->version;
 }
 
+/* The failure the skeleton reports (and logs: log_failure()); returns -1. */
 static int fail(struct plugin *p, int code, const char *msg, const char *details)
 {
-	(void)rn_cni_print_error(out_version(p), code, msg, details);
-	logf_(p, RN_IPAM_LOG_ERROR, "%s (code %d)%s%s", msg, code, details ? ": " : "",
-	      details ? details : "");
-	return 1;
+	struct rn_cni_failure *f = &p->call->fail;
+
+	(void)rn_cni_fail(f, code, "%s", msg);
+	snprintf(f->details, sizeof(f->details), "%s", details ? details : "");
+	return -1;
 }
 
 /* The CNI code for a library error. */
@@ -173,7 +170,7 @@ static int print_result(struct plugin *p, const struct rn_ipam_lease *lease)
 {
 	json_t *doc = json_pack("{s:s}", "cniVersion", out_version(p));
 	_cleanup_json_ json_t *routes = NULL, *dns = NULL;
-	bool legacy = p->ver < 30;
+	bool legacy = p->call->ver < 30;
 
 	if (p->cfg.routes_json)
 		routes = json_loads(p->cfg.routes_json, 0, NULL);
@@ -212,7 +209,7 @@ static int print_result(struct plugin *p, const struct rn_ipam_lease *lease)
 		}
 	} else {
 		json_t *ips = json_array();
-		bool with_version = p->ver < 100;
+		bool with_version = p->call->ver < 100;
 
 		for (size_t i = 0; i < lease->n; i++) {
 			const struct rn_ipam_lease_addr *a = &lease->addr[i];
@@ -241,11 +238,11 @@ static int print_result(struct plugin *p, const struct rn_ipam_lease *lease)
 
 static void owner_of(const struct plugin *p, struct rn_ipam_owner *o)
 {
-	o->container_id = p->env.container_id;
-	o->ifname = p->env.ifname;
+	o->container_id = p->call->env.container_id;
+	o->ifname = p->call->env.ifname;
 	o->pod_namespace = p->args.pod_namespace;
 	o->pod_name = p->args.pod_name;
-	o->netns = p->env.netns; /* recorded for `rdmans ipam reconcile` */
+	o->netns = p->call->env.netns; /* recorded for `rdmans ipam reconcile` */
 }
 
 static void log_lease(struct plugin *p, const char *verb, const struct rn_ipam_lease *l)
@@ -266,9 +263,9 @@ static void log_lease(struct plugin *p, const char *verb, const struct rn_ipam_l
 	      p->args.pod_name[0] ? "pod" : "container",
 	      p->args.pod_name[0] && p->args.pod_namespace[0] ? p->args.pod_namespace : "",
 	      p->args.pod_name[0] && p->args.pod_namespace[0] ? "/" : "",
-	      p->args.pod_name[0]   ? p->args.pod_name
-	      : p->env.container_id ? p->env.container_id
-				    : "?",
+	      p->args.pod_name[0]	  ? p->args.pod_name
+	      : p->call->env.container_id ? p->call->env.container_id
+					  : "?",
 	      p->cfg.node, p->cfg.store == RN_IPAM_STORE_ETCD ? "etcd" : "local");
 }
 
@@ -302,8 +299,17 @@ static void log_config(struct plugin *p)
 
 /* ---- commands -------------------------------------------------------------- */
 
-static int cmd_add(struct plugin *p, struct rn_ipam_store *s)
+static struct plugin *plugin_of(struct rn_cni_call *call, void *data)
 {
+	struct plugin *p = data;
+
+	p->call = call;
+	return p;
+}
+
+static int cmd_add(struct rn_cni_call *call, void *data)
+{
+	struct plugin *p = plugin_of(call, data);
 	struct rn_ipam_owner o;
 	struct rn_ipam_lease lease;
 	struct rn_error err = { 0 };
@@ -316,25 +322,26 @@ static int cmd_add(struct plugin *p, struct rn_ipam_store *s)
 		else
 			v6++;
 	}
-	if (p->ver < 30 && (v4 > 1 || v6 > 1))
+	if (p->call->ver < 30 && (v4 > 1 || v6 > 1))
 		return fail(p, CNI_ERR_INCOMPATIBLE,
 			    "CNI version 0.2.0 and older carry one address per family",
 			    "use cniVersion 0.3.0 or later with several ranges of one family");
 	owner_of(p, &o);
-	if (rn_ipam_add(s, &p->cfg, &o, &lease, &err) < 0)
+	if (rn_ipam_add(p->store, &p->cfg, &o, &lease, &err) < 0)
 		return fail_err(p, "address allocation failed", &err);
 	log_lease(p, lease.existing ? "holds" : "allocated", &lease);
 	return print_result(p, &lease);
 }
 
-static int cmd_del(struct plugin *p, struct rn_ipam_store *s)
+static int cmd_del(struct rn_cni_call *call, void *data)
 {
+	struct plugin *p = plugin_of(call, data);
 	struct rn_ipam_owner o;
 	struct rn_error err = { 0 };
 	size_t released = 0;
 
 	owner_of(p, &o);
-	if (rn_ipam_del(s, &p->cfg, &o, &released, &err) < 0)
+	if (rn_ipam_del(p->store, &p->cfg, &o, &released, &err) < 0)
 		return fail_err(p, "address release failed", &err);
 	logf_(p, RN_IPAM_LOG_INFO, "released %zu address(es)", released);
 	return 0;
@@ -358,15 +365,16 @@ static bool in_prev_result(json_t *prev, const struct rn_ipam_lease_addr *a)
 	return false;
 }
 
-static int cmd_check(struct plugin *p, struct rn_ipam_store *s)
+static int cmd_check(struct rn_cni_call *call, void *data)
 {
-	struct rn_ipam_owner o;
+	struct plugin *p = plugin_of(call, data);
+	json_t *prev = json_object_get(call->doc, "prevResult");
 	struct rn_ipam_lease lease;
+	struct rn_ipam_owner o;
 	struct rn_error err = { 0 };
-	json_t *prev = json_object_get(p->doc, "prevResult");
 
 	owner_of(p, &o);
-	if (rn_ipam_check(s, &p->cfg, &o, &lease, &err) < 0)
+	if (rn_ipam_check(p->store, &p->cfg, &o, &lease, &err) < 0)
 		return fail(p, err.code == ENOENT ? IPAM_CHECK_FAILED : code_for(&err),
 			    "CHECK failed", err.msg);
 	if (json_is_object(prev)) {
@@ -387,25 +395,27 @@ static int cmd_check(struct plugin *p, struct rn_ipam_store *s)
 	return 0;
 }
 
-static int cmd_status(struct plugin *p, struct rn_ipam_store *s)
+static int cmd_status(struct rn_cni_call *call, void *data)
 {
+	struct plugin *p = plugin_of(call, data);
 	struct rn_error err = { 0 };
 
-	if (rn_ipam_status(s, &p->cfg, &err) < 0)
+	if (rn_ipam_status(p->store, &p->cfg, &err) < 0)
 		return fail(p, CNI_ERR_NOT_AVAILABLE, "rdma-netns-ipam cannot serve ADD", err.msg);
 	logf_(p, RN_IPAM_LOG_DEBUG, "STATUS ok");
 	return 0;
 }
 
-static int cmd_gc(struct plugin *p, struct rn_ipam_store *s)
+static int cmd_gc(struct rn_cni_call *call, void *data)
 {
-	json_t *list = json_object_get(p->doc, "cni.dev/valid-attachments"), *item;
+	struct plugin *p = plugin_of(call, data);
+	json_t *list = json_object_get(p->call->doc, "cni.dev/valid-attachments"), *item;
 	_cleanup_free_ struct rn_ipam_valid *valid = NULL;
 	struct rn_error err = { 0 };
 	size_t released = 0, i;
 
 	if (!list)
-		list = json_object_get(p->doc, "cni.dev/attachments");
+		list = json_object_get(p->call->doc, "cni.dev/attachments");
 	if (!json_is_array(list))
 		return fail(p, CNI_ERR_INVALID_CONFIG, "GC needs the valid attachments",
 			    "the configuration has no \"cni.dev/valid-attachments\" list");
@@ -419,77 +429,26 @@ static int cmd_gc(struct plugin *p, struct rn_ipam_store *s)
 			return fail(p, CNI_ERR_INVALID_CONFIG, "GC: bad valid-attachments entry",
 				    "each entry needs \"containerID\" and \"ifname\" strings");
 	}
-	if (rn_ipam_gc(s, &p->cfg, valid, json_array_size(list), &released, &err) < 0)
+	if (rn_ipam_gc(p->store, &p->cfg, valid, json_array_size(list), &released, &err) < 0)
 		return fail_err(p, "GC failed", &err);
 	logf_(p, RN_IPAM_LOG_INFO, "released %zu address(es) of node %s, network %s", released,
 	      p->cfg.node, p->cfg.network);
 	return 0;
 }
 
-/*
- * DEL with an environment ADD refuses: no ADD stored anything under it, so
- * there is nothing to release, and the runtime's DEL must not fail forever.
- */
-static int del_refused(struct plugin *p, const struct rn_error *err)
-{
-	logf_(p, RN_IPAM_LOG_INFO, "DEL: nothing to release (no ADD takes this environment: %s)",
-	      err->msg);
-	return 0;
-}
+/* ---- the skeleton's hooks (rdmans/cni_protocol.h) --------------------------------- */
 
-static int run(struct plugin *p)
+/* The configuration (DEL and GC read only its store), the log, the environment, the store. */
+static int prepare(struct rn_cni_call *call, void *data)
 {
-	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
+	struct plugin *p = plugin_of(call, data);
+	const char *command = call->env.command;
+	bool store_only = strcmp(command, "DEL") == 0 || strcmp(command, "GC") == 0;
 	struct rn_error err = { 0 };
-	json_error_t jerr;
-	bool add_like, store_only;
-	const char *command;
-	unsigned flags;
 	char why[PATH_MAX + 128];
-	int r;
 
-	rn_cni_env_read(&p->env);
-	command = p->env.command;
-	if (!command) {
-		printf("CNI plugin " RN_IPAM_PLUGIN_NAME " version %s (CNI 0.1.0 - %s)\n",
-		       RDMANS_VERSION, RN_CNI_VERSION_LATEST);
-		return 0;
-	}
-	r = rn_cni_read_input(STDIN_FILENO, MAX_STDIN, "the network configuration", &p->stdin_text,
-			      &p->stdin_len, &err);
-	if (r < 0)
-		return fail(p, CNI_ERR_IO, "cannot read the network configuration from stdin",
-			    strerror(-r));
-	if (strcmp(command, "VERSION") == 0) {
-		(void)rn_cni_print_version(RN_CNI_VERSION_LATEST, IPAM_OLDEST);
-		return 0;
-	}
-
-	p->doc = json_loads(p->stdin_text, 0, &jerr);
-	if (!json_is_object(p->doc))
-		return fail(p, CNI_ERR_DECODE, "the network configuration is not a JSON object",
-			    jerr.text);
-	p->version = json_string_value(json_object_get(p->doc, "cniVersion"));
-	if (!p->version)
-		p->version = "0.1.0"; /* libcni's reading of a config without one */
-	p->ver = rn_cni_version_check(p->version, IPAM_OLDEST, RN_IPAM_PLUGIN_NAME, &err);
-	if (p->ver < 0) {
-		p->version = NULL; /* the error in a version the caller reads */
-		return fail(p, CNI_ERR_INCOMPATIBLE, "incompatible CNI version", err.msg);
-	}
-
-	add_like = strcmp(command, "ADD") == 0 || strcmp(command, "CHECK") == 0;
-	store_only = strcmp(command, "DEL") == 0 || strcmp(command, "GC") == 0;
-	if (!add_like && !store_only && strcmp(command, "STATUS") != 0)
-		return fail(p, CNI_ERR_INVALID_ENV, "unknown CNI_COMMAND",
-			    "CNI_COMMAND must be ADD, DEL, CHECK, STATUS, GC or VERSION");
-	if (strcmp(command, "CHECK") == 0 && p->ver < 40)
-		return fail(p, CNI_ERR_INCOMPATIBLE, "CHECK needs cniVersion 0.4.0 or later", NULL);
-	if ((strcmp(command, "STATUS") == 0 || strcmp(command, "GC") == 0) && p->ver < 110)
-		return fail(p, CNI_ERR_INCOMPATIBLE, "STATUS and GC need cniVersion 1.1.0", NULL);
-
-	flags = store_only ? RN_IPAM_CONFIG_STORE_ONLY : 0;
-	if (rn_ipam_config_parse(p->stdin_text, rn_config_root(), flags, &p->cfg, &err) < 0)
+	if (rn_ipam_config_parse(call->input, rn_config_root(),
+				 store_only ? RN_IPAM_CONFIG_STORE_ONLY : 0, &p->cfg, &err) < 0)
 		return fail(p, err.code == EBADMSG ? CNI_ERR_DECODE : CNI_ERR_INVALID_CONFIG,
 			    "invalid IPAM configuration", err.msg);
 	p->have_cfg = true;
@@ -499,62 +458,68 @@ static int run(struct plugin *p)
 			    "to stderr");
 	log_config(p);
 
-	if (add_like || strcmp(command, "DEL") == 0) {
+	if (strcmp(command, "ADD") == 0 || strcmp(command, "CHECK") == 0 ||
+	    strcmp(command, "DEL") == 0) {
 		struct rn_ipam_owner o;
 		char id[RN_IPAM_ID_MAX];
 
-		bool del = strcmp(command, "DEL") == 0;
-
-		if (rn_cni_env_require(&p->env, false, RN_IPAM_PLUGIN_NAME, &err) < 0)
-			return del ? del_refused(p, &err)
-				   : fail(p, CNI_ERR_INVALID_ENV, err.msg, NULL);
-		if (rn_cni_args_parse(p->env.args, &p->args, &err) < 0)
-			return del ? del_refused(p, &err)
-				   : fail(p, CNI_ERR_INVALID_ENV, "CNI_ARGS is not K=V;K=V",
-					  err.msg);
+		p->env_refused = true;
+		if (rn_cni_env_require(&call->env, false, RN_IPAM_PLUGIN_NAME, &err) < 0)
+			return fail(p, CNI_ERR_INVALID_ENV, err.msg, NULL);
+		if (rn_cni_args_parse(call->env.args, &p->args, &err) < 0)
+			return fail(p, CNI_ERR_INVALID_ENV, "CNI_ARGS is not K=V;K=V", err.msg);
 		owner_of(p, &o);
 		if (rn_ipam_attachment_id(&o, id, sizeof(id), &err) < 0)
-			return del ? del_refused(p, &err)
-				   : fail(p, CNI_ERR_INVALID_ENV, "invalid CNI environment",
-					  err.msg);
+			return fail(p, CNI_ERR_INVALID_ENV, "invalid CNI environment", err.msg);
+		p->env_refused = false;
 	}
-
-	if (rn_ipam_store_open(&p->cfg, &s, &err) < 0)
+	if (rn_ipam_store_open(&p->cfg, &p->store, &err) < 0)
 		return fail_err(p, "cannot open the IPAM store", &err);
-	if (strcmp(command, "ADD") == 0)
-		return cmd_add(p, s);
-	if (strcmp(command, "DEL") == 0)
-		return cmd_del(p, s);
-	if (strcmp(command, "CHECK") == 0)
-		return cmd_check(p, s);
-	if (strcmp(command, "STATUS") == 0)
-		return cmd_status(p, s);
-	return cmd_gc(p, s);
+	return 0;
 }
+
+/*
+ * DEL with an environment ADD refuses: no ADD stored anything under it, so
+ * there is nothing to release, and the runtime's DEL must not fail forever.
+ * A configuration that cannot be read may have changed since ADD: that
+ * refusal stands.
+ */
+static int del_refused(struct rn_cni_call *call, void *data)
+{
+	struct plugin *p = plugin_of(call, data);
+
+	if (!p->env_refused)
+		return -1;
+	logf_(p, RN_IPAM_LOG_INFO,
+	      "DEL: nothing to release (no ADD takes this environment: %s%s%s)", call->fail.msg,
+	      call->fail.details[0] ? ": " : "", call->fail.details);
+	return 0;
+}
+
+static void log_failure(struct rn_cni_call *call, void *data)
+{
+	struct plugin *p = plugin_of(call, data);
+
+	logf_(p, RN_IPAM_LOG_ERROR, "%s (code %d)%s%s", call->fail.msg, call->fail.code,
+	      call->fail.details[0] ? ": " : "", call->fail.details);
+}
+
+static const struct rn_cni_plugin rdma_netns_ipam = {
+	.name = RN_IPAM_PLUGIN_NAME,
+	.oldest = IPAM_OLDEST,
+	.prepare = prepare,
+	.verbs = { cmd_add, cmd_del, cmd_check, cmd_status, cmd_gc },
+	.del_refused = del_refused,
+	.log_failure = log_failure,
+};
 
 int main(void)
 {
-	struct plugin p = { 0 };
-	int r;
+	struct plugin p = { .log_level = RN_IPAM_LOG_ERROR };
+	int r = rn_cni_main(&rdma_netns_ipam, &p);
 
-	p.log_level = RN_IPAM_LOG_ERROR;
-	p.ver = rn_cni_version_parse(RN_CNI_VERSION_LATEST);
-	r = run(&p);
-	if (getenv("RDMANS_FAULT_IO") && rn_fault_io_count(NULL) >= 0) {
-		const char *fired;
-		long writes = rn_fault_io_count(&fired);
-
-		/* test builds: how many store writes this run made, for tests/netns/io-faults.sh */
-		fprintf(stderr, RN_IPAM_PLUGIN_NAME ": fault injection: made %ld writes%s%s\n",
-			writes, fired ? ", failed: " : "", fired ? fired : "");
-	}
-	if (p.doc)
-		json_decref(p.doc);
-	if (p.stdin_text) {
-		/* it may hold an etcd password */
-		explicit_bzero(p.stdin_text, p.stdin_len);
-		free(p.stdin_text);
-	}
+	if (p.store)
+		rn_ipam_store_close(p.store);
 	if (p.have_cfg)
 		rn_ipam_config_free(&p.cfg);
 	if (p.log)

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "rdmans/cleanup.h"
+#include "rdmans/container.h"
 #include "rdmans/discover.h"
 #include "rdmans/util.h"
 

@@ -25,7 +25,7 @@
 #include "rdmans/cni_state.h"
 #include "rdmans/counters.h"
 #include "rdmans/discover.h"
-#include "rdmans/rdma.h"
+#include "rdmans/rdma_nl.h"
 #include "rdmans/util.h"
 
 /* ---- counter lists ---- */

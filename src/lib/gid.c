@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "rdmans/gid.h"
 #include "rdmans/sysfs.h"
 
 int rn_gid_parse(const char *text, uint8_t raw[16], struct rn_error *err)

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "rdmans/cleanup.h"
+#include "rdmans/container.h"
 #include "rdmans/discover.h"
 #include "rdmans/netns.h"
 #include "rdmans/util.h"

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
-#include "rdmans/ipam.h"
+#include "rdmans/ipam_config.h"
 #include "rdmans/util.h"
 #include "rdmans/json_cleanup.h"
 

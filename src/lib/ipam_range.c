@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "rdmans/cleanup.h"
-#include "rdmans/ipam.h"
+#include "rdmans/ipam_range.h"
 
 #define U128_MAX (~(rn_u128)0)
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "rdmans/cleanup.h"
-#include "rdmans/ipam.h"
+#include "rdmans/ipam_record.h"
 
 /* set_field()'s sscanf widths */
 _Static_assert(sizeof(((struct rn_ipam_held *)0)->pool) == 58, "pool width");

@@ -343,6 +343,14 @@ static int request(struct etcd_store *e, const char *path, json_t *body, bool wi
 					    "etcd at %s refused: %s (check the etcd "
 					    "user, password and role)",
 					    endpoint, msg ? msg : "permission denied");
+		/* the NOSPACE alarm: etcd takes no put until someone frees space and disarms it */
+		if (msg && strstr(msg, "database space exceeded"))
+			return rn_error_set(
+				err, ENOSPC,
+				"etcd at %s: %s: its database is over its quota "
+				"(--quota-backend-bytes): compact and defragment it, then "
+				"disarm the alarm (etcdctl alarm disarm)",
+				endpoint, msg);
 		return rn_error_set(err, EIO, "etcd at %s: %s (HTTP %ld)", endpoint,
 				    msg ? msg : "unexpected answer", status);
 	}

@@ -4,6 +4,7 @@
 
 #include "rdmans/discover.h"
 #include "rdmans/link.h"
+#include "rdmans/move.h"
 
 struct move_job {
 	const struct rn_located_dev *loc;
@@ -100,6 +101,14 @@ int rn_move(const struct rn_move_request *req, struct rn_move_result *res, struc
 	if (r == 1) {
 		r = rn_error_set(err, EALREADY, "RDMA device %s is already in %s; nothing to do",
 				 loc.dev.name, req->target_desc);
+		goto out;
+	}
+	if (req->host_only && !loc.netns.is_host) {
+		r = rn_error_set(err, EBUSY,
+				 "RDMA device %s is in another pod's network namespace (%s%s): it "
+				 "is not taken from there",
+				 loc.dev.name, loc.netns.name[0] ? "netns " : "",
+				 loc.netns.name[0] ? loc.netns.name : loc.netns.path);
 		goto out;
 	}
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The NCCL resolver: profiles, probing a netns, override layers, and the
- * rules that turn them into NCCL variables with their provenance.
+ * The NCCL resolver: profiles, override layers, and the rules that turn a
+ * node (nccl_node.c probes it) into NCCL variables with their provenance.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -19,26 +19,9 @@
 #include "rdmans/link.h"
 #include "rdmans/nccl.h"
 #include "rdmans/netns.h"
-#include "rdmans/rdma.h"
+#include "rdmans/rdma_nl.h"
 #include "rdmans/sysfs.h"
 #include "rdmans/util.h"
-
-/* ---- small helpers ---- */
-
-/* snprintf that truncates silently (messages and explanations). */
-static void bprintf(char *buf, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void bprintf(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-}
-
-#define bappend rn_strappend
 
 /* ---- profiles ---- */
 
@@ -118,7 +101,7 @@ int rn_nccl_profile_check(const char *name, struct rn_error *err)
 	if (name && (strcmp(name, "auto") == 0 || rn_nccl_profile_find(name)))
 		return 0;
 	for (size_t i = 0; i < RN_ARRAY_SIZE(profiles); i++)
-		bappend(list, sizeof(list), ", %s", profiles[i].name);
+		rn_strappend(list, sizeof(list), ", %s", profiles[i].name);
 	return rn_error_set(err, EINVAL, "unknown NCCL profile '%s' (profiles: %s)",
 			    name ? name : "", list);
 }
@@ -142,128 +125,7 @@ const char *rn_nccl_source_name(enum rn_nccl_source source)
 	return "?";
 }
 
-/* ---- the node ---- */
-
-void rn_nccl_node_free(struct rn_nccl_node *node)
-{
-	if (!node)
-		return;
-	free(node->ports);
-	free(node->netdevs);
-	rn_gid_table_free(&node->gids);
-	memset(node, 0, sizeof(*node));
-}
-
-static int read_netdevs(struct rn_nccl_node *node, struct rn_error *err)
-{
-	_cleanup_closedir_ DIR *d = NULL;
-	char path[PATH_MAX];
-	struct dirent *de;
-
-	if (rn_path(path, sizeof(path), "%s/class/net", rn_sysfs_root()) < 0)
-		return rn_error_set(err, ENAMETOOLONG, "sysfs root %s is too long",
-				    rn_sysfs_root());
-	d = opendir(path);
-	if (!d) {
-		if (errno == ENOENT)
-			return 0;
-		return rn_error_errno(err, errno, "cannot list %s", path);
-	}
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || strlen(de->d_name) >= IF_NAMESIZE)
-			continue;
-		if (RN_GROW(node->netdevs, NULL, node->n_netdevs + 1) < 0)
-			return rn_error_set(err, ENOMEM, "out of memory");
-		(void)rn_strscpy(node->netdevs[node->n_netdevs++], IF_NAMESIZE, de->d_name);
-	}
-	return 0;
-}
-
-static int cmp_port(const void *a, const void *b)
-{
-	const struct rn_nccl_port *x = a, *y = b;
-	int c = strverscmp(x->dev, y->dev);
-
-	if (c)
-		return c;
-	return x->port < y->port ? -1 : x->port > y->port;
-}
-
-int rn_nccl_node_from_sysfs(struct rn_nccl_node *out, struct rn_error *err)
-{
-	_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
-	_cleanup_free_ struct rn_sysfs_rdma_dev *devs = NULL;
-	size_t n_devs = 0;
-	int r;
-
-	memset(out, 0, sizeof(*out));
-	r = rn_sysfs_rdma_list(&devs, &n_devs, err);
-	if (r < 0)
-		return r;
-	node.no_rdma = n_devs == 0 && !rn_sysfs_rdma_loaded();
-	r = rn_sysfs_gids(NULL, &node.gids, err);
-	if (r < 0)
-		return r;
-	r = read_netdevs(&node, err);
-	if (r < 0)
-		return r;
-
-	for (size_t i = 0; i < n_devs; i++) {
-		const struct rn_sysfs_rdma_dev *d = &devs[i];
-		_cleanup_free_ uint32_t *ports = NULL;
-		size_t n_ports = 0;
-
-		r = rn_sysfs_port_list(d->name, &ports, &n_ports, err);
-		if (r == -ENOENT)
-			continue; /* moved away since the listing */
-		if (r < 0)
-			return r;
-		for (size_t p = 0; p < n_ports; p++) {
-			struct rn_nccl_port *port;
-			struct rn_sysfs_port sp;
-			struct rn_sysfs_netdev nd;
-			const struct rn_sysfs_netdev *bound = NULL;
-
-			if (RN_GROW(node.ports, NULL, node.n_ports + 1) < 0)
-				return rn_error_set(err, ENOMEM, "out of memory");
-			port = &node.ports[node.n_ports++];
-			memset(port, 0, sizeof(*port));
-			rn_sysfs_port_read(d->name, ports[p], NULL, &sp);
-			(void)rn_strscpy(port->dev, sizeof(port->dev), d->name);
-			port->port = ports[p];
-			(void)rn_strscpy(port->state, sizeof(port->state), sp.state_name);
-			port->active = sp.state == 4 /* IB_PORT_ACTIVE */ ||
-				       strcmp(sp.state_name, "ACTIVE") == 0;
-			(void)rn_strscpy(port->link_layer, sizeof(port->link_layer), sp.link_layer);
-
-			/*
-			 * RoCE: the netdev of the port's GIDs. Otherwise (IPoIB,
-			 * rxe before GIDs exist) the device's only netdev.
-			 */
-			if (sp.netdev_source == RN_PORT_NETDEV_GID) {
-				bound = &sp.netdev;
-			} else if (d->n_netdevs == 1 && n_ports == 1) {
-				rn_sysfs_netdev_read(d->netdevs[0], &nd);
-				bound = &nd;
-			}
-			if (bound) {
-				(void)rn_strscpy(port->netdev, sizeof(port->netdev), bound->name);
-				port->netdev_here = bound->here;
-			}
-		}
-	}
-	if (node.n_ports > 1)
-		qsort(node.ports, node.n_ports, sizeof(*node.ports), cmp_port);
-	*out = node;
-	memset(&node, 0, sizeof(node));
-	return 0;
-}
-
-/*
- * "a.b.c.d/nn" or "x::y/nn" (no "/nn": a host address) -> family, the
- * address as a GID holds it (IPv4-mapped for IPv4) and the prefix length.
- */
-static int parse_cidr(const char *cidr, int *family, uint8_t raw[16], int *plen)
+int rn_nccl_cidr_parse(const char *cidr, int *family, uint8_t raw[16], int *plen)
 {
 	char ip[RN_CIDR_MAX];
 	const char *slash = strchr(cidr, '/');
@@ -303,134 +165,6 @@ static int parse_cidr(const char *cidr, int *family, uint8_t raw[16], int *plen)
 	return 0;
 }
 
-static bool is_link_local6(const uint8_t raw[16])
-{
-	return raw[0] == 0xfe && (raw[1] & 0xc0) == 0x80;
-}
-
-int rn_nccl_node_add_addr(struct rn_nccl_node *node, const char *netdev, const char *cidr,
-			  struct rn_error *err)
-{
-	uint8_t raw[16];
-	int family, plen;
-
-	if (parse_cidr(cidr, &family, raw, &plen) < 0)
-		return rn_error_set(
-			err, EINVAL,
-			"'%s' is not an IPv4 or IPv6 address/prefix (a.b.c.d/nn, x::y/nn)", cidr);
-	if (family == AF_INET6 && is_link_local6(raw))
-		return 0;
-	for (size_t i = 0; i < node->n_ports; i++) {
-		struct rn_nccl_port *p = &node->ports[i];
-
-		if (strcmp(p->netdev, netdev) != 0)
-			continue;
-		if (family == AF_INET && p->n_ipv4 < RN_NCCL_MAX_ADDRS)
-			(void)rn_strscpy(p->ipv4[p->n_ipv4++], RN_CIDR_MAX, cidr);
-		else if (family == AF_INET6 && p->n_ipv6 < RN_NCCL_MAX_ADDRS)
-			(void)rn_strscpy(p->ipv6[p->n_ipv6++], RN_CIDR_MAX, cidr);
-	}
-	return 0;
-}
-
-struct probe_job {
-	struct rn_nccl_node *node;
-};
-
-/*
- * In shared mode every netns sees every RDMA device, and two pods' soft-RoCE
- * devices sit on netdevs of the same name (net1): sysfs names the netdev,
- * and a netdev of that name here is not necessarily it. RDMA netlink tells:
- * the kernel reports a port's netdev only to a socket in the netdev's own
- * netns. A port it reports without a netdev, or with another one, is not
- * this netns's. Only ever demotes; nothing changes without RDMA netlink, or
- * on a sysfs that is not the kernel's (tests' fake trees).
- */
-static void netdevs_by_netlink(struct rn_nccl_node *node)
-{
-	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
-	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
-	struct rn_error err = { 0 };
-
-	if (strcmp(rn_sysfs_root(), "/sys") != 0 || rn_rdma_open(&rdma, &err) < 0 ||
-	    rn_rdma_dev_dump(rdma, &devs, &err) < 0)
-		return;
-	for (size_t i = 0; i < node->n_ports; i++) {
-		struct rn_nccl_port *p = &node->ports[i];
-
-		for (size_t d = 0; p->netdev_here && d < devs.n; d++) {
-			if (strcmp(devs.devs[d].name, p->dev) != 0)
-				continue;
-			for (size_t k = 0; k < devs.devs[d].nports; k++) {
-				const struct rn_rdma_port *rp = &devs.devs[d].ports[k];
-
-				if (rp->index == p->port &&
-				    (rp->ndev_index == 0 || strcmp(rp->ndev_name, p->netdev) != 0))
-					p->netdev_here = false;
-			}
-		}
-	}
-}
-
-static int probe_here(void *arg, struct rn_error *err)
-{
-	struct probe_job *job = arg;
-	struct rn_nccl_node *node = job->node;
-	int r;
-
-	r = rn_nccl_node_from_sysfs(node, err);
-	if (r < 0)
-		return r;
-	netdevs_by_netlink(node);
-	for (size_t i = 0; i < node->n_ports; i++) {
-		struct rn_nccl_port *p = &node->ports[i];
-		char cidrs[2 * RN_NCCL_MAX_ADDRS][64]; /* IPv4, IPv6 global and link-local */
-		struct rn_link link;
-		bool seen = false;
-		size_t n = 0;
-
-		if (!p->netdev_here)
-			continue;
-		for (size_t j = 0; j < i; j++)
-			seen = seen || (node->ports[j].netdev_here &&
-					strcmp(node->ports[j].netdev, p->netdev) == 0);
-		if (seen)
-			continue; /* its addresses went to every port bound to it */
-		r = rn_link_by_name(p->netdev, &link, err);
-		if (r == -ENODEV) {
-			/* listed by sysfs, gone since: treat as absent */
-			rn_error_clear(err);
-			p->netdev_here = false;
-			continue;
-		}
-		if (r < 0)
-			return r;
-		r = rn_link_addr_list(link.ifindex, AF_UNSPEC, cidrs, RN_ARRAY_SIZE(cidrs), &n,
-				      err);
-		if (r < 0)
-			return r;
-		for (size_t a = 0; a < n && a < RN_ARRAY_SIZE(cidrs); a++) {
-			r = rn_nccl_node_add_addr(node, p->netdev, cidrs[a], err);
-			if (r < 0)
-				return r;
-		}
-	}
-	return 0;
-}
-
-int rn_nccl_probe(int nsfd, struct rn_nccl_node *out, struct rn_error *err)
-{
-	struct probe_job job = { .node = out };
-	int r;
-
-	memset(out, 0, sizeof(*out));
-	r = nsfd < 0 ? rn_netns_run_here_sysfs(probe_here, &job, err)
-		     : rn_netns_run_sysfs(nsfd, probe_here, &job, err);
-	if (r < 0)
-		rn_nccl_node_free(out);
-	return r;
-}
-
 /* ---- layers ---- */
 
 void rn_nccl_layer_init(struct rn_nccl_layer *l, enum rn_nccl_source source, const char *origin)
@@ -452,10 +186,10 @@ void rn_nccl_layer_free(struct rn_nccl_layer *l)
 void rn_nccl_layer_label(const struct rn_nccl_layer *l, char *buf, size_t len)
 {
 	if (!l->origin[0] && l->source == RN_NCCL_SRC_OPTION)
-		bprintf(buf, len, "the command line");
+		(void)rn_snprintf(buf, len, "the command line");
 	else
-		bprintf(buf, len, "%s%s%s", rn_nccl_source_name(l->source), l->origin[0] ? " " : "",
-			l->origin);
+		(void)rn_snprintf(buf, len, "%s%s%s", rn_nccl_source_name(l->source),
+				  l->origin[0] ? " " : "", l->origin);
 }
 
 bool rn_nccl_name_valid(const char *name)
@@ -554,7 +288,8 @@ int rn_nccl_layer_set_version(struct rn_nccl_layer *l, const char *version, stru
 	r = rn_nccl_version_parse(version, &v, err);
 	if (r < 0)
 		return rn_error_wrap(err, "%s", label);
-	bprintf(l->nccl_version, sizeof(l->nccl_version), "%u.%u.%u", v.major, v.minor, v.patch);
+	(void)rn_snprintf(l->nccl_version, sizeof(l->nccl_version), "%u.%u.%u", v.major, v.minor,
+			  v.patch);
 	return 0;
 }
 
@@ -730,7 +465,8 @@ static int put(struct rn_nccl_result *res, const char *name, const char *value,
 
 	if (s) {
 		if (strcmp(s->value, value) != 0)
-			bprintf(replaced, sizeof(replaced), "%s: %s", s->origin, s->value);
+			(void)rn_snprintf(replaced, sizeof(replaced), "%s: %s", s->origin,
+					  s->value);
 		else if (s->replaced[0])
 			(void)rn_strscpy(replaced, sizeof(replaced), s->replaced);
 	} else {
@@ -761,7 +497,7 @@ static int drop(struct rn_nccl_result *res, const char *name, const char *origin
 		return -ENOMEM;
 	u = &res->unset[res->n_unset++];
 	*u = *s;
-	bprintf(u->replaced, sizeof(u->replaced), "%s: %s", s->origin, s->value);
+	(void)rn_snprintf(u->replaced, sizeof(u->replaced), "%s: %s", s->origin, s->value);
 	(void)rn_strscpy(u->origin, sizeof(u->origin), origin);
 	(void)rn_strscpy(u->detail, sizeof(u->detail), detail ? detail : "");
 	*s = res->v[--res->n];
@@ -827,7 +563,7 @@ static bool port_holds(const struct rn_nccl_port *p, int family, const uint8_t r
 		uint8_t mine[16];
 		int fam, plen;
 
-		if (parse_cidr(port_addr(p, family, a), &fam, mine, &plen) == 0 &&
+		if (rn_nccl_cidr_parse(port_addr(p, family, a), &fam, mine, &plen) == 0 &&
 		    memcmp(mine, raw, 16) == 0) {
 			if (ret_cidr)
 				*ret_cidr = port_addr(p, family, a);
@@ -879,18 +615,20 @@ static int analyse_ports(const struct rn_nccl_node *node, struct rn_nccl_result 
 		(void)rn_strscpy(u->netdev, sizeof(u->netdev), p->netdev);
 		u->gid_index = -1;
 		if (!p->active) {
-			bprintf(u->why_not, sizeof(u->why_not), "port state is %s, not ACTIVE",
-				p->state[0] ? p->state : "unknown");
+			(void)rn_snprintf(u->why_not, sizeof(u->why_not),
+					  "port state is %s, not ACTIVE",
+					  p->state[0] ? p->state : "unknown");
 			continue;
 		}
 		if (is_ethernet(p)) {
 			if (!p->netdev[0]) {
-				bprintf(u->why_not, sizeof(u->why_not),
-					"RoCE port with no netdev bound to it");
+				(void)rn_snprintf(u->why_not, sizeof(u->why_not),
+						  "RoCE port with no netdev bound to it");
 				continue;
 			}
 			if (!p->netdev_here) {
-				bprintf(u->why_not, sizeof(u->why_not),
+				(void)rn_snprintf(
+					u->why_not, sizeof(u->why_not),
 					"its netdev %s is not in this network namespace (move it "
 					"too: 'rdmans move %s TARGET --with-netdev', or give it to "
 					"the pod through CNI)",
@@ -898,8 +636,8 @@ static int analyse_ports(const struct rn_nccl_node *node, struct rn_nccl_result 
 				continue;
 			}
 		} else if (!is_ib(p) && p->link_layer[0]) {
-			bprintf(u->why_not, sizeof(u->why_not), "link layer '%s' is unknown",
-				p->link_layer);
+			(void)rn_snprintf(u->why_not, sizeof(u->why_not),
+					  "link layer '%s' is unknown", p->link_layer);
 			continue;
 		}
 		u->used = true;
@@ -927,22 +665,24 @@ static void choose_family(const struct rn_nccl_node *node, struct rn_nccl_result
 
 		rn_nccl_layer_label(asked, label, sizeof(label));
 		res->family = strcmp(asked->family, "ipv6") == 0 ? AF_INET6 : AF_INET;
-		bprintf(res->family_why, sizeof(res->family_why), "%s asks for %s", label,
-			family_name(res->family));
+		(void)rn_snprintf(res->family_why, sizeof(res->family_why), "%s asks for %s", label,
+				  family_name(res->family));
 	} else if (v4) {
 		res->family = AF_INET;
-		bprintf(res->family_why, sizeof(res->family_why), "%s",
+		(void)rn_snprintf(
+			res->family_why, sizeof(res->family_why), "%s",
 			v6 ? "dual-stack: IPv4, NCCL's default family (\"family\": \"ipv6\" in the "
 			     "nccl block, or --family ipv6, chooses IPv6)"
 			   : "the RDMA netdevs have IPv4 addresses");
 	} else if (v6) {
 		res->family = AF_INET6;
-		bprintf(res->family_why, sizeof(res->family_why),
+		(void)rn_snprintf(
+			res->family_why, sizeof(res->family_why),
 			"IPv6-only: the RDMA netdevs have global IPv6 addresses and no IPv4 one");
 	} else {
 		res->family = AF_INET;
-		bprintf(res->family_why, sizeof(res->family_why),
-			"no address on the RDMA netdevs yet: IPv4 assumed");
+		(void)rn_snprintf(res->family_why, sizeof(res->family_why),
+				  "no address on the RDMA netdevs yet: IPv4 assumed");
 	}
 	for (size_t i = 0; i < res->n_ports; i++)
 		if (res->ports[i].used && is_ethernet(&node->ports[i]))
@@ -977,17 +717,18 @@ static int detect_hca(const struct rn_nccl_node *node, struct rn_nccl_result *re
 			continue;
 		dev_port_counts(res, u->dev, &used, &all);
 		if (all > 1)
-			bappend(value, sizeof(value), "%s%s:%u", value[1] ? "," : "", u->dev,
-				u->port);
+			rn_strappend(value, sizeof(value), "%s%s:%u", value[1] ? "," : "", u->dev,
+				     u->port);
 		else if (strcmp(last, u->dev) != 0)
-			bappend(value, sizeof(value), "%s%s", value[1] ? "," : "", u->dev);
+			rn_strappend(value, sizeof(value), "%s%s", value[1] ? "," : "", u->dev);
 		last = u->dev;
-		bappend(detail, sizeof(detail), "%s%s port %u %s (%s%s%s)", detail[0] ? "; " : "",
-			u->dev, u->port, p->state, p->link_layer[0] ? p->link_layer : "?",
-			p->netdev[0] ? ", " : "", p->netdev);
+		rn_strappend(detail, sizeof(detail), "%s%s port %u %s (%s%s%s)",
+			     detail[0] ? "; " : "", u->dev, u->port, p->state,
+			     p->link_layer[0] ? p->link_layer : "?", p->netdev[0] ? ", " : "",
+			     p->netdev);
 	}
 	/* NCCL matches names as prefixes unless the list starts with '=': mlx5_1 takes mlx5_10 */
-	bappend(detail, sizeof(detail), "; '=': exact names, as NCCL's documentation advises");
+	rn_strappend(detail, sizeof(detail), "; '=': exact names, as NCCL's documentation advises");
 	return put(res, "NCCL_IB_HCA", value, RN_NCCL_SRC_DETECTED, "detected", detail);
 }
 
@@ -1015,7 +756,7 @@ static void cover_cidr(const uint8_t (*raw)[16], size_t n, int family, char *buf
 	} else {
 		inet_ntop(AF_INET6, base, ip, sizeof(ip));
 	}
-	bprintf(buf, len, "%s/%d", ip, plen);
+	(void)rn_snprintf(buf, len, "%s/%d", ip, plen);
 }
 
 /* Whether raw lies inside the CIDR (GID form) base/plen (in bits of the 128). */
@@ -1049,22 +790,23 @@ static void why_not_auto(const struct rn_nccl_node *node, const struct rn_nccl_r
 	int fam, plen;
 
 	why[0] = '\0';
-	bprintf(ver, sizeof(ver), "%u.%u.%u", res->version.major, res->version.minor,
-		res->version.patch);
+	(void)rn_snprintf(ver, sizeof(ver), "%u.%u.%u", res->version.major, res->version.minor,
+			  res->version.patch);
 	if (res->ver_class == RN_NCCL_VER_UNKNOWN) {
-		bprintf(why, len,
-			"the job's NCCL version is unknown, and NCCL <= 2.20 takes one "
-			"NCCL_IB_GID_INDEX for every device");
+		(void)rn_snprintf(why, len,
+				  "the job's NCCL version is unknown, and NCCL <= 2.20 takes one "
+				  "NCCL_IB_GID_INDEX for every device");
 		return;
 	}
 	if (res->ver_class == RN_NCCL_VER_FIXED) {
-		bprintf(why, len,
+		(void)rn_snprintf(
+			why, len,
 			"NCCL %s takes one NCCL_IB_GID_INDEX for every device (no selection of its "
 			"own before 2.21)",
 			ver);
 		return;
 	}
-	if (parse_cidr(range, &fam, base, &plen) < 0)
+	if (rn_nccl_cidr_parse(range, &fam, base, &plen) < 0)
 		return;
 	if (fam == AF_INET)
 		plen += 96;
@@ -1076,7 +818,8 @@ static void why_not_auto(const struct rn_nccl_node *node, const struct rn_nccl_r
 			continue;
 		if (res->ver_class == RN_NCCL_VER_AUTO && res->family == AF_INET6 &&
 		    !slot0_filled(node, p->dev, p->port)) {
-			bprintf(why, len,
+			(void)rn_snprintf(
+				why, len,
 				"NCCL %s stops its GID search with an error on the empty slot 0 of "
 				"%s port %u's sparse GID table (fixed in 2.26.2, NVIDIA/nccl#1573)",
 				ver, p->dev, p->port);
@@ -1091,7 +834,8 @@ static void why_not_auto(const struct rn_nccl_node *node, const struct rn_nccl_r
 			if (!in_range(e->raw, base, plen) ||
 			    port_holds(p, res->family, e->raw, NULL))
 				continue;
-			bprintf(why, len,
+			(void)rn_snprintf(
+				why, len,
 				"RoCE v2 GID %u of %s port %u (%s%s%s) is inside %s and comes "
 				"before the pod's own: NCCL would take it",
 				e->index, p->dev, p->port, e->ipv4[0] ? e->ipv4 : e->gid,
@@ -1147,13 +891,13 @@ static int detect_gid(const struct rn_nccl_node *node, struct rn_nccl_result *re
 			agree = false;
 		if (index < 0)
 			index = u->gid_index;
-		bappend(detail, sizeof(detail), "%sRoCE v2 GID %d of %s port %u holds %s (%s)",
-			detail[0] ? "; " : "", u->gid_index, u->dev, u->port, u->gid_addr,
-			p->netdev);
-		bappend(differ, sizeof(differ), "%s%s:%u %d", differ[0] ? ", " : "", u->dev,
-			u->port, u->gid_index);
+		rn_strappend(detail, sizeof(detail), "%sRoCE v2 GID %d of %s port %u holds %s (%s)",
+			     detail[0] ? "; " : "", u->gid_index, u->dev, u->port, u->gid_addr,
+			     p->netdev);
+		rn_strappend(differ, sizeof(differ), "%s%s:%u %d", differ[0] ? ", " : "", u->dev,
+			     u->port, u->gid_index);
 		if (n_found < RN_ARRAY_SIZE(raws) &&
-		    parse_cidr(u->gid_addr, &fam, raws[n_found], &plen) == 0)
+		    rn_nccl_cidr_parse(u->gid_addr, &fam, raws[n_found], &plen) == 0)
 			n_found++;
 	}
 	if (n_roce == 0)
@@ -1174,8 +918,8 @@ static int detect_gid(const struct rn_nccl_node *node, struct rn_nccl_result *re
 		why_not_auto(node, res, range, why, sizeof(why));
 		if (!why[0]) {
 			/* NCCL picks the GID per device: one index cannot be right for all */
-			bappend(detail, sizeof(detail), "; %s",
-				rn_nccl_ver_class_desc(res->ver_class));
+			rn_strappend(detail, sizeof(detail), "; %s",
+				     rn_nccl_ver_class_desc(res->ver_class));
 			r = drop(res, "NCCL_IB_GID_INDEX", "detected",
 				 "the GID index differs between devices: NCCL picks it per device");
 			if (r == 0)
@@ -1212,15 +956,16 @@ static int detect_gid(const struct rn_nccl_node *node, struct rn_nccl_result *re
 			if (!u->used || u->gid_status != RN_NCCL_GID_FOUND)
 				continue;
 			if (u->gid_index == best) {
-				bappend(detail, sizeof(detail),
-					"%sRoCE v2 GID %d of %s port %u holds %s (%s)",
-					detail[0] ? "; " : "", u->gid_index, u->dev, u->port,
-					u->gid_addr, u->netdev);
+				rn_strappend(detail, sizeof(detail),
+					     "%sRoCE v2 GID %d of %s port %u holds %s (%s)",
+					     detail[0] ? "; " : "", u->gid_index, u->dev, u->port,
+					     u->gid_addr, u->netdev);
 				continue;
 			}
 			u->used = false;
-			bprintf(u->why_not, sizeof(u->why_not),
-				"its RoCE v2 GID index is %d, not %d: %s", u->gid_index, best, why);
+			(void)rn_snprintf(u->why_not, sizeof(u->why_not),
+					  "its RoCE v2 GID index is %d, not %d: %s", u->gid_index,
+					  best, why);
 		}
 		r = warn(res,
 			 "the RoCE v2 GID index differs between devices (%s), and %s: "
@@ -1234,10 +979,10 @@ static int detect_gid(const struct rn_nccl_node *node, struct rn_nccl_result *re
 			return r;
 		index = best;
 	} else {
-		bappend(detail, sizeof(detail),
-			"; an explicit index is right for every NCCL version");
+		rn_strappend(detail, sizeof(detail),
+			     "; an explicit index is right for every NCCL version");
 	}
-	bprintf(v, sizeof(v), "%d", index);
+	(void)rn_snprintf(v, sizeof(v), "%d", index);
 	r = put(res, "NCCL_IB_GID_INDEX", v, RN_NCCL_SRC_DETECTED, "detected", detail);
 	if (r == 0 && res->family == AF_INET6)
 		r = put(res, "NCCL_IB_ADDR_FAMILY", "AF_INET6", RN_NCCL_SRC_DETECTED, "detected",
@@ -1291,15 +1036,16 @@ static int detect_ifname(const struct rn_nccl_node *node, struct rn_nccl_result 
 	/* A profile's interface stays: the platforms use the pod network on purpose. */
 	if (s || !pick)
 		return 0;
-	bprintf(detail, sizeof(detail), "the netdev of %s, which has %s address", pick->dev,
-		pick->n_ipv4 ? "an IPv4" : "an IPv6");
+	(void)rn_snprintf(detail, sizeof(detail), "the netdev of %s, which has %s address",
+			  pick->dev, pick->n_ipv4 ? "an IPv4" : "an IPv6");
 	/* NCCL matches interface names as prefixes: net1 would also take net10 */
-	bprintf(value, sizeof(value), "%s%s", netdev_prefix_of_other(node, pick->netdev) ? "=" : "",
-		pick->netdev);
+	(void)rn_snprintf(value, sizeof(value), "%s%s",
+			  netdev_prefix_of_other(node, pick->netdev) ? "=" : "", pick->netdev);
 	r = put(res, "NCCL_SOCKET_IFNAME", value, RN_NCCL_SRC_DETECTED, "detected", detail);
 	if (r == 0 && (pick->n_ipv4 == 0 || res->family == AF_INET6) && pick->n_ipv6 > 0) {
-		bprintf(detail, sizeof(detail), "%s",
-			pick->n_ipv4 == 0 ? "bootstrap goes over IPv6: the interface has no IPv4 "
+		(void)rn_snprintf(detail, sizeof(detail), "%s",
+				  pick->n_ipv4 == 0
+					  ? "bootstrap goes over IPv6: the interface has no IPv4 "
 					    "address"
 					  : "IPv6 chosen: bootstrap over IPv6 too");
 		r = put(res, "NCCL_SOCKET_FAMILY", "AF_INET6", RN_NCCL_SRC_DETECTED, "detected",
@@ -1330,7 +1076,8 @@ static int check_hca(const struct rn_nccl_node *node, struct rn_nccl_result *res
 				continue;
 			hits++;
 			if (strcmp(p->dev, l.v[e].name) != 0 && !strstr(also, p->dev))
-				bappend(also, sizeof(also), "%s%s", also[0] ? ", " : "", p->dev);
+				rn_strappend(also, sizeof(also), "%s%s", also[0] ? ", " : "",
+					     p->dev);
 		}
 		if (hits == 0)
 			r = warn(res,
@@ -1377,18 +1124,19 @@ static const char *pick_auto(const struct rn_nccl_node *node, char *why, size_t 
 		erdma += strncmp(p->dev, "erdma", 5) == 0;
 	}
 	if (erdma && erdma == eth + ib) {
-		bprintf(why, len, "auto: every active port is on an eRDMA device");
+		(void)rn_snprintf(why, len, "auto: every active port is on an eRDMA device");
 		return "alibaba-erdma";
 	}
 	if (ib && !eth) {
-		bprintf(why, len, "auto: every active port is InfiniBand");
+		(void)rn_snprintf(why, len, "auto: every active port is InfiniBand");
 		return "ib";
 	}
 	if (eth)
-		bprintf(why, len, "auto: %s",
-			ib ? "Ethernet and InfiniBand ports" : "every active port is Ethernet");
+		(void)rn_snprintf(why, len, "auto: %s",
+				  ib ? "Ethernet and InfiniBand ports"
+				     : "every active port is Ethernet");
 	else
-		bprintf(why, len, "auto: no active port to tell, RoCE assumed");
+		(void)rn_snprintf(why, len, "auto: no active port to tell, RoCE assumed");
 	return "roce";
 }
 
@@ -1418,10 +1166,10 @@ static int describe_unusable(const struct rn_nccl_node *node, const struct rn_nc
 				    "no RDMA device in this network namespace: NCCL would fall "
 				    "back to sockets ('rdmans dev --all-netns' shows where the "
 				    "devices are; 'rdmans move DEV TARGET' brings one here)");
-	bprintf(msg, sizeof(msg), "no RDMA port here that NCCL could use:");
+	(void)rn_snprintf(msg, sizeof(msg), "no RDMA port here that NCCL could use:");
 	for (size_t i = 0; i < res->n_ports; i++)
-		bappend(msg, sizeof(msg), "%s %s port %u: %s", i ? ";" : "", res->ports[i].dev,
-			res->ports[i].port, res->ports[i].why_not);
+		rn_strappend(msg, sizeof(msg), "%s %s port %u: %s", i ? ";" : "", res->ports[i].dev,
+			     res->ports[i].port, res->ports[i].why_not);
 	return rn_error_set(err, ENODEV, "%s", msg);
 }
 
@@ -1463,7 +1211,7 @@ static int apply_profile(const struct rn_nccl_profile *prof, const struct rn_ncc
 	char origin[RN_NCCL_ORIGIN_MAX];
 	int r;
 
-	bprintf(origin, sizeof(origin), "profile %s", prof->name);
+	(void)rn_snprintf(origin, sizeof(origin), "profile %s", prof->name);
 	for (size_t i = 0; i < prof->n_values; i++) {
 		const struct rn_nccl_preset *p = &prof->values[i];
 
@@ -1561,14 +1309,15 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 			return r;
 		rn_nccl_layer_label(version_layer, label, sizeof(label));
 		(void)rn_strscpy(res.version.where, sizeof(res.version.where), label);
-		bprintf(res.version_why, sizeof(res.version_why), "named by %s", label);
+		(void)rn_snprintf(res.version_why, sizeof(res.version_why), "named by %s", label);
 	} else if (req->nccl_version && req->nccl_version->major) {
 		res.version = *req->nccl_version;
-		bprintf(res.version_why, sizeof(res.version_why), "seen in the image: %s",
-			req->nccl_version->where);
+		(void)rn_snprintf(res.version_why, sizeof(res.version_why), "seen in the image: %s",
+				  req->nccl_version->where);
 	} else {
-		bprintf(res.version_why, sizeof(res.version_why), "%s",
-			req->nccl_version_note ? req->nccl_version_note : "no image to look in");
+		(void)rn_snprintf(res.version_why, sizeof(res.version_why), "%s",
+				  req->nccl_version_note ? req->nccl_version_note
+							 : "no image to look in");
 	}
 	res.ver_class = rn_nccl_version_class(&res.version);
 
@@ -1619,7 +1368,7 @@ int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_reques
 		const char *af;
 
 		if (!strchr(req->addr_range, '/') ||
-		    parse_cidr(req->addr_range, &fam, raw, &plen) < 0)
+		    rn_nccl_cidr_parse(req->addr_range, &fam, raw, &plen) < 0)
 			return rn_error_set(
 				err, EINVAL,
 				"address range '%s' is not a CIDR (a.b.c.d/nn or x::y/nn)",

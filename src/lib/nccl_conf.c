@@ -18,6 +18,7 @@
 
 #include "rdmans/cleanup.h"
 #include "rdmans/nccl.h"
+#include "rdmans/nccl_conf.h"
 #include "rdmans/util.h"
 
 #define BLOCK_BEGIN "# rdmans: begin"
@@ -402,26 +403,50 @@ int rn_nccl_conf_merge(const struct rn_nccl_result *res, const char *existing, c
 	return 0;
 }
 
-bool rn_nccl_conf_value(const char *text, const char *name, char *buf, size_t len)
+int rn_nccl_conf_each(const char *text, rn_nccl_conf_line_fn fn, void *arg)
 {
-	size_t n = strlen(name);
-
 	for (const char *line = text; line && *line;) {
 		const char *end = strchrnul(line, '\n');
+		const char *eq = memchr(line, '=', (size_t)(end - line));
 
-		if (line[0] != '#' && (size_t)(end - line) > n && strncmp(line, name, n) == 0 &&
-		    line[n] == '=') {
-			size_t v = (size_t)(end - line) - n - 1;
+		if (line[0] != '#' && eq) {
+			size_t v = (size_t)(end - eq - 1);
+			int r = fn(line, (size_t)(eq - line), eq + 1, v > 1023 ? 1023 : v, arg);
 
-			if (v > 1023)
-				v = 1023;
-			if (len == 0 || v >= len)
-				return false;
-			memcpy(buf, line + n + 1, v);
-			buf[v] = 0;
-			return true;
+			if (r != 0)
+				return r;
 		}
 		line = *end ? end + 1 : NULL;
 	}
-	return false;
+	return 0;
+}
+
+struct conf_lookup {
+	const char *name;
+	char *buf;
+	size_t len;
+	bool found;
+};
+
+static int conf_lookup_line(const char *name, size_t name_len, const char *value, size_t value_len,
+			    void *arg)
+{
+	struct conf_lookup *l = arg;
+
+	if (name_len != strlen(l->name) || strncmp(name, l->name, name_len) != 0)
+		return 0;
+	if (value_len < l->len) { /* a value that does not fit is not returned cut */
+		memcpy(l->buf, value, value_len);
+		l->buf[value_len] = '\0';
+		l->found = true;
+	}
+	return 1; /* NCCL reads the first line of a name */
+}
+
+bool rn_nccl_conf_value(const char *text, const char *name, char *buf, size_t len)
+{
+	struct conf_lookup l = { .name = name, .buf = buf, .len = len };
+
+	(void)rn_nccl_conf_each(text, conf_lookup_line, &l);
+	return l.found;
 }

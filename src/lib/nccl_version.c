@@ -19,6 +19,7 @@
 
 #include "rdmans/cleanup.h"
 #include "rdmans/nccl.h"
+#include "rdmans/nccl_version.h"
 #include "rdmans/rootfs.h"
 #include "rdmans/util.h"
 

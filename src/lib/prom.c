@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "rdmans/prom.h"
-#include "rdmans/rdma.h"
+#include "rdmans/rdma_nl.h"
 #include "rdmans/util.h"
 
 /* ---- buffer ---- */

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
@@ -18,17 +17,7 @@
 
 static int openat2_in_root(int rootfd, const char *path, int flags, mode_t mode)
 {
-	struct open_how how = {
-		.flags = (unsigned long long)flags | O_CLOEXEC,
-		.mode = (flags & O_CREAT) ? mode : 0,
-		.resolve = IN_ROOT,
-	};
-	long fd;
-
-	do
-		fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-	while (fd < 0 && (errno == EAGAIN || errno == EINTR));
-	return fd < 0 ? -errno : (int)fd;
+	return rn_openat2(rootfd, path, flags, mode, IN_ROOT);
 }
 
 int rn_rootfs_open(const char *path, struct rn_error *err)

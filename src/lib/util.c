@@ -390,22 +390,30 @@ static int walk_beneath(int dirfd, const char *path, int flags, mode_t mode)
 	return -EINVAL;
 }
 
-int rn_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+int rn_openat2(int dirfd, const char *path, int flags, mode_t mode, uint64_t resolve)
 {
 	struct open_how how = {
 		.flags = (uint64_t)(flags | O_CLOEXEC),
 		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+		.resolve = resolve,
 	};
+	long fd;
+
+	do /* EAGAIN: a rename raced the lookup (RESOLVE_IN_ROOT, RESOLVE_BENEATH) */
+		fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	while (fd < 0 && (errno == EAGAIN || errno == EINTR));
+	return fd < 0 ? -errno : (int)fd;
+}
+
+int rn_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
 	int fd;
 
 	if (!path || !*path)
 		return -EINVAL;
-	fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-	if (fd >= 0)
+	fd = rn_openat2(dirfd, path, flags, mode, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+	if (fd != -ENOSYS)
 		return fd;
-	if (errno != ENOSYS)
-		return -errno;
 	if (path[0] == '/')
 		return -EXDEV;
 	return walk_beneath(dirfd, path, flags, mode);
@@ -451,6 +459,27 @@ ssize_t rn_strscpy(char *dst, size_t len, const char *src)
 	}
 	memcpy(dst, src, n + 1);
 	return (ssize_t)n;
+}
+
+ssize_t rn_snprintf(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (len == 0)
+		return -E2BIG;
+	va_start(ap, fmt);
+	n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		buf[0] = '\0';
+		return -EINVAL;
+	}
+	if ((size_t)n < len)
+		return n;
+	if (len >= 4)
+		memcpy(buf + len - 4, "...", 4);
+	return -E2BIG;
 }
 
 void rn_strappend(char *buf, size_t len, const char *fmt, ...)

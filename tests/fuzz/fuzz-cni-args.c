@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * CNI_ARGS ("K8S_POD_NAMESPACE=ns;K8S_POD_NAME=n;IgnoreUnknown=1") as both
- * plugins read it (rn_cni_args_parse, rdmans/cni_json.h): no overrun, a
+ * plugins read it (rn_cni_args_parse, rdmans/cni_protocol.h): no overrun, a
  * refusal is EINVAL with a message, and the parser agrees with the spec's
  * reading done here the plain way: pairs split at ';', a key up to the
  * first '=', the last value of a key wins. rdma-netns records the pod in
@@ -11,7 +11,7 @@
 #include <errno.h>
 
 #include "fuzz.h"
-#include "rdmans/cni_json.h"
+#include "rdmans/cni_protocol.h"
 
 static const struct {
 	const char *key;

@@ -346,7 +346,7 @@ cni_expect_err "misspelt key requireRDMA" 2 "did you mean 'requireRdma'" ADD "$(
 cni_expect_err "misspelt key rdma_devices" 2 "did you mean 'rdmaDevice'" ADD "$(conf 1.0.0 '.rdma_devices = "x"')"
 cni_expect_err "host-device's kernelpath" 2 "'kernelpath' is not supported" ADD "$(conf 1.0.0 '.kernelpath = "/sys/x"')"
 cni_expect_err "unsupported cniVersion 0.2.0" 1 "CNI version 0.2.0 is not supported" ADD "$(conf 0.2.0)"
-cni_expect_err "no cniVersion" 7 "has no 'cniVersion'" ADD "$(conf 1.0.0 'del(.cniVersion)')"
+cni_expect_err "no cniVersion: read as 0.1.0, which rdma-netns does not speak" 1 "has no 'cniVersion', which reads as 0.1.0" ADD "$(conf 1.0.0 'del(.cniVersion)')"
 cni_expect_err "no name" 7 "has no 'name'" ADD "$(conf 1.0.0 'del(.name)')"
 cni_expect_err "network name with '/'" 7 "network name 'a/b' may only contain" ADD "$(conf 1.0.0 '.name = "a/b"')"
 cni_expect_err "no device selected" 7 "no device selected" ADD "$(conf 1.0.0 'del(.device)')"

@@ -43,7 +43,6 @@ CONF=$(conf 1.1.0 "$DUAL")
 out=$(printf '%s' "$CONF" | CNI_COMMAND=VERSION "$IPAM")
 vm_check "VERSION lists 0.1.0 to 1.1.0" vm_expect_eq \
 	'{"cniVersion":"1.1.0","supportedVersions":["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"]}' "$out"
-vm_check "without CNI_COMMAND it says what it is" vm_expect_contains "$("$IPAM" </dev/null)" "CNI plugin rdma-netns-ipam"
 
 succeeds "ADD (1.1.0, dual-stack)" ADD c-new net1 ns/new
 vm_check "1.1.0 result: ips without version, gateway on the IPv4 one, routes, dns" vm_expect_eq \
@@ -95,11 +94,13 @@ IPAM_OUT=$(printf '%s' "$CONF" | CNI_COMMAND=FROB CNI_CONTAINERID=x CNI_IFNAME=n
 vm_check "an unknown CNI_COMMAND: code 4" vm_expect_eq "1 4" "$rc $(code_of)"
 fails "a container ID with a slash: code 4" 4 ADD "../../etc" net1
 fails "an ifname too long: code 4" 4 ADD c-x averyveryverylongifname
+# one rule in both plugins (rdma-netns forwards STATUS and GC with its own configuration):
+# CHECK needs 0.4.0, STATUS and GC are taken from any version the plugin speaks
 CONF=$(conf 1.0.0 "$DUAL")
-fails "STATUS before 1.1.0: code 1" 1 STATUS -
+succeeds "STATUS with cniVersion 1.0.0 is answered" STATUS -
 CONF=$(conf 1.1.0 "$DUAL")
 fails "GC without the valid attachments: code 7" 7 GC -
-CONF=$(conf 1.1.0 '"range":"10.64.0.0/24","dataDir":"/proc/version/sub"')
+CONF=$(conf 1.1.0 '"range":"10.64.0.0/24"' | jq -c '.ipam.dataDir = "/proc/version/sub"')
 fails "an unusable dataDir: code 5" 5 ADD c-x net1
 vm_check "... saying which directory" vm_expect_contains "$(printf '%s' "$IPAM_OUT" | jq -r .details)" "/proc/version/sub"
 after=$(find "$STORE" -type f ! -path '*/.locks/*' | sort | xargs cat | md5sum)

@@ -57,6 +57,20 @@ cni_expect_ok "DEL through rdma-netns" DEL "$(conf rni0)"
 vm_check "DEL released the address in etcd" vm_expect_eq "0 0" "$(keys addr/) $(keys attachments/)"
 cni_expect_ok "a second DEL succeeds" DEL "$(conf rni0)"
 
+# etcd in NOSPACE (its own alarm, raised through its maintenance API): the cause reaches the runtime
+mid=$(curl -s -X POST "$EP/v3/maintenance/status" -d '{}' | jq -r .header.member_id)
+curl -s -X POST "$EP/v3/maintenance/alarm" -o /dev/null \
+	-d "{\"action\":\"ACTIVATE\",\"memberID\":\"$mid\",\"alarm\":\"NOSPACE\"}"
+cni_expect_err "ADD with etcd in NOSPACE fails with code 5 (I/O), not 100" 5 "address allocation failed" \
+	ADD "$(conf rni0)"
+vm_check "... its details name etcd's NOSPACE and what to do" vm_expect_contains \
+	"$(jq -r .details <<<"$OUT" 2>/dev/null)" "database space exceeded: its database is over its quota"
+vm_check "... and rni0 is back on the host, the pod without net1" \
+	sh -c 'ip -o link show rni0 >/dev/null && ! ip -n rni-pod1 link show net1 2>/dev/null'
+cni_expect_ok "the DEL after it succeeds, the alarm still raised" DEL "$(conf rni0)"
+vm_check "... and etcd holds nothing" vm_expect_eq "0 0" "$(keys addr/) $(keys attachments/)"
+etcdctl_ 0 alarm disarm >/dev/null
+
 cni_expect_ok "ADD again for GC" ADD "$(conf rni0)"
 cni_expect_ok "GC with an empty valid list, forwarded" GC "$(conf rni0 '.["cni.dev/valid-attachments"] = []')" \
 	CNI_CONTAINERID= CNI_NETNS= CNI_IFNAME=

@@ -139,7 +139,7 @@ done
 # --- stdin that never ends -----------------------------------------------------------------------
 guarded "rdma-netns: endless stdin refused by size" 1 "larger than" sh -c \
 	"CNI_COMMAND=ADD CNI_CONTAINERID=c CNI_NETNS=/proc/self/ns/net CNI_IFNAME=net1 '$B/src/cni/rdma-netns' </dev/zero"
-guarded "rdma-netns-ipam: endless stdin refused by size" 1 "File too large" sh -c \
+guarded "rdma-netns-ipam: endless stdin refused by size" 1 "larger than" sh -c \
 	"CNI_COMMAND=ADD CNI_CONTAINERID=c CNI_NETNS=/proc/self/ns/net CNI_IFNAME=net1 '$B/src/ipam/rdma-netns-ipam' </dev/zero"
 guarded "rdmans-hook: endless stdin refused by size" 1 "larger than 1 MiB" sh -c "'$B/src/hook/rdmans-hook' </dev/zero"
 

@@ -108,11 +108,14 @@ def create(pod_id, name, image, command, cdi=None, env=None, annotations=None):
         metadata=pb.ContainerMetadata(name=name, attempt=0),
         image=pb.ImageSpec(image=image),
         command=command,
-        envs=[pb.KeyValue(key=k, value=v) for k, v in (env or {}).items()],
+        # (cri-api in sid: KeyValue.value is bytes)
+        envs=[pb.KeyValue(key=k, value=v.encode()) for k, v in (env or {}).items()],
         annotations=annotations or {},
         CDI_devices=[pb.CDIDevice(name=n) for n in (cdi or [])],
         log_path=name + ".log",
-        linux=pb.LinuxContainerConfig())
+        # kubelet's default: a PID namespace of the container's own (PID 1 is its process)
+        linux=pb.LinuxContainerConfig(security_context=pb.LinuxContainerSecurityContext(
+            namespace_options=pb.NamespaceOption(pid=pb.CONTAINER))))
     r = call("PodSandboxStatus", pb.PodSandboxStatusRequest(pod_sandbox_id=pod_id))
     sandbox_cfg = pod_config(r.status.metadata.name, r.status.metadata.uid,
                              dict(r.status.annotations), r.status.metadata.namespace)

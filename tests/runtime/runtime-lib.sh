@@ -78,6 +78,7 @@ rt_install() {
 	HOOK=$(jq -r --arg s "$B/src/hook/rdmans-hook" '.[$s]' <<<"$inst")
 	HOOK_JSON=$(jq -r --arg s "$B/hooks/rdmans-hook.json" '.[$s]' <<<"$inst")
 	HOOK_PRE_JSON=$(jq -r --arg s "$B/hooks/rdmans-hook-precreate.json" '.[$s]' <<<"$inst")
+	NRI=$(jq -r --arg s "$B/src/nri/rdmans-nri" '.[$s] // empty' <<<"$inst")
 	CNI_INSTALLED=$(dirname "$(jq -r --arg s "$B/src/cni/rdma-netns" '.[$s]' <<<"$inst")")
 	[ -x "$R" ] && [ -x "$HOOK" ] || vm_fail "meson install left no rdmans ($R) or rdmans-hook ($HOOK)"
 }

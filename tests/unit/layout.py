@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 """The library's layout rules (README, "Layout"), checked on the tree.
 
-src/lib is flat: four static libraries are built from it and a file's name
-says which one it belongs to (ipam_*, etcd_* -> rdmans-ipam; *_json -> rdmans-json;
-ping* -> rdmans-ping (librdmacm, linked into the CLI only);
+src/lib is flat: six static libraries are built from it and a file's name
+says which one it belongs to (ipam_*, etcd_* -> rdmans-ipam; *_json and
+cni_protocol (the CNI protocol, in jansson) -> rdmans-json; pod_* -> rdmans-json
+(what a pod's annotations ask: rdmans-hook and rdmans-nri);
+ping* -> rdmans-ping (librdmacm, linked into the CLI only); nri_wire ->
+rdmans-nri-wire (protobuf-c); nri* -> rdmans-nri;
 everything else -> rdmans, the core). Each external library stays inside its
 one module. Usage: layout.py SOURCE_ROOT (TAP on stdout).
 """
@@ -31,7 +34,10 @@ owners = {
     "infiniband/": {"src/lib/verbs.c", "src/lib/ping.c"},
     "rdma/rdma_cma.h": {"src/lib/ping.c"},  # librdmacm (rdma/rdma_netlink.h is the kernel's uapi)
     "rdma/rdma_verbs.h": {"src/lib/ping.c"},
+    # protobuf-c (rdmans-nri's NRI and ttrpc messages); the generated *.pb-c.h include it
+    "protobuf-c/": {"src/lib/nri_wire.c"},
 }
+pb_c = re.compile(r'^\s*#\s*include\s*"[^"]*\.pb-c\.h"', re.M)
 include = re.compile(r'^\s*#\s*include\s*<([^>]+)>', re.M)
 sources = sorted(p for p in (root / "src").rglob("*") if p.suffix in (".c", ".h"))
 sources += sorted((root / "include").rglob("*.h"))
@@ -45,6 +51,9 @@ for prefix, allowed in owners.items():
             if h.startswith(prefix):
                 bad.append(f"{rel} includes <{h}>: only {', '.join(sorted(allowed))} may")
     check(f"<{prefix}...> only in {', '.join(sorted(allowed))}", bad)
+bad = [str(p.relative_to(root)) + " includes a generated *.pb-c.h: only src/lib/nri_wire.c may"
+       for p in sources if str(p.relative_to(root)) != "src/lib/nri_wire.c" and pb_c.search(p.read_text())]
+check("generated protobuf-c headers only in src/lib/nri_wire.c", bad)
 
 
 # 2. every src/lib/*.c is in exactly one library, the one its name says
@@ -53,8 +62,12 @@ def library_of(name):
         return "rdmans-ipam"
     if name.startswith("ping"):
         return "rdmans-ping"
-    if name.endswith("_json.c"):
+    if name.endswith("_json.c") or name == "cni_protocol.c" or name.startswith("pod_"):
         return "rdmans-json"
+    if name == "nri_wire.c":
+        return "rdmans-nri-wire"
+    if name.startswith("nri"):
+        return "rdmans-nri"
     return "rdmans"
 
 
@@ -79,6 +92,39 @@ for p in sorted((root / "src/lib").glob("*.c")):
     if library_of(p.name) == "rdmans" and "jansson.h" in include.findall(p.read_text()):
         bad.append(f"src/lib/{p.name} (core) includes <jansson.h>")
 check("the core library does not include <jansson.h>", bad)
+
+# 4. a header per source: include/rdmans/X.h declares only what src/lib/X.c defines, and every
+#    src/lib/X.c has its X.h (in include/rdmans, or beside it when private to its library).
+#    The two IPAM stores implement one private interface, ipam_store.h.
+SHARED_INTERFACE = {"ipam_store_local.c": "ipam_store.h", "ipam_store_etcd.c": "ipam_store.h"}
+decl = re.compile(r"^(?!static|typedef|#)[a-z][\w \*]*?\b(rn_\w+)\(", re.M)
+defined = {}
+for p in sorted((root / "src/lib").glob("*.c")):
+    for name in decl.findall(p.read_text()):
+        defined.setdefault(name, p.stem)
+bad = []
+for h in sorted((root / "include/rdmans").glob("*.h")):
+    text = re.sub(r"static inline[^{;]*\{.*?\n\}", "", h.read_text(), flags=re.S)
+    for name in decl.findall(text):
+        where = defined.get(name)
+        if where is None:
+            bad.append(f"include/rdmans/{h.name} declares {name}, which no src/lib file defines")
+        elif where != h.stem:
+            bad.append(f"include/rdmans/{h.name} declares {name}, defined in src/lib/{where}.c")
+for p in sorted((root / "src/lib").glob("*.c")):
+    own = SHARED_INTERFACE.get(p.name, p.stem + ".h")
+    if not (root / "include/rdmans" / own).exists() and not (root / "src/lib" / own).exists():
+        bad.append(f"src/lib/{p.name} has no header of its own ({own})")
+check("a header per source: include/rdmans/X.h declares what src/lib/X.c defines", bad)
+
+# 5. the newcomer's map: every src/lib module has its line in ARCHITECTURE.md ("- `name` ...")
+arch = (root / "ARCHITECTURE.md").read_text()
+listed_in_map = set(re.findall(r"^- `(\w+)` ", arch, re.M))
+bad = [f"src/lib/{p.name} has no line in ARCHITECTURE.md" for p in sorted((root / "src/lib").glob("*.c"))
+       if p.stem not in listed_in_map]
+bad += [f"ARCHITECTURE.md names {m}, which is not in src/lib" for m in sorted(listed_in_map)
+        if not (root / "src/lib" / (m + ".c")).exists()]
+check("ARCHITECTURE.md has a line for every src/lib module, and only for those", bad)
 
 for n, (name, problems) in enumerate(checks, 1):
     print(f"{'not ok' if problems else 'ok'} {n} - {name}")

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The CNI protocol module both plugins use (rdmans/cni_json.h): CNI_ARGS,
+ * The CNI protocol module both plugins use (rdmans/cni_protocol.h): CNI_ARGS,
  * the version table, the documents on stdout, the CNI_* environment and the
  * bounded read of stdin.
  */
@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "rdmans/cni_json.h"
+#include "rdmans/cni_protocol.h"
 #include "test.h"
 
 /* ---- CNI_ARGS ---- */

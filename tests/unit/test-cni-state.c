@@ -286,6 +286,12 @@ static void owners_are_found_by_device_mac_and_selection(void)
 	CHECK_INT(rn_attach_find_owner(dir, "x", NULL, &sel, NULL, 0, NULL, &err), 1);
 	sel.bus_id = "0000:3b:00.1";
 	CHECK_INT(rn_attach_find_owner(dir, "x", NULL, &sel, NULL, 0, NULL, &err), 0);
+	/* a state file that cannot be read may be the owner: an error naming it, not a skip */
+	snprintf(name, sizeof(name), "truncate -s 300K '%s/n:c9:net1'", dir); /* over the limit */
+	CHECK_INT(system(name), 0);
+	CHECK(rn_attach_find_owner(dir, "x", NULL, &sel, NULL, 0, NULL, &err) < 0);
+	CHECK(strstr(err.msg, "cannot tell whether another pod holds the device") != NULL);
+	CHECK(strstr(err.msg, "n:c9:net1") != NULL);
 	rn_cni_state_free(&st);
 	remove_dir();
 }

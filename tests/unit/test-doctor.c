@@ -53,6 +53,16 @@ static void write_raw(const char *root, const char *rel, const char *data, size_
 	close(fd);
 }
 
+/* Replaces directory ROOT/rel by a regular file; 0 or -1. */
+static int rename_into_file(const char *root, const char *rel)
+{
+	char path[4096], cmd[8300];
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && : > '%s'", path, path);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
 /* Doc 003's irdma0 as the pod sees it: its netdev renamed net1, 10.100.100.1 at index 1. */
 static void add_pod_irdma(const char *root)
 {
@@ -183,6 +193,19 @@ static const struct rn_doctor_result *result(const struct fixture *x, const char
 	} while (0)
 
 /* ---- system and netns ---- */
+
+/* A uverbs listing that fails is an error of the facts, never "no uverbs device". */
+static void uverbs_that_cannot_be_listed_is_an_error(void)
+{
+	_cleanup_fixture_ struct fixture x;
+	struct rn_error err = { 0 };
+
+	setup(&x);
+	/* class/infiniband_verbs a file: opendir() fails with ENOTDIR */
+	CHECK_INT(rename_into_file(x.sys, "class/infiniband_verbs"), 0);
+	CHECK(rn_doctor_facts_from_sysfs(&x.f, &err) < 0);
+	CHECK_CONTAINS(err.msg, "cannot list");
+}
 
 static void healthy_pod_passes_every_netns_check(void)
 {
@@ -959,8 +982,9 @@ static void a_missing_nccl_conf_is_no_warning(void)
 RN_TEST_MAIN(T(pci_distance_by_path), T(gpu_near_the_pods_hca_passes_and_the_other_warns),
 	     T(process_hca_list_decides_which_devices_count), T(gpudirect_needs_peermem_or_dma_buf),
 	     T(no_gpu_skips_the_gpu_checks), T(real_h100_machine),
-	     T(healthy_pod_passes_every_netns_check), T(shared_mode_fails_with_the_fix),
-	     T(exclusive_now_but_not_at_boot_warns), T(shared_mode_with_exclusive_boot_says_reboot),
+	     T(healthy_pod_passes_every_netns_check), T(uverbs_that_cannot_be_listed_is_an_error),
+	     T(shared_mode_fails_with_the_fix), T(exclusive_now_but_not_at_boot_warns),
+	     T(shared_mode_with_exclusive_boot_says_reboot),
 	     T(no_rdma_netlink_fails_and_skips_the_mode), T(empty_pod_netns_fails_and_says_move),
 	     T(down_port_and_down_netdev_fail_with_ip_link_set_up),
 	     T(netdev_up_without_carrier_fails),

@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "rdmans/rdma.h"
+#include "rdmans/rdma_nl.h"
 #include "rdmans/util.h"
 #include "test.h"
 

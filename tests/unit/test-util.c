@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "rdmans/nccl_conf.h"
+#include "rdmans/rootfs.h"
 #include "rdmans/util.h"
 #include "test.h"
 
@@ -166,8 +168,11 @@ static void open_beneath_refuses_symlinks_on_the_way_and_escapes(void)
 	CHECK_INT(beneath_checks(), 0);
 }
 
-/* Kernels before 5.6 have no openat2: the component walk must refuse the same. */
-static void open_beneath_without_openat2_refuses_the_same(void)
+/*
+ * Runs checks() in a child where openat2 fails with ENOSYS, as on kernels
+ * before 5.6; its exit status (0: every check held).
+ */
+static int without_openat2(int (*checks)(void))
 {
 	struct sock_filter filter[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
@@ -181,18 +186,25 @@ static void open_beneath_without_openat2_refuses_the_same(void)
 
 	fflush(stdout);
 	pid = fork();
-	CHECK(pid >= 0);
+	if (pid < 0)
+		return -1;
 	if (pid == 0) {
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
 		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
 			_exit(2);
 		_exit(syscall(SYS_openat2, AT_FDCWD, ".", NULL, 0) == -1 && errno == ENOSYS
-			      ? beneath_checks()
+			      ? checks()
 			      : 3);
 	}
-	CHECK(waitpid(pid, &status, 0) == pid);
-	CHECK(WIFEXITED(status));
-	CHECK_INT(WEXITSTATUS(status), 0);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* Kernels before 5.6 have no openat2: the component walk must refuse the same. */
+static void open_beneath_without_openat2_refuses_the_same(void)
+{
+	CHECK_INT(without_openat2(beneath_checks), 0);
 }
 
 static void strscpy_copies_what_fits_and_says_when_it_cut(void)
@@ -213,6 +225,91 @@ static void strscpy_copies_what_fits_and_says_when_it_cut(void)
 	buf[0] = 'q';
 	CHECK_INT(rn_strscpy(buf, 0, "a"), -E2BIG);
 	CHECK_INT(buf[0], 'q');
+}
+
+static void snprintf_says_when_it_cut_and_shows_it(void)
+{
+	char buf[8];
+
+	CHECK_INT(rn_snprintf(buf, sizeof(buf), "%s%d", "mlx", 5), 4);
+	CHECK_STR(buf, "mlx5");
+	CHECK_INT(rn_snprintf(buf, sizeof(buf), "%s", "1234567"), 7);
+	CHECK_STR(buf, "1234567");
+	CHECK_INT(rn_snprintf(buf, sizeof(buf), "%s", "12345678"), -E2BIG);
+	CHECK_STR(buf, "1234...");
+	CHECK_INT(rn_snprintf(buf, 3, "%s", "abc"), -E2BIG);
+	CHECK_STR(buf, "ab");
+}
+
+/* In a scratch root, "esc" -> "/etc": 0 when rn_rootfs_openat() of "esc/passwd" gives `expect`. */
+static int in_root_check(int expect)
+{
+	char dir[] = "/tmp/rn-inroot-XXXXXX", path[128], cmd[160];
+	int dfd, fd, bad = 0;
+
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(path, sizeof(path), "%s/esc", dir);
+	bad |= symlink("/etc", path) != 0;
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bad |= dfd < 0;
+	fd = rn_rootfs_openat(dfd, "esc/passwd", O_RDONLY);
+	bad |= fd != expect;
+	if (fd >= 0)
+		close(fd);
+	close(dfd);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	bad |= system(cmd) != 0;
+	return bad;
+}
+
+static void open_in_root_resolves_inside_the_root(void)
+{
+	/* /etc inside the scratch root has no passwd: the host's is never reached */
+	CHECK_INT(in_root_check(-ENOENT), 0);
+}
+
+static int in_root_refused(void)
+{
+	return in_root_check(-ENOSYS);
+}
+
+/* Without openat2 a path inside a container's root cannot be confined: it is refused. */
+static void open_in_root_without_openat2_is_refused_not_unconfined(void)
+{
+	CHECK_INT(without_openat2(in_root_refused), 0);
+}
+
+struct conf_seen {
+	char text[4096];
+	size_t n;
+};
+
+static int conf_collect(const char *name, size_t name_len, const char *value, size_t value_len,
+			void *arg)
+{
+	struct conf_seen *s = arg;
+
+	s->n += (size_t)snprintf(s->text + s->n, sizeof(s->text) - s->n, "[%.*s|%zu]",
+				 (int)name_len, name, value_len);
+	return strncmp(name, "STOP", name_len) == 0 ? 7 : 0;
+}
+
+static void nccl_conf_lines_are_read_as_nccl_reads_them(void)
+{
+	char text[2200];
+	struct conf_seen seen = { 0 };
+	char value[16];
+
+	snprintf(text, sizeof(text),
+		 "#NCCL_A=1\nNCCL_B=x=y\nNOEQ\n\nNCCL_C=%01500d\nSTOP=1\nAFTER=2\n", 0);
+	CHECK_INT(rn_nccl_conf_each(text, conf_collect, &seen), 7);
+	/* comments and lines without '=' skipped; the name to the first '='; 1023 bytes at most */
+	CHECK_STR(seen.text, "[NCCL_B|3][NCCL_C|1023][STOP|1]");
+	CHECK(rn_nccl_conf_value(text, "NCCL_B", value, sizeof(value)));
+	CHECK_STR(value, "x=y");
+	CHECK(!rn_nccl_conf_value(text, "NCCL_A", value, sizeof(value)));
+	CHECK(!rn_nccl_conf_value(text, "NCCL_C", value, sizeof(value))); /* never returned cut */
 }
 
 static void grow_doubles_with_a_cap_and_is_exact_without(void)
@@ -307,6 +404,9 @@ RN_TEST_MAIN(T(name_check_accepts_real_device_names), T(name_check_refuses_empty
 	     T(open_beneath_refuses_symlinks_on_the_way_and_escapes),
 	     T(open_beneath_without_openat2_refuses_the_same),
 	     T(strscpy_copies_what_fits_and_says_when_it_cut),
+	     T(snprintf_says_when_it_cut_and_shows_it), T(open_in_root_resolves_inside_the_root),
+	     T(open_in_root_without_openat2_is_refused_not_unconfined),
+	     T(nccl_conf_lines_are_read_as_nccl_reads_them),
 	     T(grow_doubles_with_a_cap_and_is_exact_without),
 	     T(format_args_formats_the_callers_own_arguments),
 	     T(json_value_end_skips_one_value_whatever_it_holds))

@@ -4,8 +4,8 @@
  * to the netns of the thread that opened it: in exclusive mode it sees only
  * the devices of that netns. Use rn_netns_run() to talk to another netns.
  */
-#ifndef RDMANS_RDMA_H
-#define RDMANS_RDMA_H
+#ifndef RDMANS_RDMA_NL_H
+#define RDMANS_RDMA_NL_H
 
 #include <net/if.h>
 #include <stdbool.h>

@@ -10,12 +10,13 @@
  *   - the bounded read of a JSON document on stdin (also the OCI hook's
  *     state), which a runtime that keeps the pipe open cannot hang.
  *
- * In librdmans-json (jansson, front ends only; "_json" names that library).
+ * In librdmans-json (jansson, front ends only), with the skeleton both
+ * plugins run (rn_cni_main).
  * The plugins map the negative errnos to the CNI codes below; the messages
  * name what to fix.
  */
-#ifndef RDMANS_CNI_JSON_H
-#define RDMANS_CNI_JSON_H
+#ifndef RDMANS_CNI_PROTOCOL_H
+#define RDMANS_CNI_PROTOCOL_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -120,5 +121,82 @@ int rn_cni_print_error(const char *version, int code, const char *msg, const cha
  */
 int rn_cni_read_input(int fd, size_t max, const char *what, char **ret, size_t *ret_len,
 		      struct rn_error *err);
+
+/* ---- the skeleton both plugins run (pkg/skel's PluginMain) ---- */
+
+/* The failure a CNI call reports: a spec or plugin code, the message and details. */
+struct rn_cni_failure {
+	int code;
+	char msg[RN_ERROR_MSG_MAX];
+	char details[RN_ERROR_MSG_MAX];
+};
+
+/* "an object", "a string", ... for messages that say what a JSON value is not. */
+const char *rn_cni_json_type(const json_t *v);
+
+/* Records a failure unless one is recorded already (the first is the cause); returns -1. */
+int rn_cni_fail(struct rn_cni_failure *f, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * A network configuration decoded by the one rule both plugins follow: one
+ * JSON object, duplicate keys refused; its cniVersion a string, read as
+ * 0.1.0 when absent (libcni's ConfigDecoder), and not older than `oldest`.
+ * *ret_doc (json_decref() it), *ret_version (inside the document, or the
+ * literal "0.1.0") and *ret_ver are set on success; -1 with f set (code 6,
+ * 7 or 1) otherwise.
+ */
+int rn_cni_conf_decode(const char *text, size_t len, int oldest, const char *plugin,
+		       json_t **ret_doc, const char **ret_version, int *ret_ver,
+		       struct rn_cni_failure *f);
+
+/* One call, as the skeleton hands it to a plugin's verbs. */
+struct rn_cni_call {
+	struct rn_cni_env env; /* env.command is set */
+	char *input; /* stdin, NUL-terminated, trailing white space dropped */
+	size_t input_len;
+	json_t *doc; /* the configuration, a JSON object */
+	const char *version; /* its cniVersion ("0.1.0" when it names none) */
+	int ver; /* that version's number */
+	struct rn_cni_failure fail; /* what the verb reports; code 0: none */
+};
+
+/* The verbs a plugin implements, in the order of rn_cni_plugin.verbs. */
+enum rn_cni_verb { RN_CNI_ADD, RN_CNI_DEL, RN_CNI_CHECK, RN_CNI_STATUS, RN_CNI_GC, RN_CNI_VERBS };
+
+/*
+ * A plugin: its name, the oldest CNI version it speaks and its verbs. Each
+ * verb returns 0, or -1 with call->fail set. VERSION is the skeleton's.
+ */
+struct rn_cni_plugin {
+	const char *name;
+	int oldest;
+	/* after the skeleton's checks, before any verb but VERSION: the plugin's own reading */
+	int (*prepare)(struct rn_cni_call *call, void *data);
+	/* ADD, DEL, CHECK, STATUS, GC (enum rn_cni_verb) */
+	int (*verbs[RN_CNI_VERBS])(struct rn_cni_call *call, void *data);
+	/*
+	 * DEL whose input ADD refuses (the failure in call->fail): 0 when no ADD
+	 * can have stored anything under it (DEL then succeeds, as the runtime's
+	 * DEL after a refused ADD must), -1 to keep the failure. NULL: keep it.
+	 */
+	int (*del_refused)(struct rn_cni_call *call, void *data);
+	/* the failure's line for the plugin's log; NULL: "NAME: COMMAND: MSG" on stderr */
+	void (*log_failure)(struct rn_cni_call *call, void *data);
+};
+
+/* The largest configuration a plugin reads from stdin. */
+#define RN_CNI_STDIN_MAX (4 * 1024 * 1024)
+
+/*
+ * The plugin's main: reads the CNI environment and stdin, dispatches
+ * CNI_COMMAND, answers VERSION, applies the protocol's rules (no or an
+ * unknown CNI_COMMAND: code 4; stdin over RN_CNI_STDIN_MAX: code 6, a read
+ * error 5; the configuration by rn_cni_conf_decode; CHECK needs 0.4.0), and
+ * prints the failure as a CNI error document in the caller's version (the
+ * latest when that version is refused). Front-end code: it writes stdout
+ * and stderr. Returns the exit status.
+ */
+int rn_cni_main(const struct rn_cni_plugin *plugin, void *data);
 
 #endif

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The node the NCCL resolver works on (nccl_node.h): a network namespace's
+ * RDMA ports, bound netdevs, GIDs (sysfs) and addresses (rtnetlink).
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rdmans/cleanup.h"
+#include "rdmans/link.h"
+#include "rdmans/nccl.h"
+#include "rdmans/nccl_node.h"
+#include "rdmans/netns.h"
+#include "rdmans/rdma_nl.h"
+#include "rdmans/sysfs.h"
+#include "rdmans/util.h"
+
+void rn_nccl_node_free(struct rn_nccl_node *node)
+{
+	if (!node)
+		return;
+	free(node->ports);
+	free(node->netdevs);
+	rn_gid_table_free(&node->gids);
+	memset(node, 0, sizeof(*node));
+}
+
+static int read_netdevs(struct rn_nccl_node *node, struct rn_error *err)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	char path[PATH_MAX];
+	struct dirent *de;
+
+	if (rn_path(path, sizeof(path), "%s/class/net", rn_sysfs_root()) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "sysfs root %s is too long",
+				    rn_sysfs_root());
+	d = opendir(path);
+	if (!d) {
+		if (errno == ENOENT)
+			return 0;
+		return rn_error_errno(err, errno, "cannot list %s", path);
+	}
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= IF_NAMESIZE)
+			continue;
+		if (RN_GROW(node->netdevs, NULL, node->n_netdevs + 1) < 0)
+			return rn_error_set(err, ENOMEM, "out of memory");
+		(void)rn_strscpy(node->netdevs[node->n_netdevs++], IF_NAMESIZE, de->d_name);
+	}
+	return 0;
+}
+
+static int cmp_port(const void *a, const void *b)
+{
+	const struct rn_nccl_port *x = a, *y = b;
+	int c = strverscmp(x->dev, y->dev);
+
+	if (c)
+		return c;
+	return x->port < y->port ? -1 : x->port > y->port;
+}
+
+int rn_nccl_node_from_sysfs(struct rn_nccl_node *out, struct rn_error *err)
+{
+	_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
+	_cleanup_free_ struct rn_sysfs_rdma_dev *devs = NULL;
+	size_t n_devs = 0;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	r = rn_sysfs_rdma_list(&devs, &n_devs, err);
+	if (r < 0)
+		return r;
+	node.no_rdma = n_devs == 0 && !rn_sysfs_rdma_loaded();
+	r = rn_sysfs_gids(NULL, &node.gids, err);
+	if (r < 0)
+		return r;
+	r = read_netdevs(&node, err);
+	if (r < 0)
+		return r;
+
+	for (size_t i = 0; i < n_devs; i++) {
+		const struct rn_sysfs_rdma_dev *d = &devs[i];
+		_cleanup_free_ uint32_t *ports = NULL;
+		size_t n_ports = 0;
+
+		r = rn_sysfs_port_list(d->name, &ports, &n_ports, err);
+		if (r == -ENOENT)
+			continue; /* moved away since the listing */
+		if (r < 0)
+			return r;
+		for (size_t p = 0; p < n_ports; p++) {
+			struct rn_nccl_port *port;
+			struct rn_sysfs_port sp;
+			struct rn_sysfs_netdev nd;
+			const struct rn_sysfs_netdev *bound = NULL;
+
+			if (RN_GROW(node.ports, NULL, node.n_ports + 1) < 0)
+				return rn_error_set(err, ENOMEM, "out of memory");
+			port = &node.ports[node.n_ports++];
+			memset(port, 0, sizeof(*port));
+			rn_sysfs_port_read(d->name, ports[p], NULL, &sp);
+			(void)rn_strscpy(port->dev, sizeof(port->dev), d->name);
+			port->port = ports[p];
+			(void)rn_strscpy(port->state, sizeof(port->state), sp.state_name);
+			port->active = sp.state == 4 /* IB_PORT_ACTIVE */ ||
+				       strcmp(sp.state_name, "ACTIVE") == 0;
+			(void)rn_strscpy(port->link_layer, sizeof(port->link_layer), sp.link_layer);
+
+			/*
+			 * RoCE: the netdev of the port's GIDs. Otherwise (IPoIB,
+			 * rxe before GIDs exist) the device's only netdev.
+			 */
+			if (sp.netdev_source == RN_PORT_NETDEV_GID) {
+				bound = &sp.netdev;
+			} else if (d->n_netdevs == 1 && n_ports == 1) {
+				rn_sysfs_netdev_read(d->netdevs[0], &nd);
+				bound = &nd;
+			}
+			if (bound) {
+				(void)rn_strscpy(port->netdev, sizeof(port->netdev), bound->name);
+				port->netdev_here = bound->here;
+			}
+		}
+	}
+	if (node.n_ports > 1)
+		qsort(node.ports, node.n_ports, sizeof(*node.ports), cmp_port);
+	*out = node;
+	memset(&node, 0, sizeof(node));
+	return 0;
+}
+
+/*
+ * "a.b.c.d/nn" or "x::y/nn" (no "/nn": a host address) -> family, the
+ * address as a GID holds it (IPv4-mapped for IPv4) and the prefix length.
+ */
+
+static bool is_link_local6(const uint8_t raw[16])
+{
+	return raw[0] == 0xfe && (raw[1] & 0xc0) == 0x80;
+}
+
+int rn_nccl_node_add_addr(struct rn_nccl_node *node, const char *netdev, const char *cidr,
+			  struct rn_error *err)
+{
+	uint8_t raw[16];
+	int family, plen;
+
+	if (rn_nccl_cidr_parse(cidr, &family, raw, &plen) < 0)
+		return rn_error_set(
+			err, EINVAL,
+			"'%s' is not an IPv4 or IPv6 address/prefix (a.b.c.d/nn, x::y/nn)", cidr);
+	if (family == AF_INET6 && is_link_local6(raw))
+		return 0;
+	for (size_t i = 0; i < node->n_ports; i++) {
+		struct rn_nccl_port *p = &node->ports[i];
+
+		if (strcmp(p->netdev, netdev) != 0)
+			continue;
+		if (family == AF_INET && p->n_ipv4 < RN_NCCL_MAX_ADDRS)
+			(void)rn_strscpy(p->ipv4[p->n_ipv4++], RN_CIDR_MAX, cidr);
+		else if (family == AF_INET6 && p->n_ipv6 < RN_NCCL_MAX_ADDRS)
+			(void)rn_strscpy(p->ipv6[p->n_ipv6++], RN_CIDR_MAX, cidr);
+	}
+	return 0;
+}
+
+struct probe_job {
+	struct rn_nccl_node *node;
+};
+
+/*
+ * In shared mode every netns sees every RDMA device, and two pods' soft-RoCE
+ * devices sit on netdevs of the same name (net1): sysfs names the netdev,
+ * and a netdev of that name here is not necessarily it. RDMA netlink tells:
+ * the kernel reports a port's netdev only to a socket in the netdev's own
+ * netns. A port it reports without a netdev, or with another one, is not
+ * this netns's. Only ever demotes; nothing changes without RDMA netlink, or
+ * on a sysfs that is not the kernel's (tests' fake trees).
+ */
+static void netdevs_by_netlink(struct rn_nccl_node *node)
+{
+	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
+	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
+	struct rn_error err = { 0 };
+
+	if (strcmp(rn_sysfs_root(), "/sys") != 0 || rn_rdma_open(&rdma, &err) < 0 ||
+	    rn_rdma_dev_dump(rdma, &devs, &err) < 0)
+		return;
+	for (size_t i = 0; i < node->n_ports; i++) {
+		struct rn_nccl_port *p = &node->ports[i];
+
+		for (size_t d = 0; p->netdev_here && d < devs.n; d++) {
+			if (strcmp(devs.devs[d].name, p->dev) != 0)
+				continue;
+			for (size_t k = 0; k < devs.devs[d].nports; k++) {
+				const struct rn_rdma_port *rp = &devs.devs[d].ports[k];
+
+				if (rp->index == p->port &&
+				    (rp->ndev_index == 0 || strcmp(rp->ndev_name, p->netdev) != 0))
+					p->netdev_here = false;
+			}
+		}
+	}
+}
+
+static int probe_here(void *arg, struct rn_error *err)
+{
+	struct probe_job *job = arg;
+	struct rn_nccl_node *node = job->node;
+	int r;
+
+	r = rn_nccl_node_from_sysfs(node, err);
+	if (r < 0)
+		return r;
+	netdevs_by_netlink(node);
+	for (size_t i = 0; i < node->n_ports; i++) {
+		struct rn_nccl_port *p = &node->ports[i];
+		char cidrs[2 * RN_NCCL_MAX_ADDRS][64]; /* IPv4, IPv6 global and link-local */
+		struct rn_link link;
+		bool seen = false;
+		size_t n = 0;
+
+		if (!p->netdev_here)
+			continue;
+		for (size_t j = 0; j < i; j++)
+			seen = seen || (node->ports[j].netdev_here &&
+					strcmp(node->ports[j].netdev, p->netdev) == 0);
+		if (seen)
+			continue; /* its addresses went to every port bound to it */
+		r = rn_link_by_name(p->netdev, &link, err);
+		if (r == -ENODEV) {
+			/* listed by sysfs, gone since: treat as absent */
+			rn_error_clear(err);
+			p->netdev_here = false;
+			continue;
+		}
+		if (r < 0)
+			return r;
+		r = rn_link_addr_list(link.ifindex, AF_UNSPEC, cidrs, RN_ARRAY_SIZE(cidrs), &n,
+				      err);
+		if (r < 0)
+			return r;
+		for (size_t a = 0; a < n && a < RN_ARRAY_SIZE(cidrs); a++) {
+			r = rn_nccl_node_add_addr(node, p->netdev, cidrs[a], err);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+int rn_nccl_probe(int nsfd, struct rn_nccl_node *out, struct rn_error *err)
+{
+	struct probe_job job = { .node = out };
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	r = nsfd < 0 ? rn_netns_run_here_sysfs(probe_here, &job, err)
+		     : rn_netns_run_sysfs(nsfd, probe_here, &job, err);
+	if (r < 0)
+		rn_nccl_node_free(out);
+	return r;
+}

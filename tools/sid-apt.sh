@@ -1,0 +1,35 @@
+# shellcheck shell=bash
+# Debian sid through a private apt dir: the host's apt setup is untouched.
+# Sourced by tests/vm/prepare.sh (the current world) and tools/fetch-protos.sh.
+# Needs SID (the cache dir that holds apt/) and the functions log, die, need_root.
+
+sid_apt_opts() {
+	echo "-o Dir::Etc::sourcelist=$SID/apt/sources.list -o Dir::Etc::sourceparts=-" \
+		"-o Dir::State::Lists=$SID/apt/lists -o Dir::Cache=$SID/apt/cache" \
+		"-o Dir::State::status=$SID/apt/status -o Acquire::Check-Valid-Until=false" \
+		"-o APT::Sandbox::User=root"
+}
+
+# The mirror is the host's own (its debian.sources or sources.list), suite sid.
+sid_mirror() {
+	local m
+	m=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\/debian\)\/*$/\1/p' \
+		/etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
+	[ -n "$m" ] || m=$(sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\/debian\)\/*[[:space:]].*/\2/p' \
+		/etc/apt/sources.list 2>/dev/null | head -n 1)
+	[ -n "$m" ] || die "no Debian mirror in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list"
+	echo "$m"
+}
+
+sid_lists() {
+	[ -f "$SID/apt/.updated" ] && return 0
+	need_root "fetching sid's package lists"
+	mkdir -p "$SID/apt/lists/partial" "$SID/apt/cache/archives/partial"
+	: >"$SID/apt/status"
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(sid_mirror) sid main" \
+		>"$SID/apt/sources.list"
+	log "fetching sid's package lists"
+	# shellcheck disable=SC2046
+	apt-get $(sid_apt_opts) update -qq >&2 || die "apt-get update (sid, private lists) failed"
+	touch "$SID/apt/.updated"
+}
