@@ -13,7 +13,7 @@
 #  - rping, and ib_write_bw with -x the GID index /etc/nccl.conf names (IPv4:
 #    perftest 25.01 resolves its peer as IPv4 only)
 # The pods' rxe devices go with their network. Without the precreate JSON the
-# annotation is refused, saying what is missing.
+# annotation is refused, saying what is missing; so is a netdev the pod lacks.
 set -u
 . "$(dirname "$0")/runtime-lib.sh"
 PAUSE=localhost/rdmans-pause:1
@@ -44,6 +44,15 @@ rt_t "podman run, no precreate" rt_run_code 126 "rdmans.io/soft-roce with only t
 	timeout 120 podman run --rm --hooks-dir "$(dirname "$HOOK_JSON")" "${SR[@]}" "$RIMG" true
 vm_check "  podman's error says the precreate JSON is missing" vm_expect_contains "$ERR" \
 	"the precreate stage makes it and gives the container its device nodes"
+
+# --- a netdev the pod does not have: refused, the node's log says why, nothing made ---------------
+RT_SYSLOG_MARK=$(wc -l <"$RT_SYSLOG")
+rc=0
+timeout 120 podman run --rm --annotation rdmans.io/soft-roce=eth9 "$RIMG" true >/dev/null 2>&1 || rc=$?
+vm_check "rdmans.io/soft-roce=eth9 (no such netdev in the pod) fails the container (exit $rc)" test "$rc" != 0
+vm_check "  the node's log (precreate: podman drops its stderr) names the netdev" vm_expect_contains \
+	"$(sed -n '/^# syslog:/,$p' <<<"$(rt_hook_said)")" "rdmans.io/soft-roce: eth9: cannot add rxe device"
+vm_check "  no rxe device was made" vm_expect_eq "$before" "$(rdevs)"
 
 # pod_up NAME NETWORK: a podman pod on NETWORK (infra: the pause image); NS its netns name
 pod_up() {
