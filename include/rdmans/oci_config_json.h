@@ -15,7 +15,8 @@
  * Parsing is strict: one JSON object (RFC 8259; jansson reads it, integers as
  * reals so none is too big), no key twice in an object, at most `max` bytes;
  * "process" an object, process.env an array of strings, linux.namespaces an
- * array of objects. Anything else is refused with a message; the caller
+ * array of objects, linux.devices an array of objects with a "path" string,
+ * linux.resources an object, its "devices" an array. Anything else is refused with a message; the caller
  * writes nothing then.
  *
  * In librdmans-json (jansson).
@@ -75,5 +76,24 @@ struct rn_oci_env_add {
  */
 int rn_oci_config_add_env(const struct rn_oci_config *c, struct rn_oci_env_add *add, size_t n,
 			  char **ret, size_t *ret_len, struct rn_error *err);
+
+struct rn_oci_dev_add {
+	const char *path; /* in: the node's path in the container */
+	unsigned int major, minor; /* in: a character device's numbers */
+	bool kept; /* out: linux.devices has that path already (left as it is) */
+};
+
+/*
+ * The config with each of add[0..n) that linux.devices does not have yet
+ * appended to it (a character device, mode 0666, root's) and a device cgroup
+ * rule allowing it ("rwm") appended to linux.resources.devices, after the
+ * rules there: what podman's --device gives a container. Members missing on
+ * the way (linux, linux.devices, linux.resources, its devices) are added.
+ * The rest byte for byte as parsed, as for rn_oci_config_add_env(); with
+ * nothing to add, a copy of the input. -EINVAL for a path that is not
+ * absolute.
+ */
+int rn_oci_config_add_devices(const struct rn_oci_config *c, struct rn_oci_dev_add *add, size_t n,
+			      char **ret, size_t *ret_len, struct rn_error *err);
 
 #endif

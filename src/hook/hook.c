@@ -14,6 +14,13 @@
  *     /etc/profile.d/rdmans-nccl.sh through the rootfs, every path resolved
  *     inside it (openat2 RESOLVE_IN_ROOT): at this stage /proc/PID/root is
  *     still the host's root, and an image's symlinks must not lead there.
+ * With rdmans.io/soft-roce: NETDEV (podman pods on netavark, which runs no
+ * CNI plugin of ours) the precreate stage first makes an rxe device on the
+ * pod's NETDEV inside the pod (shared RDMA netns mode, a kernel whose rxe
+ * keeps its sockets per netns) and adds its device nodes to the config, so
+ * that the runtime creates them and lets them open; the device goes with
+ * NETDEV when the pod's network is torn down. The createRuntime stage finds
+ * it there (every container of the pod, restarts) and writes nccl.conf.
  * Without such annotations it does nothing. It refuses a container that
  * shares the host's netns. Any failure is one line on stderr and exit 1,
  * which makes the runtime fail the container's creation.
@@ -30,16 +37,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "hook.h"
+#include "rdmans/attach.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/cni_protocol.h"
 #include "rdmans/discover.h"
@@ -256,6 +266,103 @@ static int open_netns(struct hook *h, int *ret_nsfd, struct rn_error *err)
 	}
 }
 
+/* ---- soft-RoCE ---- */
+
+/*
+ * rdmans.io/soft-roce: NETDEV. The rxe device's name follows the pod's netns
+ * (its inode), so every container of the pod finds the same one. Precreate
+ * makes it when it is not there and adds its device nodes to the config
+ * (nodes); createRuntime only finds it: the nodes a container gets are fixed
+ * before that stage. It joins the devices asked for (in the netns already:
+ * no move).
+ */
+static int soft_roce(struct hook *h, int nsfd, bool precreate, struct rn_oci_dev_add nodes[2],
+		     size_t *n_nodes, struct rn_error *err)
+{
+	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
+	_cleanup_free_ struct rn_devnode *uverbs = NULL;
+	struct rn_rdma_dev dev = { 0 };
+	char name[RN_RDMA_NAME_MAX], ino[32];
+	size_t n = 0;
+	struct stat st;
+	int r;
+
+	*n_nodes = 0;
+	r = rn_name_check("netdev", h->soft_roce, 15, err);
+	if (r < 0)
+		return rn_error_wrap(err, "annotation " ANN_SOFT_ROCE);
+	if (fstat(nsfd, &st) < 0)
+		return rn_error_errno(err, errno, "cannot stat %s", h->ns_desc);
+	snprintf(ino, sizeof(ino), "%" PRIuMAX, (uintmax_t)st.st_ino);
+	r = rn_attach_soft_roce_name(ino, h->soft_roce, name, sizeof(name), err);
+	if (r == 0)
+		r = rn_rdma_open(&rdma, err);
+	if (r < 0)
+		return r;
+	r = rn_rdma_dev_find(rdma, name, &dev, err);
+	rn_rdma_dev_free(&dev);
+	if (r == -ENODEV && !precreate)
+		return rn_error_set(
+			err, ENODEV,
+			"annotation " ANN_SOFT_ROCE ": no rxe device %s on %s in %s: the "
+			"precreate stage makes it and gives the container its device nodes, and "
+			"podman runs it only when told where rdmans-hook's precreate JSON is "
+			"(hooks_dir in containers.conf, or --hooks-dir; rdmans-hook(8), "
+			"PRECREATE)",
+			name, h->soft_roce, h->ns_desc);
+	if (r == -ENODEV) {
+		rn_error_clear(err);
+		r = rn_attach_soft_roce_add(nsfd, name, h->soft_roce, err);
+		if (r < 0)
+			return rn_error_wrap(err, "annotation " ANN_SOFT_ROCE ": %s", h->soft_roce);
+	}
+	if (r < 0)
+		return r;
+	r = rn_pod_ask_add_devices(&h->ask, name, "annotation " ANN_SOFT_ROCE, err);
+	if (r < 0 || !precreate)
+		return r;
+	r = rn_devnodes_uverbs(&uverbs, &n, err);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (strcmp(uverbs[i].dev, name) != 0)
+			continue;
+		snprintf(h->soft_roce_node, sizeof(h->soft_roce_node), "%s", uverbs[i].path);
+		nodes[(*n_nodes)++] = (struct rn_oci_dev_add){ h->soft_roce_node, uverbs[i].major,
+							       uverbs[i].minor, false };
+		break;
+	}
+	if (r == 0 && *n_nodes == 0)
+		return rn_error_set(err, ENODEV,
+				    "rxe device %s has no uverbs device node (is ib_uverbs "
+				    "loaded?)",
+				    name);
+	if (r == 0)
+		r = rn_devnodes_rdma_cm(&h->rdma_cm, err);
+	if (r < 0)
+		return r;
+	nodes[(*n_nodes)++] = (struct rn_oci_dev_add){ h->rdma_cm.path, h->rdma_cm.major,
+						       h->rdma_cm.minor, false };
+	return 0;
+}
+
+/* precreate: h->oci becomes the config with nodes[0..n) added to it. */
+static int precreate_add_devices(struct hook *h, struct rn_oci_dev_add *nodes, size_t n,
+				 struct rn_error *err)
+{
+	_cleanup_free_ char *text = NULL;
+	struct rn_oci_config *next = NULL;
+	size_t len = 0;
+	int r;
+
+	r = rn_oci_config_add_devices(h->oci, nodes, n, &text, &len, err);
+	if (r == 0)
+		r = rn_oci_config_parse(text, len, MAX_CONFIG_BYTES + 4096 * n, &next, err);
+	if (r < 0)
+		return r;
+	rn_oci_config_free(h->oci);
+	h->oci = next;
+	return 0;
+}
+
 /* ---- main ---- */
 
 static void usage(FILE *out)
@@ -268,7 +375,8 @@ static void usage(FILE *out)
 	      "Annotations: " RN_ANN_DEVICES ": DEV[,DEV...]|all  " RN_ANN_NCCL
 	      ": {\"profile\":..., "
 	      "\"env\":{...}}\n"
-	      "             " RN_ANN_PROFILE ": NAME  " RN_ANN_CONF ": on|off|sockets\n"
+	      "             " RN_ANN_PROFILE ": NAME  " RN_ANN_CONF
+	      ": on|off|sockets  " ANN_SOFT_ROCE ": NETDEV\n"
 	      "See rdmans-hook(8).\n",
 	      out);
 }
@@ -293,7 +401,8 @@ static int run(struct hook *h, int argc, char **argv)
 	size_t input_len = 0;
 	_cleanup_close_ int nsfd = -1, hostfd = -1;
 	struct rn_error err = { 0 };
-	size_t n_moved = 0;
+	struct rn_oci_dev_add nodes[2];
+	size_t n_moved = 0, n_nodes = 0;
 	bool files, precreate = false;
 	int c, r;
 
@@ -356,9 +465,10 @@ static int run(struct hook *h, int argc, char **argv)
 	if (rn_pod_ask_from_annotations(&h->ask, annotation_of, h, &err) < 0)
 		return fail_err(h, &err);
 	files = !h->sandbox && !rn_pod_ask_conf_off(&h->ask);
+	h->soft_roce = hook_annotation(h, ANN_SOFT_ROCE);
 
 	/* Nothing asked for: not our container (precreate: the config goes back as it came). */
-	if (!rn_pod_ask_any(&h->ask))
+	if (!rn_pod_ask_any(&h->ask) && !h->soft_roce)
 		return precreate && precreate_print(h, NULL, &err) < 0 ? fail_err(h, &err) : 0;
 
 	if (open_netns(h, &nsfd, &err) < 0)
@@ -386,10 +496,16 @@ static int run(struct hook *h, int argc, char **argv)
 	r = rn_pod_ask_layers(&h->ask, &h->sources, layers, &n_layers, &err);
 	if (r == 0 && files)
 		r = check_writable(h, &err);
+	if (r == 0 && h->soft_roce)
+		r = soft_roce(h, nsfd, precreate, nodes, &n_nodes, &err);
+	if (r == 0 && n_nodes)
+		r = precreate_add_devices(h, nodes, n_nodes, &err);
 	if (r == 0 && (h->ask.n_devices || h->ask.all))
 		r = rn_pod_ask_move(&h->ask, nsfd, h->ns_desc, NULL, 0, &n_moved, &err);
+	/* a device that came in, or was made, fills its GID table from the netdev's addresses */
 	if (r == 0 && !h->sandbox && (files || precreate))
-		r = resolve(h, nsfd, layers, n_layers, n_moved ? 3000 : 0, &res, &err);
+		r = resolve(h, nsfd, layers, n_layers, n_moved || h->soft_roce ? 3000 : 0, &res,
+			    &err);
 	if (r == 0 && precreate)
 		r = precreate_print(h, h->sandbox ? NULL : &res, &err);
 	else if (r == 0 && files)

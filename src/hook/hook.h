@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "rdmans/devnodes.h"
 #include "rdmans/error.h"
 #include "rdmans/oci_config_json.h"
 #include "rdmans/pod_ask.h"
@@ -23,6 +24,8 @@
 #define MAX_NCCL_CONF_BYTES (1 << 20)
 #define NCCL_CONF "/etc/nccl.conf"
 #define PROFILE_SCRIPT "/etc/profile.d/rdmans-nccl.sh"
+/* podman pods on netavark (no CNI plugin of ours): an rxe device on NETDEV, hook.c */
+#define ANN_SOFT_ROCE "rdmans.io/soft-roce"
 
 struct hook {
 	/* from the command line */
@@ -37,6 +40,9 @@ struct hook {
 	bool sandbox; /* a pod's infra container: devices yes, files no */
 	json_t *state, *config_json;
 	struct rn_oci_config *oci; /* --stage precreate: the config on stdin */
+	const char *soft_roce; /* rdmans.io/soft-roce: the pod's netdev, or NULL */
+	char soft_roce_node[64]; /* the soft-RoCE device's uverbs node */
+	struct rn_devnode rdma_cm;
 	char ns_desc[PATH_MAX + 16]; /* the container's netns, for messages */
 };
 

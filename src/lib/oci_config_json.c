@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-/* An OCI config, read, and given back with variables added to process.env (rdmans/oci_config_json.h). */
+/* An OCI config, read, and given back with variables or device nodes added (rdmans/oci_config_json.h). */
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,11 @@ struct rn_oci_config {
 	bool process_empty;
 	size_t env_close; /* the ']' of process.env, NO_POS when there is no env */
 	bool env_empty;
+	size_t top_close; /* the document's '}' */
+	bool top_empty;
+	size_t linux_close, devices_close, resources_close, rules_close; /* linux, linux.devices,
+	 * linux.resources, linux.resources.devices; NO_POS when absent */
+	bool linux_empty, devices_empty, resources_empty, rules_empty;
 };
 
 void rn_oci_config_free(struct rn_oci_config *c)
@@ -84,27 +90,65 @@ static size_t find_member(const char *t, size_t len, size_t obj, const char *key
 	return found;
 }
 
+/* The array whose value starts at t[at] ('['): its ']' and whether it is empty. */
+static size_t array_close(const char *t, size_t len, size_t at, bool *ret_empty)
+{
+	size_t end = rn_json_value_end(t, len, at);
+
+	if (end == NO_POS || t[end - 1] != ']')
+		return NO_POS;
+	*ret_empty = t[skip_ws(t, len, at + 1)] == ']';
+	return end - 1;
+}
+
+/* linux, linux.devices, linux.resources and its devices (the device cgroup's rules). */
+static int locate_linux(struct rn_oci_config *c, size_t top, struct rn_error *err)
+{
+	size_t lx, devs, res, rules, ignore;
+	bool empty;
+
+	c->linux_close = c->devices_close = c->resources_close = c->rules_close = NO_POS;
+	lx = find_member(c->text, c->len, top, "linux", &ignore, &empty);
+	if (lx == NO_POS)
+		return 0;
+	devs = find_member(c->text, c->len, lx, "devices", &c->linux_close, &c->linux_empty);
+	res = find_member(c->text, c->len, lx, "resources", &ignore, &empty);
+	if (c->linux_close == NO_POS)
+		return rn_error_set(err, EINVAL, "the OCI config's \"linux\" does not end");
+	if (devs != NO_POS &&
+	    (c->devices_close = array_close(c->text, c->len, devs, &c->devices_empty)) == NO_POS)
+		return rn_error_set(err, EINVAL, "the OCI config's linux.devices does not end");
+	if (res == NO_POS)
+		return 0;
+	rules = find_member(c->text, c->len, res, "devices", &c->resources_close,
+			    &c->resources_empty);
+	if (c->resources_close == NO_POS)
+		return rn_error_set(err, EINVAL, "the OCI config's linux.resources does not end");
+	if (rules != NO_POS &&
+	    (c->rules_close = array_close(c->text, c->len, rules, &c->rules_empty)) == NO_POS)
+		return rn_error_set(err, EINVAL,
+				    "the OCI config's linux.resources.devices does not end");
+	return 0;
+}
+
 static int locate(struct rn_oci_config *c, struct rn_error *err)
 {
-	size_t top = skip_ws(c->text, c->len, 0), top_close, process, env;
-	bool top_empty;
+	size_t top = skip_ws(c->text, c->len, 0), process, env;
+	int r;
 
 	c->process_close = c->env_close = NO_POS;
-	process = find_member(c->text, c->len, top, "process", &top_close, &top_empty);
-	if (process == NO_POS)
-		return 0;
+	process = find_member(c->text, c->len, top, "process", &c->top_close, &c->top_empty);
+	if (c->top_close == NO_POS)
+		return rn_error_set(err, EINVAL, "the OCI config does not end");
+	r = locate_linux(c, top, err);
+	if (r < 0 || process == NO_POS)
+		return r;
 	env = find_member(c->text, c->len, process, "env", &c->process_close, &c->process_empty);
 	if (c->process_close == NO_POS)
 		return rn_error_set(err, EINVAL, "the OCI config's \"process\" does not end");
-	if (env != NO_POS) {
-		size_t end = rn_json_value_end(c->text, c->len, env);
-
-		if (end == NO_POS || c->text[end - 1] != ']')
-			return rn_error_set(err, EINVAL,
-					    "the OCI config's process.env does not end");
-		c->env_close = end - 1;
-		c->env_empty = c->text[skip_ws(c->text, c->len, env + 1)] == ']';
-	}
+	if (env != NO_POS &&
+	    (c->env_close = array_close(c->text, c->len, env, &c->env_empty)) == NO_POS)
+		return rn_error_set(err, EINVAL, "the OCI config's process.env does not end");
 	return 0;
 }
 
@@ -118,6 +162,8 @@ static int check_shape(json_t *doc, struct rn_error *err)
 	json_t *ns = json_object_get(linux_, "namespaces");
 	json_t *ann = json_object_get(doc, "annotations");
 	json_t *root = json_object_get(doc, "root");
+	json_t *devs = json_object_get(linux_, "devices");
+	json_t *res = json_object_get(linux_, "resources");
 	json_t *v;
 	size_t i;
 
@@ -143,6 +189,20 @@ static int check_shape(json_t *doc, struct rn_error *err)
 					    "{\"type\": STRING, \"path\": STRING}",
 					    i);
 	}
+	if (devs && !json_is_array(devs))
+		return rn_error_set(err, EINVAL, "the OCI config's linux.devices is not an array");
+	json_array_foreach (devs, i, v)
+		if (!json_is_object(v) || !json_is_string(json_object_get(v, "path")))
+			return rn_error_set(err, EINVAL,
+					    "the OCI config's linux.devices[%zu] is not an object "
+					    "with a \"path\" string",
+					    i);
+	if (res && !json_is_object(res))
+		return rn_error_set(err, EINVAL,
+				    "the OCI config's linux.resources is not an object");
+	if (json_object_get(res, "devices") && !json_is_array(json_object_get(res, "devices")))
+		return rn_error_set(err, EINVAL,
+				    "the OCI config's linux.resources.devices is not an array");
 	if (ann && !json_is_object(ann))
 		return rn_error_set(err, EINVAL,
 				    "the OCI config's \"annotations\" is not an object");
@@ -291,12 +351,53 @@ static int append_entry(char **buf, size_t *len, const char *name, const char *v
 	return 0;
 }
 
+/* Pieces of text to insert at byte offsets of the input (ascending, NO_POS: none). */
+struct insertion {
+	size_t at;
+	const char *pre, *body, *post;
+};
+
+/* The input with each insertion made, every other byte as it came. */
+static int splice(const struct rn_oci_config *c, const struct insertion *ins, size_t n, char **ret,
+		  size_t *ret_len, struct rn_error *err)
+{
+	size_t total = c->len, olen = 0, from = 0;
+	_cleanup_free_ char *out = NULL;
+
+	for (size_t i = 0; i < n; i++)
+		if (ins[i].at != NO_POS)
+			total += strlen(ins[i].pre) + strlen(ins[i].body) + strlen(ins[i].post);
+	out = malloc(total + 1);
+	if (!out)
+		return rn_error_set(err, ENOMEM, "out of memory");
+#define PUT(p, l)                                                                                  \
+	do {                                                                                       \
+		memcpy(out + olen, (p), (l));                                                      \
+		olen += (l);                                                                       \
+	} while (0)
+	for (size_t i = 0; i < n; i++) {
+		if (ins[i].at == NO_POS)
+			continue;
+		PUT(c->text + from, ins[i].at - from);
+		PUT(ins[i].pre, strlen(ins[i].pre));
+		PUT(ins[i].body, strlen(ins[i].body));
+		PUT(ins[i].post, strlen(ins[i].post));
+		from = ins[i].at;
+	}
+	PUT(c->text + from, c->len - from);
+#undef PUT
+	out[olen] = '\0';
+	*ret = TAKE_PTR(out);
+	*ret_len = olen;
+	return 0;
+}
+
 int rn_oci_config_add_env(const struct rn_oci_config *c, struct rn_oci_env_add *add, size_t n,
 			  char **ret, size_t *ret_len, struct rn_error *err)
 {
-	_cleanup_free_ char *entries = NULL, *out = NULL;
-	size_t elen = 0, at, olen = 0;
-	const char *pre, *post;
+	_cleanup_free_ char *entries = NULL;
+	struct insertion ins = { NO_POS, "", "", "" };
+	size_t elen = 0;
 	int r;
 
 	*ret = NULL;
@@ -313,37 +414,123 @@ int rn_oci_config_add_env(const struct rn_oci_config *c, struct rn_oci_env_add *
 		return rn_error_set(err, EINVAL,
 				    "the OCI config has no \"process\": there is no process to "
 				    "give an environment to");
-	if (c->env_close != NO_POS) {
-		at = c->env_close;
-		pre = c->env_empty ? "" : ",";
-		post = "";
-	} else if (c->process_close != NO_POS) {
-		at = c->process_close;
-		pre = c->process_empty ? "\"env\":[" : ",\"env\":[";
-		post = "]";
-	} else {
-		at = c->len; /* nothing to add */
-		pre = post = "";
+	if (elen && c->env_close != NO_POS) {
+		ins.at = c->env_close;
+		ins.pre = c->env_empty ? "" : ",";
+	} else if (elen) {
+		ins.at = c->process_close;
+		ins.pre = c->process_empty ? "\"env\":[" : ",\"env\":[";
+		ins.post = "]";
 	}
-	if (elen == 0)
-		pre = post = "";
-	out = malloc(c->len + strlen(pre) + elen + strlen(post) + 1);
-	if (!out)
+	ins.body = elen ? entries : "";
+	return splice(c, &ins, 1, ret, ret_len, err);
+}
+
+static bool has_device(const struct rn_oci_config *c, const char *path)
+{
+	json_t *devs = json_object_get(json_object_get(c->doc, "linux"), "devices");
+	size_t i;
+	json_t *v;
+
+	json_array_foreach (devs, i, v)
+		if (strcmp(json_string_value(json_object_get(v, "path")), path) == 0)
+			return true;
+	return false;
+}
+
+/* Appends text to *buf (",text" when *buf has something). */
+static int append_text(char **buf, size_t *len, const char *text, struct rn_error *err)
+{
+	size_t tl = strlen(text);
+	char *grown = realloc(*buf, *len + tl + 2);
+
+	if (!grown)
 		return rn_error_set(err, ENOMEM, "out of memory");
-#define PUT(p, l)                                                                                  \
-	do {                                                                                       \
-		memcpy(out + olen, (p), (l));                                                      \
-		olen += (l);                                                                       \
-	} while (0)
-	PUT(c->text, at);
-	PUT(pre, strlen(pre));
-	if (elen)
-		PUT(entries, elen);
-	PUT(post, strlen(post));
-	PUT(c->text + at, c->len - at);
-#undef PUT
-	out[olen] = '\0';
-	*ret = TAKE_PTR(out);
-	*ret_len = olen;
+	*buf = grown;
+	if (*len)
+		(*buf)[(*len)++] = ',';
+	memcpy(*buf + *len, text, tl + 1);
+	*len += tl;
 	return 0;
+}
+
+static int cmp_insertion(const void *a, const void *b)
+{
+	const struct insertion *x = a, *y = b;
+
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+int rn_oci_config_add_devices(const struct rn_oci_config *c, struct rn_oci_dev_add *add, size_t n,
+			      char **ret, size_t *ret_len, struct rn_error *err)
+{
+	_cleanup_free_ char *nodes = NULL, *rules = NULL, *linux_ = NULL, *arr = NULL,
+			    *rules_arr = NULL, *res = NULL, *members = NULL;
+	struct insertion ins[3];
+	size_t nl = 0, rl = 0, ml = 0, k = 0;
+	char one[PATH_MAX + 256];
+	int r = 0;
+
+	*ret = NULL;
+	*ret_len = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_auto_t *path = json_string(add[i].path);
+		_cleanup_free_ char *quoted = NULL;
+
+		add[i].kept = has_device(c, add[i].path);
+		if (add[i].kept)
+			continue;
+		quoted = path ? json_dumps(path, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+		if (!quoted || add[i].path[0] != '/' || strlen(add[i].path) >= PATH_MAX)
+			return rn_error_set(err, EINVAL, "'%s' cannot be a device node's path",
+					    add[i].path);
+		/* fileMode 020666: a character device, read-write for all, as podman's --device */
+		snprintf(one, sizeof(one),
+			 "{\"path\":%s,\"type\":\"c\",\"major\":%u,\"minor\":%u,"
+			 "\"fileMode\":8630,\"uid\":0,\"gid\":0}",
+			 quoted, add[i].major, add[i].minor);
+		r = append_text(&nodes, &nl, one, err);
+		snprintf(one, sizeof(one),
+			 "{\"allow\":true,\"type\":\"c\",\"major\":%u,\"minor\":%u,"
+			 "\"access\":\"rwm\"}",
+			 add[i].major, add[i].minor);
+		if (r == 0)
+			r = append_text(&rules, &rl, one, err);
+		if (r < 0)
+			return r;
+	}
+	if (nl == 0)
+		return splice(c, ins, 0, ret, ret_len, err);
+	/* the nodes go to linux.devices; the device cgroup rules that let them be
+	 * opened go after the runtime's own (deny all first: the last match wins) */
+	if (asprintf(&arr, "\"devices\":[%s]", nodes) < 0 ||
+	    asprintf(&rules_arr, "\"devices\":[%s]", rules) < 0 ||
+	    asprintf(&res, "\"resources\":{%s}", rules_arr) < 0)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	if (c->linux_close == NO_POS) {
+		if (asprintf(&linux_, "\"linux\":{%s,%s}", arr, res) < 0)
+			return rn_error_set(err, ENOMEM, "out of memory");
+		ins[k++] = (struct insertion){ c->top_close, c->top_empty ? "" : ",", linux_, "" };
+		return splice(c, ins, k, ret, ret_len, err);
+	}
+	if (c->devices_close != NO_POS)
+		ins[k++] = (struct insertion){ c->devices_close, c->devices_empty ? "" : ",", nodes,
+					       "" };
+	else
+		r = append_text(&members, &ml, arr, err);
+	if (c->rules_close != NO_POS)
+		ins[k++] =
+			(struct insertion){ c->rules_close, c->rules_empty ? "" : ",", rules, "" };
+	else if (c->resources_close != NO_POS)
+		ins[k++] = (struct insertion){ c->resources_close, c->resources_empty ? "" : ",",
+					       rules_arr, "" };
+	else if (r == 0)
+		r = append_text(&members, &ml, res, err);
+	if (r < 0)
+		return r;
+	if (ml)
+		ins[k++] = (struct insertion){ c->linux_close, c->linux_empty ? "" : ",", members,
+					       "" };
+	qsort(ins, k, sizeof(*ins), cmp_insertion);
+	return splice(c, ins, k, ret, ret_len, err);
 }

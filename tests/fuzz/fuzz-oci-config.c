@@ -4,7 +4,8 @@
  * refusal says why; an accepted config comes back as the input with one
  * insertion into process.env, equal to it everywhere else, the config's own
  * values winning, and nothing more added the second time
- * (oci-config-props.c). Input over 4 KiB must be refused as too big.
+ * (oci-config-props.c); device nodes come back as insertions into
+ * linux.devices and its cgroup rules, the same way. Input over 4 KiB must be refused as too big.
  */
 #include "fuzz.h"
 #include "oci-config-props.h"
@@ -23,6 +24,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	FUZZ_ASSERT(oci_config_props_check((const char *)data, size, FUZZ_CONFIG_MAX, add,
 					   sizeof(add) / sizeof(add[0]), why, sizeof(why)) >= 0,
+		    "%s", why);
+	FUZZ_ASSERT(oci_config_devices_check((const char *)data, size, FUZZ_CONFIG_MAX, why,
+					     sizeof(why)) >= 0,
 		    "%s", why);
 	return 0;
 }

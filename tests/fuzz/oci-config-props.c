@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * rn_oci_config_add_env()'s properties, written apart from oci_config_json.c:
+ * rn_oci_config_add_env()'s and rn_oci_config_add_devices()'s properties, written apart from oci_config_json.c:
  * the documents are decoded whole here and compared as trees, and the bytes
  * are compared as bytes, so a mistake in the filter's own scan is not
  * repeated in the check.
@@ -152,5 +152,79 @@ int oci_config_props_check(const char *in, size_t len, size_t max, struct rn_oci
 	}
 	if (olen2 != olen || memcmp(out, out2, olen) != 0)
 		return broken(why, why_len, "adding again changed the output");
+	return 0;
+}
+
+/* Removes the last k entries of the array at obj[key]; deletes the member when the input had none. */
+static void pop_added(json_t *obj, const char *key, size_t k, bool had)
+{
+	json_t *a = json_object_get(obj, key);
+
+	while (k-- && json_array_size(a))
+		json_array_remove(a, json_array_size(a) - 1);
+	if (!had)
+		json_object_del(obj, key);
+}
+
+int oci_config_devices_check(const char *in, size_t len, size_t max, char *why, size_t why_len)
+{
+	_cleanup_(rn_oci_config_freep) struct rn_oci_config *c = NULL, *c2 = NULL;
+	_cleanup_free_ char *out = NULL, *out2 = NULL;
+	json_auto_t *din = NULL, *dout = NULL;
+	struct rn_error err = { 0 };
+	struct rn_oci_dev_add add[] = { { "/dev/infiniband/uverbs3", 231, 195, false },
+					{ "/dev/infiniband/rdma_cm", 10, 122, false } };
+	size_t olen = 0, olen2 = 0, j = 0, added = 0;
+	json_t *lin, *lout, *rin, *rout;
+
+	if (rn_oci_config_parse(in, len, max, &c, &err) < 0)
+		return 1; /* refusals: oci_config_props_check() */
+	if (rn_oci_config_add_devices(c, add, 2, &out, &olen, &err) < 0)
+		return broken(why, why_len, "add_devices refused a parsed config: %s", err.msg);
+	/* bytes: the input is a subsequence of the output (insertions only) */
+	for (size_t i = 0; i < olen && j < len; i++)
+		j += out[i] == in[j];
+	if (j != len)
+		return broken(why, why_len, "input byte %zu is not in the output in order", j);
+	din = json_loadb(in, len, FLAGS, NULL);
+	dout = json_loadb(out, olen, FLAGS, NULL);
+	if (!din || !dout)
+		return broken(why, why_len, "output is not JSON: %s", out);
+	for (size_t i = 0; i < 2; i++)
+		added += !add[i].kept;
+	/* the tree: the input's once the added entries, and members made for them, are gone */
+	lin = json_object_get(din, "linux");
+	lout = json_object_get(dout, "linux");
+	rin = json_object_get(lin, "resources");
+	rout = json_object_get(lout, "resources");
+	if (added && !json_is_object(lout))
+		return broken(why, why_len, "no linux object after adding devices");
+	if (added) {
+		json_t *last =
+			json_array_get(json_object_get(lout, "devices"),
+				       json_array_size(json_object_get(lout, "devices")) - 1);
+		json_t *rule =
+			json_array_get(json_object_get(rout, "devices"),
+				       json_array_size(json_object_get(rout, "devices")) - 1);
+
+		if (strcmp(json_string_value(json_object_get(last, "path")) ?: "",
+			   "/dev/infiniband/rdma_cm") != 0 ||
+		    !json_is_true(json_object_get(rule, "allow")))
+			return broken(why, why_len, "the last device or rule is not the added one");
+		pop_added(rout, "devices", added, json_object_get(rin, "devices") != NULL);
+		pop_added(lout, "devices", added, json_object_get(lin, "devices") != NULL);
+		if (!rin)
+			json_object_del(lout, "resources");
+		if (!lin)
+			json_object_del(dout, "linux");
+	}
+	if (!json_equal(din, dout))
+		return broken(why, why_len, "something besides the added devices changed");
+	/* again: parses, and adds nothing */
+	if (rn_oci_config_parse(out, olen, olen, &c2, &err) < 0)
+		return broken(why, why_len, "output refused: %s", err.msg);
+	if (rn_oci_config_add_devices(c2, add, 2, &out2, &olen2, &err) < 0 || olen2 != olen ||
+	    memcmp(out, out2, olen) != 0 || !add[0].kept || !add[1].kept)
+		return broken(why, why_len, "adding the same devices again changed the output");
 	return 0;
 }

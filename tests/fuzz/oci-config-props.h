@@ -26,4 +26,15 @@
 int oci_config_props_check(const char *in, size_t len, size_t max, struct rn_oci_env_add *add,
 			   size_t n, char *why, size_t why_len);
 
+/*
+ * rn_oci_config_add_devices() with a uverbs node and rdma_cm on a config
+ * that parses (1 when it does not): insertions only (the input is a
+ * subsequence of the output); a document equal to the input's once the
+ * added entries, and the members made for them, are left out; the added
+ * node last in linux.devices and an allow rule last in its cgroup rules;
+ * output that parses, and adding the same again adds nothing. 0 or -1 with
+ * what broke in why.
+ */
+int oci_config_devices_check(const char *in, size_t len, size_t max, char *why, size_t why_len);
+
 #endif

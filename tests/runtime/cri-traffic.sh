@@ -26,30 +26,8 @@ rt_t "install" rt_install
 rt_podman
 rt_pause_image "$PAUSE"
 
-# The image: busybox, rdmans as installed, rping, ib_write_bw, ibv_devinfo, the
-# libraries they load and libibverbs' providers (dlopen()ed: ldd does not name them).
-rdma_image() { # rdma_image NAME [noprovider]
-	local dir f l
-	dir=$(mktemp -d /tmp/rt-rdma.XXXXXX)
-	hl_rootfs "$dir" && mkdir -p "$dir/etc" "$dir/run" "$dir/usr/bin" "$dir/lib64"
-	for f in "$R" /usr/bin/rping /usr/bin/ib_write_bw /usr/bin/ibv_devinfo; do
-		cp "$f" "$dir/usr/bin/" || return 1
-		for l in $(ldd "$f" | awk '$3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
-			mkdir -p "$dir$(dirname "$l")" && cp -L "$l" "$dir$l"
-		done
-	done
-	if [ "${2:-}" != noprovider ]; then # soft-RoCE's provider, as an image for rxe pods would ship it
-		mkdir -p "$dir/usr/lib/x86_64-linux-gnu/libibverbs" "$dir/etc/libibverbs.d"
-		cp /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so "$dir/usr/lib/x86_64-linux-gnu/libibverbs/"
-		cp /etc/libibverbs.d/rxe.driver "$dir/etc/libibverbs.d/"
-	fi
-	tar -C "$dir" -c . | podman import --quiet - "$1" >/dev/null
-	local rc=$?
-	rm -rf "$dir"
-	return $rc
-}
-rt_t "rdma image" vm_check "an image with rdmans, rping, ib_write_bw and the verbs providers" rdma_image "$RIMG"
-vm_check "the same image without the verbs providers" rdma_image "$NOPROV" noprovider
+rt_t "rdma image" vm_check "an image with rdmans, rping, ib_write_bw and the verbs providers" rt_rdma_image "$RIMG"
+vm_check "the same image without the verbs providers" rt_rdma_image "$NOPROV" noprovider
 
 # The node: one veth, an end for each pod; a runtime handler (RuntimeClass) per
 # pod picks its conf dir, since the two conflists name different netdevs.
@@ -118,7 +96,7 @@ pair() {
 	for p in "${PODS[@]}"; do cri stopp "$p" && cri rmp "$p" || vm_not_ok "stop/remove $p: $CRI_OUT"; done
 }
 pair_run() {
-	local fam=$1 ha=$2 hb=$3 podA podB addrA nsA srv cb conf hca gid
+	local fam=$1 ha=$2 hb=$3 podA podB addrA nsA srv cb conf hca gid hcaA gidA
 	vm_diag "--- $fam: pods $ha and $hb ---"
 	pod_up "$fam-a" "$ha" || return
 	podA=$POD addrA=$ADDR nsA=${NS##*/}
@@ -141,6 +119,11 @@ pair_run() {
 	# rdmans ping: the server is container A's process
 	ctr_up "$podA" ping-server "$RIMG" '["rdmans", "ping", "--server"]' || return
 	srv=$CID
+	in_ctr "$srv" cat /etc/nccl.conf
+	hcaA=$(ncclval "$OUT" NCCL_IB_HCA)
+	gidA=$(ncclval "$OUT" NCCL_IB_GID_INDEX)
+	vm_check "$fam: A's nccl.conf names A's own rxe device ($hcaA), not B's" \
+		sh -c 'case "$1" in "=rxe"*) [ "$1" != "$2" ] ;; *) exit 1 ;; esac' _ "$hcaA" "$hca"
 	vm_poll 120 vm_cm_listening rdmans
 	rt_here "$fam: rdmans ping from pod B to pod A ($addrA), on nccl.conf's device and GID" \
 		in_ctr "$cb" rdmans ping "$addrA" --count 50 --bw-count 50
@@ -158,7 +141,9 @@ pair_run() {
 	# family for hostname not supported for ai_family: 2"): ib_write_bw runs
 	# between the IPv4 pods; the IPv6 pods have rdmans ping and rping.
 	[ "$fam" = ipv4 ] || return 0
-	ctr_up "$podA" bw-server "$RIMG" "$(printf '%s\0' ib_write_bw -x "$gid" -d "${hca#=}" -n 200 |
+	# each side on its own pod's device and GID index (in shared mode A's container could
+	# open B's rxe device too, and the test would then run inside B)
+	ctr_up "$podA" bw-server "$RIMG" "$(printf '%s\0' ib_write_bw -x "$gidA" -d "${hcaA#=}" -n 200 |
 		jq -Rsc 'split("\u0000")[:-1]')" || return
 	vm_poll 120 vm_tcp_listening "$nsA" 18515
 	rt_here "$fam: ib_write_bw -x $gid (nccl.conf's GID index) from pod B to pod A" \

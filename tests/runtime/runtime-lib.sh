@@ -19,6 +19,9 @@
 #                       storage on a tmpfs, no CNI config but ours; RUNTIME runc
 #                       (the default) or crun
 #   rt_image            the busybox image $IMG in podman's store
+#   rt_rdma_image NAME [noprovider]  an image with rdmans as installed, rping,
+#                       ib_write_bw, ibv_devinfo, their libraries and (unless
+#                       noprovider) soft-RoCE's verbs provider, in podman's store
 #   rt_t NAME CMD...    runs CMD, prints "# NAME: Ns" (the suite reports durations)
 #   rt_gid_in CTR DEV IPV4  (podman) the RoCE v2 GID index of IPV4 in DEV's table,
 #                       read inside container CTR; "" when none
@@ -111,6 +114,29 @@ rt_image() { # rt_image [NAME [CMD-JSON]]: a busybox image (default $IMG), CMD-J
 	tar -C "$dir" -c . | podman import --quiet "${change[@]}" - "${1:-$IMG}" >/dev/null ||
 		vm_fail "podman import of the busybox image ${1:-$IMG} failed"
 	rm -rf "$dir"
+}
+
+# The image: busybox, rdmans as installed, rping, ib_write_bw, ibv_devinfo, the
+# libraries they load and libibverbs' providers (dlopen()ed: ldd does not name them).
+rt_rdma_image() { # rt_rdma_image NAME [noprovider]
+	local dir f l
+	dir=$(mktemp -d /tmp/rt-rdma.XXXXXX)
+	hl_rootfs "$dir" && mkdir -p "$dir/etc" "$dir/run" "$dir/usr/bin" "$dir/lib64"
+	for f in "$R" /usr/bin/rping /usr/bin/ib_write_bw /usr/bin/ibv_devinfo; do
+		cp "$f" "$dir/usr/bin/" || return 1
+		for l in $(ldd "$f" | awk '$3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+			mkdir -p "$dir$(dirname "$l")" && cp -L "$l" "$dir$l"
+		done
+	done
+	if [ "${2:-}" != noprovider ]; then # soft-RoCE's provider, as an image for rxe pods would ship it
+		mkdir -p "$dir/usr/lib/x86_64-linux-gnu/libibverbs" "$dir/etc/libibverbs.d"
+		cp /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so "$dir/usr/lib/x86_64-linux-gnu/libibverbs/"
+		cp /etc/libibverbs.d/rxe.driver "$dir/etc/libibverbs.d/"
+	fi
+	tar -C "$dir" -c . | podman import --quiet - "$1" >/dev/null
+	local rc=$?
+	rm -rf "$dir"
+	return $rc
 }
 
 # The in-container script: index of the RoCE v2 GID holding ::ffff:IPV4 in DEV's port 1.

@@ -47,7 +47,8 @@ static void check_props(const char *text)
 
 	memcpy(add, nccl, sizeof(add));
 	if (oci_config_props_check(text, strlen(text), MAX, add, RN_ARRAY_SIZE(add), why,
-				   sizeof(why)) < 0) {
+				   sizeof(why)) < 0 ||
+	    oci_config_devices_check(text, strlen(text), MAX, why, sizeof(why)) < 0) {
 		printf("# property broken: %s\n# input: %s\n", why, text);
 		rn_test_failed = 1;
 	}
@@ -281,6 +282,91 @@ static void precreate_a_config_without_process_gets_nothing_added(void)
 	free(out);
 }
 
+/* text with a uverbs node and rdma_cm added; NULL when refused (err says why) */
+static char *with_nodes(const char *text, struct rn_oci_dev_add *add, struct rn_error *err)
+{
+	_cleanup_(rn_oci_config_freep) struct rn_oci_config *c = NULL;
+	char *out = NULL;
+	size_t len = 0;
+
+	if (rn_oci_config_parse(text, strlen(text), MAX, &c, err) < 0 ||
+	    rn_oci_config_add_devices(c, add, 2, &out, &len, err) < 0)
+		return NULL;
+	CHECK_INT(strlen(out), len);
+	return out;
+}
+
+#define NODE_U                                                                                     \
+	"{\"path\":\"/dev/infiniband/uverbs3\",\"type\":\"c\",\"major\":231,\"minor\":195,"        \
+	"\"fileMode\":8630,\"uid\":0,\"gid\":0}"
+#define NODE_CM                                                                                    \
+	"{\"path\":\"/dev/infiniband/rdma_cm\",\"type\":\"c\",\"major\":10,\"minor\":122,"         \
+	"\"fileMode\":8630,\"uid\":0,\"gid\":0}"
+#define RULE_U "{\"allow\":true,\"type\":\"c\",\"major\":231,\"minor\":195,\"access\":\"rwm\"}"
+#define RULE_CM "{\"allow\":true,\"type\":\"c\",\"major\":10,\"minor\":122,\"access\":\"rwm\"}"
+
+static void precreate_device_nodes_join_linux_devices_and_the_cgroup_rules(void)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		/* podman's shape: both arrays there, the deny-all rule first */
+		{ "{\"linux\": {\"devices\": [{\"path\": \"/dev/fuse\"}],\n \"resources\": "
+		  "{\"devices\": [{\"allow\": false, \"access\": \"rwm\"}]}}}",
+		  "{\"linux\": {\"devices\": [{\"path\": \"/dev/fuse\"}," NODE_U "," NODE_CM "],\n "
+		  "\"resources\": {\"devices\": [{\"allow\": false, \"access\": \"rwm\"}," RULE_U
+		  "," RULE_CM "]}}}" },
+		/* empty arrays */
+		{ "{\"linux\":{\"devices\":[ ],\"resources\":{\"devices\":[]}}}",
+		  "{\"linux\":{\"devices\":[ " NODE_U "," NODE_CM
+		  "],\"resources\":{\"devices\":[" RULE_U "," RULE_CM "]}}}" },
+		/* resources without devices, no linux.devices */
+		{ "{\"linux\":{\"resources\":{\"pids\":{\"limit\":5}}}}",
+		  "{\"linux\":{\"resources\":{\"pids\":{\"limit\":5},\"devices\":[" RULE_U
+		  "," RULE_CM "]},\"devices\":[" NODE_U "," NODE_CM "]}}" },
+		/* an empty linux */
+		{ "{\"linux\":{}}", "{\"linux\":{\"devices\":[" NODE_U "," NODE_CM
+				    "],\"resources\":{\"devices\":[" RULE_U "," RULE_CM "]}}}" },
+		/* no linux at all */
+		{ "{\"root\":{}}", "{\"root\":{},\"linux\":{\"devices\":[" NODE_U "," NODE_CM
+				   "],\"resources\":{\"devices\":[" RULE_U "," RULE_CM "]}}}" },
+	};
+
+	for (size_t i = 0; i < RN_ARRAY_SIZE(cases); i++) {
+		struct rn_oci_dev_add add[] = { { "/dev/infiniband/uverbs3", 231, 195, true },
+						{ "/dev/infiniband/rdma_cm", 10, 122, true } };
+		struct rn_error err = { 0 };
+		_cleanup_free_ char *out = with_nodes(cases[i].in, add, &err);
+
+		CHECK_STR(out ? out : err.msg, cases[i].out);
+		CHECK(!add[0].kept && !add[1].kept);
+		check_props(cases[i].in);
+	}
+}
+
+static void precreate_a_node_the_config_has_is_kept_and_a_bad_path_refused(void)
+{
+	static const char in[] = "{\"linux\":{\"devices\":[{\"path\":\"/dev/infiniband/rdma_cm\","
+				 "\"type\":\"c\",\"major\":10,\"minor\":122}]}}";
+	struct rn_oci_dev_add add[] = { { "/dev/infiniband/uverbs3", 231, 195, false },
+					{ "/dev/infiniband/rdma_cm", 10, 122, false } };
+	struct rn_error err = { 0 };
+	_cleanup_free_ char *out = with_nodes(in, add, &err), *bad = NULL;
+
+	CHECK_STR(out ? out : err.msg,
+		  "{\"linux\":{\"devices\":[{\"path\":\"/dev/infiniband/rdma_cm\",\"type\":\"c\","
+		  "\"major\":10,\"minor\":122}," NODE_U "],\"resources\":{\"devices\":[" RULE_U
+		  "]}}}");
+	CHECK(!add[0].kept && add[1].kept);
+	add[0].path = "infiniband/uverbs3";
+	bad = with_nodes("{}", add, &err);
+	CHECK(bad == NULL);
+	CHECK_CONTAINS(err.msg, "cannot be a device node's path");
+	err = (struct rn_error){ 0 };
+	CHECK(with_nodes("{\"linux\":{\"devices\":{}}}", add, &err) == NULL);
+	CHECK_CONTAINS(err.msg, "linux.devices is not an array");
+}
+
 /* Each prefix, and each one-byte change, of the podman-like config: refused, or every property holds. */
 static void precreate_properties_hold_on_cut_and_changed_configs(void)
 {
@@ -298,7 +384,8 @@ static void precreate_properties_hold_on_cut_and_changed_configs(void)
 		memcpy(buf, podman_like, i);
 		buf[i] = '\0';
 		if (oci_config_props_check(buf, i, MAX, add, RN_ARRAY_SIZE(add), why, sizeof(why)) <
-		    0) {
+			    0 ||
+		    oci_config_devices_check(buf, i, MAX, why, sizeof(why)) < 0) {
 			printf("# prefix %zu: %s\n", i, why);
 			failures++;
 		}
@@ -307,7 +394,8 @@ static void precreate_properties_hold_on_cut_and_changed_configs(void)
 			buf[i] = bytes[b];
 			memcpy(add, nccl, sizeof(add));
 			if (oci_config_props_check(buf, len, MAX, add, RN_ARRAY_SIZE(add), why,
-						   sizeof(why)) < 0) {
+						   sizeof(why)) < 0 ||
+			    oci_config_devices_check(buf, len, MAX, why, sizeof(why)) < 0) {
 				printf("# byte %zu = '%c': %s\n", i, bytes[b], why);
 				failures++;
 			}
@@ -323,4 +411,6 @@ RN_TEST_MAIN(T(precreate_adds_the_variables_and_keeps_every_other_byte),
 	     T(precreate_bad_input_is_refused_with_a_message),
 	     T(precreate_huge_input_is_refused_before_it_is_read),
 	     T(precreate_a_config_without_process_gets_nothing_added),
-	     T(precreate_properties_hold_on_cut_and_changed_configs))
+	     T(precreate_properties_hold_on_cut_and_changed_configs),
+	     T(precreate_device_nodes_join_linux_devices_and_the_cgroup_rules),
+	     T(precreate_a_node_the_config_has_is_kept_and_a_bad_path_refused))
