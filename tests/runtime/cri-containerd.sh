@@ -156,6 +156,7 @@ rt_here "RunPodSandbox pod3 (rail 1, runtime handler rail1)" cri runp pod3 "" "j
 pod3=$(jq -r . <<<"$CRI_OUT")
 kill "$CTRD" && wait "$CTRD" 2>/dev/null
 rt_t "containerd restart" cri_containerd /etc/containerd/config.toml
+cri_ready
 vm_check "after the restart, both pods are listed ready" vm_expect_eq "2" \
 	"$(cri pods && jq '[.[] | select(.state == "SANDBOX_READY")] | length' <<<"$CRI_OUT")"
 vm_check "  ${dev[0]} and ${dev[1]} are still in them" sh -c "! rdma dev show ${dev[0]} 2>/dev/null && ! rdma dev show ${dev[1]} 2>/dev/null"
@@ -191,6 +192,7 @@ vm_diag "the client of the killed RunPodSandbox: $(tail -c 300 /tmp/podk.out)"
 vm_poll 120 sh -c '! pgrep -x rdma-netns.real' >/dev/null
 mv /opt/cni/bin/rdma-netns.real /opt/cni/bin/rdma-netns
 rt_t "containerd restart" cri_containerd /etc/containerd/config.toml
+cri_ready
 cri pods
 vm_diag "after the restart: $CRI_OUT"
 for p in $(jq -r '.[] | select(.name == "podk") | .id' <<<"$CRI_OUT"); do

@@ -22,10 +22,10 @@ set -u
 nri_node
 vm_check "containerd made its NRI socket (NRI is on by default)" test -S /var/run/nri/nri.sock
 
-ctrd_restart() { # and wait until its CRI service answers ("server is not initialized yet")
+ctrd_restart() {
 	kill "$CTRD" && wait "$CTRD" 2>/dev/null
 	rt_t "containerd restart" cri_containerd /etc/containerd/config.toml
-	vm_poll 300 cri pods || vm_diag "CRI after the restart: $CRI_OUT"
+	cri_ready
 }
 snap() { # where each device and NIC is (host-device brings a NIC home down: not ours to judge)
 	for i in 0 1 2; do echo "${dev[i]}: $(rt_where "${dev[i]}"); h$i: $(ip -br link show "h$i" 2>&1 | cut -d' ' -f1)"; done

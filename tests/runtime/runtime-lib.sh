@@ -227,6 +227,12 @@ cri_containerd() {
 		vm_fail "containerd's CRI plugin did not start: $(tail -n 5 /tmp/containerd.log)"
 }
 
+# cri_ready: after a (re)start, until the CRI service answers (containerd's CRI
+# plugin reports ok before its server is initialized: "server is not initialized yet")
+cri_ready() {
+	vm_poll 300 cri pods || vm_diag "CRI after the start: $CRI_OUT"
+}
+
 cri_start() {
 	coproc CRI { exec python3 "$RT_DIR/cri.py" 2>>/tmp/cri.err; }
 }
