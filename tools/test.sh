@@ -29,7 +29,7 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
 # clang build of their own (build-fuzz): they must build and find nothing.
 # Only for the whole run (no meson test arguments); tools/fuzz.sh runs longer.
 if [ $# = 0 ]; then
-	tools/fuzz.sh --all "${RDMANS_FUZZ_SECONDS:-8}" || rc=1
+	tools/fuzz.sh --all "${RDMANS_FUZZ_SECONDS:-5}" || rc=1
 fi
 
 # One closing line for people and CI: N passed, N failed, N skipped (meson tests).
