@@ -193,6 +193,32 @@ static void forget_gone_pods(struct session *s)
 	}
 }
 
+/* Devices of the pod in nsfd back to the host's netns; one not there is skipped. */
+static int take_home(struct session *s, const struct rn_nri_call *c, int nsfd,
+		     char (*names)[RN_RDMA_NAME_MAX], size_t n, struct rn_error *err)
+{
+	_cleanup_close_ int hostfd = rn_netns_open_host(err);
+	int failed = 0;
+
+	if (hostfd < 0)
+		return hostfd;
+	for (size_t i = 0; i < n; i++) {
+		struct rn_error e = { 0 };
+		int r = rn_move_rdma_dev(names[i], nsfd, hostfd, &e);
+
+		if (r == -ENODEV)
+			continue; /* not there (any more) */
+		if (r < 0) {
+			if (!failed++)
+				*err = e;
+			continue;
+		}
+		say(s, LOG_INFO, "pod %s/%s: RDMA device %s is back in the host's netns",
+		    c->pod_namespace, c->pod_name, names[i]);
+	}
+	return failed ? -err->code : 0;
+}
+
 static int run_pod(struct session *s, const struct rn_nri_call *c, struct rn_error *err)
 {
 	struct rn_pod_ask ask = { 0 };
@@ -219,6 +245,17 @@ static int run_pod(struct session *s, const struct rn_nri_call *c, struct rn_err
 			say(s, LOG_INFO, "pod %s/%s: moved RDMA device %s into %s",
 			    c->pod_namespace, c->pod_name, moved[i], desc);
 	}
+	if (r < 0 && n_moved) {
+		/* the pod fails: what this call moved goes home, and its record with it */
+		struct rn_error undo = { 0 };
+		char path[PATH_MAX];
+
+		if (take_home(s, c, nsfd, moved, n_moved, &undo) < 0)
+			rn_strappend(err->msg, sizeof(err->msg),
+				     "; taking the moved devices home failed too: %s", undo.msg);
+		else if (state_path(s, c, path, sizeof(path), &undo) == 0)
+			unlink(path);
+	}
 	rn_pod_ask_free(&ask);
 	return r;
 }
@@ -229,10 +266,10 @@ static int release_pod(struct session *s, const struct rn_nri_call *c, bool remo
 {
 	char path[PATH_MAX], desc[PATH_MAX + 32];
 	_cleanup_free_ char *text = NULL;
-	_cleanup_close_ int nsfd = -1, hostfd = -1;
+	_cleanup_close_ int nsfd = -1;
 	size_t len = 0;
 	char *save = NULL;
-	int r, failed = 0;
+	int r;
 
 	if (state_path(s, c, path, sizeof(path), err) < 0) {
 		rn_error_clear(err); /* not an ID we could have recorded */
@@ -252,28 +289,17 @@ static int release_pod(struct session *s, const struct rn_nri_call *c, bool remo
 		    c->pod_namespace, c->pod_name, err->msg);
 		rn_error_clear(err);
 	} else {
-		hostfd = rn_netns_open_host(err);
-		if (hostfd < 0)
-			return hostfd;
-		for (char *t = strtok_r(text, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
-			struct rn_error e = { 0 };
+		char names[RN_POD_MAX_DEVICES][RN_RDMA_NAME_MAX];
+		size_t n = 0;
 
-			if (strncmp(t, "netns ", 6) == 0)
-				continue;
-			r = rn_move_rdma_dev(t, nsfd, hostfd, &e);
-			if (r == -ENODEV)
-				continue; /* not there (any more) */
-			if (r < 0) {
-				if (!failed++)
-					*err = e;
-				continue;
-			}
-			say(s, LOG_INFO, "pod %s/%s: RDMA device %s is back in the host's netns",
-			    c->pod_namespace, c->pod_name, t);
-		}
+		for (char *t = strtok_r(text, "\n", &save); t && n < RN_POD_MAX_DEVICES;
+		     t = strtok_r(NULL, "\n", &save))
+			if (strncmp(t, "netns ", 6) != 0)
+				snprintf(names[n++], RN_RDMA_NAME_MAX, "%s", t);
+		r = take_home(s, c, nsfd, names, n, err);
+		if (r < 0)
+			return r;
 	}
-	if (failed)
-		return -err->code;
 	if (remove_record && unlink(path) < 0 && errno != ENOENT)
 		return rn_error_errno(err, errno, "cannot remove %s", path);
 	return 0;

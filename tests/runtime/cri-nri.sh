@@ -10,8 +10,8 @@
 # device nodes, with no CDI spec and no hook.
 #  - a pod without annotations is left as it came
 #  - a variable the container sets itself wins
-#  - a device that does not exist: RunPodSandbox fails with our message,
-#    and nothing is left
+#  - a device that does not exist, after one that does: RunPodSandbox fails
+#    with our message, the one it moved goes home at once, nothing is left
 #  - the plugin killed -9 mid-session, started again; containerd restarted:
 #    the plugin connects again by itself
 #  - pre-installed in /opt/nri/plugins: containerd starts it itself
@@ -85,13 +85,17 @@ vm_check "podB's container: no NCCL_ variable, no /dev/infiniband" vm_expect_eq 
 	"$(jq -r .stdout <<<"$CRI_OUT" | xargs)"
 vm_check "  ${dev[1]} stays on the host" rdma dev show "${dev[1]}"
 
-# --- a device that does not exist -------------------------------------------------------------
-cri runp podE "" 'json:{"rdmans.io/devices": "nosuch0"}' nic2
-vm_check "RunPodSandbox podE asking for nosuch0 fails" test $? != 0
+# --- a device that does not exist, after one that does ----------------------------------------
+cri runp podE "" "json:{\"rdmans.io/devices\": \"${dev[2]},nosuch0\"}" nic2
+vm_check "RunPodSandbox podE asking for ${dev[2]},nosuch0 fails" test $? != 0
 vm_diag "RunPodSandbox podE: $CRI_OUT"
 vm_check "  containerd's error carries ours: it names nosuch0" vm_expect_contains "$CRI_OUT" "nosuch0"
+vm_check "  rdmans-nri took ${dev[2]}, which it had moved, home at once" \
+	grep -q "pod default/podE: RDMA device ${dev[2]} is back in the host's netns" /tmp/nri.log
+vm_check "  and no record names it" sh -c "! grep -rqsx '${dev[2]}' /run/rdmans/nri"
 cri pods
 for p in $(jq -r '.[] | select(.name == "podE") | .id' <<<"$CRI_OUT"); do cri stopp "$p"; cri rmp "$p"; done
+vm_check "  ${dev[2]} is on the host" rdma dev show "${dev[2]}"
 
 # --- the plugin killed mid-session, then containerd restarted ---------------------------------
 kill -9 "$NRI_PID"
