@@ -177,15 +177,15 @@ static int add_netdevs_bound(struct rn_attach_plan *plan, const struct rn_rdma_d
 
 /* RDMA devices of netdevs[0]: bound by netlink, else tied by sysfs. */
 static int add_rdma_of_netdev(struct rn_attach_plan *plan, const struct rn_rdma_devs *devs,
-			      struct rn_error *err)
+			      bool kernel, struct rn_error *err)
 {
 	char names[RN_ATTACH_MAX][RN_RDMA_NAME_MAX];
 	size_t n = 0;
 	int r;
 
 	r = add_rdma_bound_to(plan, devs, plan->netdevs[0].ifindex, err);
-	if (r < 0 || plan->n_rdma > 0)
-		return r;
+	if (r < 0 || plan->n_rdma > 0 || !kernel)
+		return r; /* no RDMA netlink: no ib_core, so no RDMA device in sysfs either */
 	r = rn_sysfs_rdma_by_netdev(plan->netdevs[0].name, names, RN_ATTACH_MAX, &n, err);
 	if (r == -ENODEV || r == -ENOENT) {
 		rn_error_clear(err);
@@ -201,7 +201,7 @@ enum sel_kind { SEL_NETDEV, SEL_HWADDR, SEL_RDMA, SEL_BUS };
 static const char *const sel_key[] = { "device", "hwaddr", "rdmaDevice", "deviceID" };
 
 static int resolve_one(enum sel_kind kind, const char *value, const struct rn_rdma_devs *devs,
-		       struct rn_attach_plan *plan, struct rn_error *err)
+		       bool kernel, struct rn_attach_plan *plan, struct rn_error *err)
 {
 	struct rn_link l;
 	int r;
@@ -296,7 +296,7 @@ static int resolve_one(enum sel_kind kind, const char *value, const struct rn_rd
 	/* a netdev l: it, the RDMA devices bound to it, the other netdevs of their ports */
 	r = plan_add_netdev(plan, &l, err);
 	if (r == 0)
-		r = add_rdma_of_netdev(plan, devs, err);
+		r = add_rdma_of_netdev(plan, devs, kernel, err);
 	if (r == 0)
 		r = add_netdevs_bound(plan, devs, err);
 	return r;
@@ -310,9 +310,7 @@ int rn_attach_check_movable(const struct rn_attach_plan *plan, struct rn_error *
 		bool immutable = false;
 		int r;
 
-		r = rn_link_by_index(nd->ifindex, &l, err);
-		if (r == 0)
-			r = rn_link_netns_immutable(&l, &immutable, err);
+		r = rn_link_by_index_movable(nd->ifindex, &l, &immutable, err);
 		if (r < 0)
 			return r;
 		if (immutable)
@@ -357,7 +355,7 @@ int rn_attach_resolve(const struct rn_attach_select *sel, const char *ifname,
 		if (!values[k])
 			continue;
 		memset(p, 0, sizeof(*p));
-		r = resolve_one((enum sel_kind)k, values[k], &devs, p, err);
+		r = resolve_one((enum sel_kind)k, values[k], &devs, kernel, p, err);
 		if (r < 0)
 			return r;
 		if (first_kind < 0) {
@@ -578,8 +576,10 @@ int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, rn_attach
 			if (r < 0)
 				return r;
 		}
-		r = rn_link_move(nd->ifindex, nd->name, pod_nsfd,
-				 strcmp(nd->name, nd->pod_name) ? nd->pod_name : NULL, err);
+		/* the pod was just looked at for pod_name (above) */
+		r = rn_link_move_unchecked(nd->ifindex, nd->name, pod_nsfd,
+					   strcmp(nd->name, nd->pod_name) ? nd->pod_name : NULL,
+					   err);
 		if (r < 0)
 			return r;
 		r = run_step(step, arg, err, "moved netdev %s", nd->name);
@@ -1012,9 +1012,30 @@ static int find_here(void *arg, struct rn_error *err)
 struct fetch_job {
 	const struct rn_attach_netdev *nd;
 	int home_fd;
+	bool home_taken; /* the home netns has a netdev named nd->name (fetch_home_probe) */
 	bool found; /* in the netns entered (as link); sent home unless an error says otherwise */
 	struct rn_link link;
 };
+
+/*
+ * Before entering a netns to fetch nd, in the home netns (the caller's): is
+ * its host name taken there? The kernel moves first and renames after, so a
+ * clash must be seen before the move; asked here, it costs no thread.
+ */
+static int fetch_home_probe(struct fetch_job *f, struct rn_error *err)
+{
+	struct rn_link l;
+	int r = rn_link_by_name(f->nd->name, &l, err);
+
+	if (r == -ENODEV) {
+		rn_error_clear(err);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	f->home_taken = true;
+	return 0;
+}
 
 /* One entry into a netns: look for the netdev there and send it home under its host name. */
 static int fetch_here(void *arg, struct rn_error *err)
@@ -1028,8 +1049,13 @@ static int fetch_here(void *arg, struct rn_error *err)
 		return r;
 	f->found = true;
 	f->link = job.link;
-	return rn_link_move(job.link.ifindex, job.link.name, f->home_fd,
-			    strcmp(job.link.name, f->nd->name) ? f->nd->name : NULL, err);
+	if (f->home_taken)
+		return rn_error_set(err, EEXIST,
+				    "cannot move netdev %s: the target network namespace already "
+				    "has a netdev named %s",
+				    job.link.name, f->nd->name);
+	return rn_link_move_unchecked(job.link.ifindex, job.link.name, f->home_fd,
+				      strcmp(job.link.name, f->nd->name) ? f->nd->name : NULL, err);
 }
 
 /* At home: its host name, alias and up/down as before the attach. */
@@ -1099,6 +1125,10 @@ static int out_from_pod(const struct rn_attach_plan *plan, int pod_fd, int home_
 		const struct rn_attach_netdev *nd = &plan->netdevs[i];
 		struct fetch_job f = { .nd = nd, .home_fd = home_fd };
 
+		r = fetch_home_probe(&f, err);
+		if (r < 0)
+			return rn_error_wrap(err, "cannot look for netdev %s on the host",
+					     nd->name);
 		r = rn_netns_run(pod_fd, fetch_here, &f, err);
 		os->netdev_seen_in_pod[i] = f.found;
 		if (r < 0 && !f.found)
@@ -1219,6 +1249,9 @@ static int out_hunt(const struct rn_attach_plan *plan, int home_fd, bool pod_ali
 
 		if (os->netdev_done[i])
 			continue;
+		r = fetch_home_probe(&f, err);
+		if (r < 0)
+			return r;
 		for (size_t k = 0; k < n_nets && !f.found; k++) {
 			_cleanup_close_ int fd = -1;
 

@@ -320,6 +320,14 @@ int __wrap_rn_link_move(int ifindex, const char *name, int nsfd, const char *new
 	return 0;
 }
 
+int __wrap_rn_link_move_unchecked(int ifindex, const char *name, int nsfd, const char *new_name,
+				  struct rn_error *err);
+int __wrap_rn_link_move_unchecked(int ifindex, const char *name, int nsfd, const char *new_name,
+				  struct rn_error *err)
+{
+	return __wrap_rn_link_move(ifindex, name, nsfd, new_name, err);
+}
+
 int __wrap_rn_link_rename(int ifindex, const char *name, const char *new_name,
 			  struct rn_error *err);
 int __wrap_rn_link_rename(int ifindex, const char *name, const char *new_name, struct rn_error *err)
@@ -787,12 +795,14 @@ static void each_failing_kernel_call_is_an_error_the_next_del_repairs(void)
 		{ "rdma_dump_in", 1, false,
 		  "cannot list the RDMA devices in the pod: fake kernel" },
 		{ "move_rdma_dev", 1, false, "cannot bring RDMA device mlx5_0 home: fake kernel" },
-		{ "link_by_name", 1, false, "cannot look for netdev net1 in the pod: fake kernel" },
+		/* before entering the pod: is the host name free at home? */
+		{ "link_by_name", 1, false, "cannot look for netdev ens1f0 on the host: fake" },
+		{ "link_by_name", 2, false, "cannot look for netdev net1 in the pod: fake kernel" },
 		{ "link_move", 1, false, "link_move failed" },
 		{ "link_move", 2, false, "link_move failed" },
 		{ "rdma_open", 1, false, "rdma_open failed" },
 		{ "rdma_dev_dump", 1, false, "rdma_dev_dump failed" },
-		{ "link_by_name", 3, false, "cannot look for netdev ens1f0 on the host: fake" },
+		{ "link_by_name", 5, false, "cannot look for netdev ens1f0 on the host: fake" },
 		{ "link_set_alias", 1, false, "link_set_alias failed" },
 		{ "link_set_up", 1, false, "link_set_up failed" },
 		{ "link_by_mac", 1, true, "cannot look for netdev ens1f0 on the host: fake" },
