@@ -105,11 +105,11 @@ function handle(pid, line,    name, dur, fd, m) {
 			addt(fd in last ? last[fd] : "netlink other", dur)
 			return
 		}
-		if (name == "close") {
+		addt(nl[fd] == "NETLINK_RDMA" ? "netlink sockets opened (rdma)" : "netlink sockets opened (route)", dur)
+		if (name == "close") { # (reading nl[fd] after a delete would bring it back)
 			delete nl[fd]
 			delete last[fd]
 		}
-		addt(nl[fd] == "NETLINK_RDMA" ? "netlink sockets opened (rdma)" : "netlink sockets opened (route)", dur)
 		return
 	}
 	if (name == "fsync" || name == "fdatasync" || name == "syncfs" || name == "sync_file_range") {
