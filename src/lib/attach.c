@@ -1103,35 +1103,108 @@ struct out_state {
 	bool netdev_seen_in_pod[RN_ATTACH_MAX];
 };
 
+struct out_pod_job {
+	const struct rn_attach_plan *plan;
+	int home_fd;
+	struct out_state *os;
+	rn_attach_step_fn step;
+	void *arg;
+	struct fetch_job fetch[RN_ATTACH_MAX];
+	size_t reached; /* netdevs looked for; the last one's error (if any) is the job's */
+	bool rdma_failed; /* the error is the RDMA devices' */
+};
+
+/* In the pod: the plan's RDMA devices there, home; one socket, one dump. */
+static int rdma_home_here(struct out_pod_job *job, struct rn_error *err)
+{
+	const struct rn_attach_plan *plan = job->plan;
+	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
+	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
+	int r;
+
+	r = rn_rdma_open(&rdma, err);
+	if (r == 0)
+		r = rn_rdma_dev_dump(rdma, &devs, err);
+	if (r < 0)
+		return rn_error_wrap(err, "cannot list the RDMA devices in the pod");
+	for (size_t i = 0; i < plan->n_rdma; i++) {
+		const struct rn_rdma_dev *d = devs_find(&devs, plan->rdma[i]);
+
+		if (!d)
+			continue;
+		r = rn_rdma_dev_set_netns(rdma, d->index, d->name, job->home_fd, err);
+		if (r < 0)
+			return rn_error_wrap(err, "cannot bring RDMA device %s home",
+					     plan->rdma[i]);
+		job->os->rdma_home[i] = true;
+		r = run_step(job->step, job->arg, err, "brought RDMA device %s home",
+			     plan->rdma[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * One entry into the pod (one thread) for everything that leaves it: its
+ * RDMA devices, then each netdev, a step after each move.
+ */
+static int out_pod_here(void *arg, struct rn_error *err)
+{
+	struct out_pod_job *job = arg;
+	const struct rn_attach_plan *plan = job->plan;
+	int r;
+
+	if (plan->n_rdma > 0 && plan->rdma_kernel) {
+		r = rdma_home_here(job, err);
+		if (r < 0) {
+			job->rdma_failed = true;
+			return r;
+		}
+	}
+	for (size_t i = 0; !plan->chained && i < plan->n_netdevs; i++) {
+		struct fetch_job *f = &job->fetch[i];
+
+		job->reached = i + 1;
+		r = fetch_here(f, err);
+		if (r < 0)
+			return r;
+		if (!f->found)
+			continue;
+		r = run_step(job->step, job->arg, err, "brought netdev %s home", f->nd->name);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int out_from_pod(const struct rn_attach_plan *plan, int pod_fd, int home_fd,
 			struct out_state *os, rn_attach_step_fn step, void *arg,
 			struct rn_error *err)
 {
+	struct out_pod_job job = {
+		.plan = plan, .home_fd = home_fd, .os = os, .step = step, .arg = arg
+	};
 	int r;
 
-	if (plan->n_rdma > 0 && plan->rdma_kernel) {
-		_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
-
-		r = rn_rdma_dump_in(pod_fd, &devs, err);
-		if (r < 0)
-			return rn_error_wrap(err, "cannot list the RDMA devices in the pod");
-		r = move_rdma_devs(plan, pod_fd, home_fd, &devs, os->rdma_home, step, arg, err);
-		if (r < 0)
-			return r;
-	}
-	if (plan->chained)
-		return 0;
-	for (size_t i = 0; i < plan->n_netdevs; i++) {
-		const struct rn_attach_netdev *nd = &plan->netdevs[i];
-		struct fetch_job f = { .nd = nd, .home_fd = home_fd };
-
-		r = fetch_home_probe(&f, err);
+	/* the host names, asked at home first (the kernel moves before it renames) */
+	for (size_t i = 0; !plan->chained && i < plan->n_netdevs; i++) {
+		job.fetch[i] = (struct fetch_job){ .nd = &plan->netdevs[i], .home_fd = home_fd };
+		r = fetch_home_probe(&job.fetch[i], err);
 		if (r < 0)
 			return rn_error_wrap(err, "cannot look for netdev %s on the host",
-					     nd->name);
-		r = rn_netns_run(pod_fd, fetch_here, &f, err);
-		os->netdev_seen_in_pod[i] = f.found;
-		if (r < 0 && !f.found)
+					     plan->netdevs[i].name);
+	}
+	r = rn_netns_run(pod_fd, out_pod_here, &job, err);
+	for (size_t i = 0; i < job.reached; i++)
+		os->netdev_seen_in_pod[i] = job.fetch[i].found;
+	if (r >= 0 || job.rdma_failed || job.reached == 0)
+		return r;
+	{
+		const struct fetch_job *f = &job.fetch[job.reached - 1];
+		const struct rn_attach_netdev *nd = f->nd;
+
+		if (!f->found)
 			return rn_error_wrap(err, "cannot look for netdev %s in the pod",
 					     nd->pod_name);
 		if (r == -EEXIST)
@@ -1139,16 +1212,9 @@ static int out_from_pod(const struct rn_attach_plan *plan, int pod_fd, int home_
 				err, EEXIST,
 				"cannot bring netdev %s home: the host has another netdev named "
 				"%s now; rename that one and run DEL again",
-				f.link.name, nd->name);
-		if (r < 0)
-			return r;
-		if (!f.found)
-			continue;
-		r = run_step(step, arg, err, "brought netdev %s home", nd->name);
-		if (r < 0)
-			return r;
+				f->link.name, nd->name);
 	}
-	return 0;
+	return r;
 }
 
 /* One pass at home; *ret_pending gets what is still missing. */
