@@ -10,7 +10,9 @@
 # Per step: calls per ADD (or DEL) and the median time inside them over the
 # traced runs; "wall" is elapsed from execve to exit under strace (which
 # slows every system call: compare counts, and times within one table).
-# Untraced medians of the same calls close the table. Root.
+# Untraced medians of the same calls close the table, and their CPU time
+# (user + system of every thread: bash's `times` around each call; the
+# mean, as each call is only a few clock ticks). Root.
 #
 #   bench/cni-steps.sh [RUNS]     (default 15 traced and untraced calls per verb)
 #   RDMA_NETNS=path       the plugin (default: a release build in $RDMANS_BENCH_BUILD, build-bench)
@@ -56,14 +58,18 @@ conf_hd="{\"cniVersion\":\"1.0.0\",\"name\":\"bench\",\"type\":\"host-device\",\
 
 kinds="rn hd"
 [ -z "$base" ] || kinds="rn base hd"
-bin() { case $1 in rn) echo "$plugin" ;; base) echo "$base" ;; hd) echo "$hd" ;; esac; }
-conf() { case $1 in hd) echo "$conf_hd" ;; *) echo "$conf_rn" ;; esac; }
 label() { case $1 in rn) echo "rdma-netns" ;; base) echo "rdma-netns (base)" ;; hd) echo "host-device $("$hd" </dev/null 2>&1 | head -n 1 | sed 's/^CNI host-device plugin //')" ;; esac; }
-now_ns() { date +%s%N; }
-call() { # KIND VERB [trace file]
-	local b c
-	b=$(bin "$1")
-	c=$(conf "$1")
+# CPU time (user + system, all threads) of the waited-for children so far, in
+# us, from a `times` snapshot (taken in this shell: no child between it and the call)
+cpu_us() {
+	tail -n 1 "$1" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } printf "%d", s * 1e6 }'
+}
+call() { # KIND VERB [trace file] (no subshell: the CPU time of the call is all the plugin's)
+	local b=$plugin c=$conf_rn
+	case $1 in
+	base) b=$base ;;
+	hd) b=$hd c=$conf_hd ;;
+	esac
 	if [ -n "${3:-}" ]; then
 		CNI_COMMAND=$2 strace -f -ttt -T -v -x -s 512 -qq -o "$3" "$b" <<<"$c" >/dev/null
 	else
@@ -78,13 +84,19 @@ for ((i = 0; i < n; i++)); do # interleaved: traced and untraced, kind after kin
 	for k in $kinds; do
 		call "$k" ADD "$tmp/$k-ADD-$i.st"
 		call "$k" DEL "$tmp/$k-DEL-$i.st"
-		t0=$(now_ns)
+		times >"$tmp/c0"
+		t0=${EPOCHREALTIME/./}
 		call "$k" ADD
-		t1=$(now_ns)
+		t1=${EPOCHREALTIME/./}
+		times >"$tmp/c1"
+		t2=${EPOCHREALTIME/./}
 		call "$k" DEL
-		t2=$(now_ns)
-		echo $((t1 - t0)) >>"$tmp/$k-ADD.wall"
-		echo $((t2 - t1)) >>"$tmp/$k-DEL.wall"
+		t3=${EPOCHREALTIME/./}
+		times >"$tmp/c2"
+		echo $(((t1 - t0) * 1000)) >>"$tmp/$k-ADD.wall"
+		echo $(((t3 - t2) * 1000)) >>"$tmp/$k-DEL.wall"
+		echo $(($(cpu_us "$tmp/c1") - $(cpu_us "$tmp/c0"))) >>"$tmp/$k-ADD.cpu"
+		echo $(($(cpu_us "$tmp/c2") - $(cpu_us "$tmp/c1"))) >>"$tmp/$k-DEL.cpu"
 	done
 done
 
@@ -121,6 +133,9 @@ for verb in ADD DEL; do
 	done <<<"$(grep -v '^wall' <<<"$steps"; grep '^wall' <<<"$steps")"
 	printf '%-44s' "untraced wall, median (ms)"
 	for k in $kinds; do printf ' | %8s %9.3f %7s' "" "$(median <"$tmp/$k-$verb.wall" | awk '{ print $1 / 1e6 }')" ""; done
+	echo
+	printf '%-44s' "untraced CPU (user+sys, all threads), mean"
+	for k in $kinds; do printf ' | %8s %9.3f %7s' "" "$(awk '{ s += $1 } END { print s / NR / 1e3 }' "$tmp/$k-$verb.cpu")" ""; done
 	echo
 done
 echo

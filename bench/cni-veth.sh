@@ -18,6 +18,7 @@
 #   bench/cni-veth.sh [CYCLES]       (default 300)
 #   RDMA_NETNS=path       the plugin (default: a release build in $RDMANS_BENCH_BUILD, build-bench)
 #   RDMA_NETNS_BASE=path  another rdma-netns to compare with (not run when unset)
+#   RDMANS_BENCH_CURRENT=0  leave out the current world's host-device (the VM guest)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-300}
@@ -37,10 +38,13 @@ base=${RDMA_NETNS_BASE:-}
 [ -z "$base" ] || [ -x "$base" ] || { echo "cni-veth.sh: RDMA_NETNS_BASE $base is not executable" >&2; exit 1; }
 hd=/usr/lib/cni/host-device
 [ -x "$hd" ] || { echo "cni-veth.sh: $hd missing (apt-get install containernetworking-plugins)" >&2; exit 1; }
-cur_root=$(RDMANS_VM_WORLD=current "$top/tests/vm/prepare.sh" --print | sed -n 's/^ROOT=//p') ||
-	{ echo "cni-veth.sh: tests/vm/prepare.sh (current world) failed" >&2; exit 1; }
-hd19=$cur_root/usr/lib/cni/host-device
-[ -x "$hd19" ] || { echo "cni-veth.sh: $hd19 missing (tests/vm/prepare.sh, current world)" >&2; exit 1; }
+hd19=
+if [ "${RDMANS_BENCH_CURRENT:-1}" != 0 ]; then
+	cur_root=$(RDMANS_VM_WORLD=current "$top/tests/vm/prepare.sh" --print | sed -n 's/^ROOT=//p') ||
+		{ echo "cni-veth.sh: tests/vm/prepare.sh (current world) failed" >&2; exit 1; }
+	hd19=$cur_root/usr/lib/cni/host-device
+	[ -x "$hd19" ] || { echo "cni-veth.sh: $hd19 missing (tests/vm/prepare.sh, current world)" >&2; exit 1; }
+fi
 hd_ver() { "$1" </dev/null 2>&1 | head -n 1 | sed 's/^CNI host-device plugin //'; }
 
 tmp=$(mktemp -d /var/tmp/rnb.XXXXXX)
@@ -85,6 +89,7 @@ cycle_ip() {
 }
 kinds="rn hd hd19 ip"
 [ -z "$base" ] || kinds="rn base hd hd19 ip"
+[ -n "$hd19" ] || kinds=${kinds/ hd19/}
 # sanity: each really moves and restores
 for k in $kinds; do
 	f=cycle_$k
@@ -132,8 +137,10 @@ for k in $kinds; do
 	eval "med_$k=$med"
 	printf '%-40s %6s ms %6s ms %6s - %6s ms\n' "$(label "$k")" "$med" "$mean" "$q1" "$q3"
 done
-echo "host-device versions: Debian 12 '$(hd_ver "$hd")', current world '$(hd_ver "$hd19")' ($(dpkg-query --admindir="$cur_root/var/lib/dpkg" -W -f='${Version}' containernetworking-plugins 2>/dev/null))"
-awk -v a="$med_rn" -v b="$med_hd" -v c="$med_ip" -v d="${med_base:-}" -v e="$med_hd19" 'BEGIN {
-	printf "rdma-netns / host-device 1.1.1: %.2f   rdma-netns / host-device (current): %.2f   rdma-netns / ip -batch: %.2f", a / b, a / e, a / c
+[ -z "$hd19" ] || echo "host-device versions: Debian 12 '$(hd_ver "$hd")', current world '$(hd_ver "$hd19")' ($(dpkg-query --admindir="$cur_root/var/lib/dpkg" -W -f='${Version}' containernetworking-plugins 2>/dev/null))"
+awk -v a="$med_rn" -v b="$med_hd" -v c="$med_ip" -v d="${med_base:-}" -v e="${med_hd19:-}" 'BEGIN {
+	printf "rdma-netns / host-device 1.1.1: %.2f   ", a / b
+	if (e != "") printf "rdma-netns / host-device (current): %.2f   ", a / e
+	printf "rdma-netns / ip -batch: %.2f", a / c
 	if (d != "") printf "   rdma-netns / base: %.2f   base / host-device: %.2f", a / d, d / b
 	printf "   (medians)\n" }'
