@@ -97,6 +97,14 @@ for ((i = 0; i < n; i++)); do # interleaved: traced and untraced, kind after kin
 		echo $(((t3 - t2) * 1000)) >>"$tmp/$k-DEL.wall"
 		echo $(($(cpu_us "$tmp/c1") - $(cpu_us "$tmp/c0"))) >>"$tmp/$k-ADD.cpu"
 		echo $(($(cpu_us "$tmp/c2") - $(cpu_us "$tmp/c1"))) >>"$tmp/$k-DEL.cpu"
+		# VERSION: the process's start and exit alone (no namespace, no file, no netlink)
+		times >"$tmp/c0"
+		t0=${EPOCHREALTIME/./}
+		call "$k" VERSION
+		t1=${EPOCHREALTIME/./}
+		times >"$tmp/c1"
+		echo $(((t1 - t0) * 1000)) >>"$tmp/$k-VERSION.wall"
+		echo $(($(cpu_us "$tmp/c1") - $(cpu_us "$tmp/c0"))) >>"$tmp/$k-VERSION.cpu"
 	done
 done
 
@@ -138,6 +146,13 @@ for verb in ADD DEL; do
 	for k in $kinds; do printf ' | %8s %9.3f %7s' "" "$(awk '{ s += $1 } END { print s / NR / 1e3 }' "$tmp/$k-$verb.cpu")" ""; done
 	echo
 done
+echo
+printf '%-44s' "VERSION (start and exit alone): wall, median"
+for k in $kinds; do printf ' | %8s %9.3f %7s' "" "$(median <"$tmp/$k-VERSION.wall" | awk '{ print $1 / 1e6 }')" ""; done
+echo
+printf '%-44s' "VERSION: CPU (user+sys, all threads), mean"
+for k in $kinds; do printf ' | %8s %9.3f %7s' "" "$(awk '{ s += $1 } END { print s / NR / 1e3 }' "$tmp/$k-VERSION.cpu")" ""; done
+echo
 echo
 echo "calls: system calls of that step (threads: clones; wall: all system calls); ms: time inside them under strace,"
 echo "except start and wall (elapsed). 'waits' overlap the work of the threads waited for."

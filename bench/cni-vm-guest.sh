@@ -24,9 +24,10 @@ if [ "${TEST_BENCH_MODE:-rdma}" = veth ]; then
 		echo "== with an RDMA device: $dev bound to h0 (host-device moves the netdev alone)"
 		RDMANS_BENCH_DEVICE=h0 "$(dirname "$0")/cni-steps.sh" "$steps"
 	fi
-	for run in 1 2 3; do
+	runs=${TEST_BENCH_RUNS:-3}
+	for ((run = 1; run <= runs; run++)); do
 		echo
-		echo "== bench/cni-veth.sh $n, run $run of 3"
+		echo "== bench/cni-veth.sh $n, run $run of $runs"
 		"$(dirname "$0")/cni-veth.sh" "$n"
 	done
 	exit 0

@@ -10,7 +10,8 @@
 #   bench/cni-vm.sh [CYCLES]     (default 30)
 # TEST_BENCH_MODE=veth: in the guest instead, bench/cni-steps.sh (TEST_BENCH_STEPS
 # traced runs, 5; 0: none) on a veth and on the RDMA device's netdev, then
-# bench/cni-veth.sh CYCLES three times in a row (RDMA_NETNS_BASE passes in too).
+# bench/cni-veth.sh CYCLES three times in a row (TEST_BENCH_RUNS; RDMA_NETNS_BASE
+# passes in too).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_release_build cni-vm.sh src/cni/rdma-netns tests/vm/simhca.ko
