@@ -175,9 +175,19 @@ static int add_netdevs_bound(struct rn_attach_plan *plan, const struct rn_rdma_d
 	return 0;
 }
 
-/* RDMA devices of netdevs[0]: bound by netlink, else tied by sysfs. */
+/* The same netdev, seen by the same RDMA netlink dump: sysfs would tell the same. */
+static bool same_view(const struct rn_attach_plan *prev, const struct rn_attach_plan *plan)
+{
+	const struct rn_attach_netdev *a = &prev->netdevs[0], *b = &plan->netdevs[0];
+
+	return prev->n_netdevs > 0 && plan->n_netdevs > 0 && a->ifindex == b->ifindex &&
+	       strcmp(a->name, b->name) == 0 && strcmp(a->mac, b->mac) == 0 &&
+	       prev->rdma_view == plan->rdma_view;
+}
+
+/* RDMA devices of netdevs[0]: bound by netlink, else tied by sysfs (or as prev was). */
 static int add_rdma_of_netdev(struct rn_attach_plan *plan, const struct rn_rdma_devs *devs,
-			      bool kernel, struct rn_error *err)
+			      bool kernel, const struct rn_attach_plan *prev, struct rn_error *err)
 {
 	char names[RN_ATTACH_MAX][RN_RDMA_NAME_MAX];
 	size_t n = 0;
@@ -186,6 +196,10 @@ static int add_rdma_of_netdev(struct rn_attach_plan *plan, const struct rn_rdma_
 	r = add_rdma_bound_to(plan, devs, plan->netdevs[0].ifindex, err);
 	if (r < 0 || plan->n_rdma > 0 || !kernel)
 		return r; /* no RDMA netlink: no ib_core, so no RDMA device in sysfs either */
+	plan->sysfs_walked = true;
+	if (prev && prev->sysfs_walked && same_view(prev, plan))
+		return plan_add_rdma_names(plan, (char(*)[RN_RDMA_NAME_MAX])prev->rdma,
+					   prev->n_rdma, err);
 	r = rn_sysfs_rdma_by_netdev(plan->netdevs[0].name, names, RN_ATTACH_MAX, &n, err);
 	if (r == -ENODEV || r == -ENOENT) {
 		rn_error_clear(err);
@@ -201,7 +215,8 @@ enum sel_kind { SEL_NETDEV, SEL_HWADDR, SEL_RDMA, SEL_BUS };
 static const char *const sel_key[] = { "device", "hwaddr", "rdmaDevice", "deviceID" };
 
 static int resolve_one(enum sel_kind kind, const char *value, const struct rn_rdma_devs *devs,
-		       bool kernel, struct rn_attach_plan *plan, struct rn_error *err)
+		       bool kernel, const struct rn_attach_plan *prev, struct rn_attach_plan *plan,
+		       struct rn_error *err)
 {
 	struct rn_link l;
 	int r;
@@ -296,7 +311,7 @@ static int resolve_one(enum sel_kind kind, const char *value, const struct rn_rd
 	/* a netdev l: it, the RDMA devices bound to it, the other netdevs of their ports */
 	r = plan_add_netdev(plan, &l, err);
 	if (r == 0)
-		r = add_rdma_of_netdev(plan, devs, kernel, err);
+		r = add_rdma_of_netdev(plan, devs, kernel, prev, err);
 	if (r == 0)
 		r = add_netdevs_bound(plan, devs, err);
 	return r;
@@ -332,8 +347,34 @@ static bool plans_agree(const struct rn_attach_plan *a, const struct rn_attach_p
 	return a->n_netdevs && b->n_netdevs && a->netdevs[0].ifindex == b->netdevs[0].ifindex;
 }
 
-int rn_attach_resolve(const struct rn_attach_select *sel, const char *ifname,
-		      struct rn_attach_plan *plan, struct rn_error *err)
+/* FNV-1a over what the plan is resolved from: device names and their ports' netdevs. */
+static uint64_t rdma_view(const struct rn_rdma_devs *devs)
+{
+	uint64_t h = 14695981039346656037ULL;
+	const unsigned char *p;
+
+#define MIX(ptr, len)                                                                              \
+	for (p = (const unsigned char *)(ptr); p < (const unsigned char *)(ptr) + (len); p++) {    \
+		h ^= *p;                                                                           \
+		h *= 1099511628211ULL;                                                             \
+	}
+	MIX(&devs->n, sizeof(devs->n));
+	for (size_t i = 0; i < devs->n; i++) {
+		const struct rn_rdma_dev *d = &devs->devs[i];
+
+		MIX(d->name, strlen(d->name) + 1);
+		MIX(&d->index, sizeof(d->index));
+		MIX(&d->nports, sizeof(d->nports));
+		for (size_t k = 0; k < d->nports; k++)
+			MIX(&d->ports[k].ndev_index, sizeof(d->ports[k].ndev_index));
+	}
+#undef MIX
+	return h;
+}
+
+static int resolve_main(const struct rn_attach_select *sel, const char *ifname,
+			const struct rn_attach_plan *prev, struct rn_attach_plan *plan,
+			struct rn_error *err)
 {
 	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
 	const char *values[] = { sel->netdev, sel->hwaddr, sel->rdma_dev, sel->bus_id };
@@ -355,7 +396,9 @@ int rn_attach_resolve(const struct rn_attach_select *sel, const char *ifname,
 		if (!values[k])
 			continue;
 		memset(p, 0, sizeof(*p));
-		r = resolve_one((enum sel_kind)k, values[k], &devs, kernel, p, err);
+		p->rdma_view = rdma_view(&devs);
+		r = resolve_one((enum sel_kind)k, values[k], &devs, kernel,
+				first_kind < 0 ? prev : NULL, p, err);
 		if (r < 0)
 			return r;
 		if (first_kind < 0) {
@@ -381,10 +424,26 @@ int rn_attach_resolve(const struct rn_attach_select *sel, const char *ifname,
 	if (!plan->bus_id[0]) {
 		char bdf[RN_BUS_ID_MAX];
 
-		if (rn_sysfs_netdev_pci(plan->netdevs[0].name, bdf, sizeof(bdf), NULL) == 0)
+		/* a netdev's PCI function is its for life: the same netdev as prev's has prev's */
+		if (prev && same_view(prev, plan))
+			(void)rn_strscpy(plan->bus_id, sizeof(plan->bus_id), prev->bus_id);
+		else if (rn_sysfs_netdev_pci(plan->netdevs[0].name, bdf, sizeof(bdf), NULL) == 0)
 			(void)rn_strscpy(plan->bus_id, sizeof(plan->bus_id), bdf);
 	}
 	return 0;
+}
+
+int rn_attach_resolve(const struct rn_attach_select *sel, const char *ifname,
+		      struct rn_attach_plan *plan, struct rn_error *err)
+{
+	return resolve_main(sel, ifname, NULL, plan, err);
+}
+
+int rn_attach_resolve_again(const struct rn_attach_select *sel, const char *ifname,
+			    const struct rn_attach_plan *prev, struct rn_attach_plan *plan,
+			    struct rn_error *err)
+{
+	return resolve_main(sel, ifname, prev, plan, err);
 }
 
 /* ---- chained mode ---- */
