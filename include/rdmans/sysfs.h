@@ -126,6 +126,7 @@ enum rn_port_netdev_source {
 	RN_PORT_NETDEV_CALLER, /* the caller named it (RDMA netlink's binding) */
 	RN_PORT_NETDEV_GID, /* the lowest GID slot that names one (gid_attrs/ndevs/N) */
 	RN_PORT_NETDEV_PARENT, /* rdma_rxe's DEV/parent */
+	RN_PORT_NETDEV_DEVICE, /* the one netdev of a one-port device's parent (IPoIB's ib0) */
 };
 
 /* One port of an RDMA device as ROOT/class/infiniband/DEV/ports/P shows it. */
@@ -145,10 +146,13 @@ struct rn_sysfs_port {
 /* Reads class/net/IF of `ifname` ("" or NULL: nothing bound; every field unknown). */
 void rn_sysfs_netdev_read(const char *ifname, struct rn_sysfs_netdev *out);
 /*
- * Reads port `port` of RDMA device `dev` and its bound netdev: `netdev` when
- * the caller knows the binding (RDMA netlink names it), else ("" or NULL)
- * the one sysfs binds (the lowest GID slot that names one, else rxe's
- * DEV/parent). Unreadable files leave their fields unknown: never fails.
+ * Reads port `port` of RDMA device `dev` and its bound netdev. The one rule
+ * for the bound netdev, in this order: `netdev` when the caller knows the
+ * binding (RDMA netlink names it; "" or NULL: it does not), else the lowest
+ * GID slot that names one, else rxe's DEV/parent, else the one netdev of the
+ * device's parent when the device has one port and the parent one netdev
+ * (IPoIB, or a RoCE port before its GIDs exist). Unreadable files leave
+ * their fields unknown: never fails.
  */
 void rn_sysfs_port_read(const char *dev, uint32_t port, const char *netdev,
 			struct rn_sysfs_port *out);
@@ -158,6 +162,61 @@ void rn_sysfs_port_read(const char *dev, uint32_t port, const char *netdev,
  * directory (gone since it was listed), other failures -errno with a message.
  */
 int rn_sysfs_port_list(const char *dev, uint32_t **ret, size_t *ret_n, struct rn_error *err);
+
+/*
+ * Every RDMA device, every port of them and the GID tables, each file read
+ * once: the bindings of the ports come from the GID table read here (the
+ * rule of rn_sysfs_port_read()), so the devices' netdev lists are not filled.
+ */
+struct rn_sysfs_rdma_facts {
+	size_t n_devs;
+	struct rn_sysfs_rdma_dev *devs; /* as rn_sysfs_rdma_list(), n_netdevs 0 */
+	size_t n_ports;
+	struct rn_sysfs_port *ports; /* by device (natural order), then port */
+	struct rn_gid_table gids;
+};
+
+int rn_sysfs_rdma_facts_read(struct rn_sysfs_rdma_facts *out, struct rn_error *err);
+void rn_sysfs_rdma_facts_free(struct rn_sysfs_rdma_facts *f);
+
+/* Every netdev under class/net (none when it is absent), sorted. Free *ret with free(). */
+int rn_sysfs_netdev_list(char (**ret)[IF_NAMESIZE], size_t *ret_n, struct rn_error *err);
+
+/* ---- counters (DEV/hw_counters, DEV/ports/P/hw_counters, DEV/ports/P/counters) ---- */
+
+/* Called with each counter's name and value; a negative return stops the read with it. */
+typedef int (*rn_sysfs_counter_fn)(const char *name, uint64_t value, void *ctx);
+/*
+ * Calls fn for every readable numeric file of set ("hw_counters", "counters")
+ * of port `port` of `dev` (port 0: the device's own). An absent set has no
+ * counters; files that fail to read (PMA counters without a MAD interface)
+ * and "lifespan" are skipped.
+ */
+int rn_sysfs_counters_read(const char *dev, uint32_t port, const char *set, rn_sysfs_counter_fn fn,
+			   void *ctx, struct rn_error *err);
+
+/* ---- character devices and kernel modules ---- */
+
+/* A character device of class/infiniband_verbs (uverbsN) or class/misc (rdma_cm). */
+struct rn_sysfs_chardev {
+	char name[40]; /* "uverbs0", "rdma_cm" */
+	char ibdev[RN_RDMA_NAME_MAX]; /* the RDMA device a uverbs node serves; "" for rdma_cm */
+	unsigned major, minor;
+};
+
+/*
+ * The uverbs nodes of class/infiniband_verbs (none when ib_uverbs is not
+ * loaded), in listing order; ones gone since the listing are left out.
+ * Free *ret with free().
+ */
+int rn_sysfs_uverbs_list(struct rn_sysfs_chardev **ret, size_t *ret_n, struct rn_error *err);
+/* class/misc/rdma_cm; -ENOENT saying how to load rdma_ucm when it is missing. */
+int rn_sysfs_rdma_cm(struct rn_sysfs_chardev *out, struct rn_error *err);
+
+/* Whether kernel module `name` is loaded (module/NAME exists). */
+bool rn_sysfs_module_loaded(const char *name);
+/* module/NAME/version into buf; -errno when unreadable. */
+int rn_sysfs_module_version(const char *name, char *buf, size_t len);
 
 /* ---- PCI topology (GPU-NIC affinity) ---- */
 

@@ -235,10 +235,10 @@ static void check_port_state(struct ctx *x)
 			    p->state == 2 ? "no subnet manager configured the port: start "
 					    "opensm or check the fabric's SM"
 					  : "check the cable and the switch port");
-		else if (p->netdev[0] && p->netdev_here && !p->netdev_up)
+		else if (p->netdev[0] && p->netdev_here && !p->netdev_admin_up)
 			fix(res, "bring its netdev up: 'ip link set %s up' (in %s)", p->netdev,
 			    x->f->target);
-		else if (p->netdev[0] && p->netdev_here && !p->netdev_running)
+		else if (p->netdev[0] && p->netdev_here && !p->netdev_oper_up)
 			fix(res,
 			    "netdev %s is up but has no carrier: check the cable, the switch "
 			    "port, or the veth peer",
@@ -274,12 +274,12 @@ static void check_netdev(struct ctx *x)
 			    p->dev);
 			continue;
 		}
-		if (!p->netdev_up) {
+		if (!p->netdev_admin_up) {
 			res = emit(x, subj, RN_DOCTOR_FAIL, "netdev %s is down", p->netdev);
 			fix(res, "'ip link set %s up' (in %s)", p->netdev, x->f->target);
 			continue;
 		}
-		if (!p->netdev_running) {
+		if (!p->netdev_oper_up) {
 			res = emit(x, subj, RN_DOCTOR_FAIL,
 				   "netdev %s is up but not running (no carrier)", p->netdev);
 			fix(res, "check the cable, the switch port, or the veth peer of %s",

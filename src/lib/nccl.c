@@ -1157,10 +1157,11 @@ static int describe_unusable(const struct rn_nccl_node *node, const struct rn_nc
 	char msg[RN_ERROR_MSG_MAX];
 
 	if (node->n_ports == 0 && node->no_rdma)
-		return rn_error_set(err, ENODEV,
-				    "this node's kernel has no RDMA (no RDMA driver loaded: "
-				    "/sys/class/infiniband is absent), so there is no RDMA device "
-				    "to use: NCCL would fall back to sockets");
+		return rn_error_set(
+			err, ENODEV,
+			"this node's kernel has no RDMA (no RDMA driver loaded: /sys/class/"
+			"infiniband is absent), so there is no RDMA device "
+			"to use: NCCL would fall back to sockets");
 	if (node->n_ports == 0)
 		return rn_error_set(err, ENODEV,
 				    "no RDMA device in this network namespace: NCCL would fall "

@@ -261,8 +261,8 @@ static bool port_gauge_value(const struct rn_port_metrics *p, enum port_gauge g,
 		*v = (double)p->rate_bps / 8.0;
 		return p->rate_bps != 0;
 	case G_NETDEV_UP:
-		*v = p->netdev_up;
-		return p->netdev[0] && p->netdev_up >= 0;
+		*v = p->netdev_oper_up;
+		return p->netdev[0] && p->netdev_oper_up >= 0;
 	case G_NETDEV_MTU:
 		*v = p->netdev_mtu;
 		return p->netdev[0] && p->netdev_mtu >= 0;

@@ -529,7 +529,9 @@ static int rdma_names(struct strv *out, struct rn_error *err)
 	return 0;
 }
 
-int rn_sysfs_rdma_list(struct rn_sysfs_rdma_dev **ret, size_t *ret_n, struct rn_error *err)
+/* Every device under class/infiniband, with its netdev list or not. */
+static int rdma_list(bool with_netdevs, struct rn_sysfs_rdma_dev **ret, size_t *ret_n,
+		     struct rn_error *err)
 {
 	_cleanup_(strv_free) struct strv names = { 0 };
 	_cleanup_free_ struct rn_sysfs_rdma_dev *devs = NULL;
@@ -549,7 +551,7 @@ int rn_sysfs_rdma_list(struct rn_sysfs_rdma_dev **ret, size_t *ret_n, struct rn_
 	if (!devs || !info)
 		return rn_error_set(err, ENOMEM, "out of memory listing RDMA devices");
 	for (size_t i = 0; i < names.n; i++) {
-		r = rdma_fill(names.v[i], info, true, err);
+		r = rdma_fill(names.v[i], info, with_netdevs, err);
 		if (r == -ENODEV)
 			continue; /* gone (moved to another netns) since the listing */
 		if (r < 0)
@@ -560,6 +562,11 @@ int rn_sysfs_rdma_list(struct rn_sysfs_rdma_dev **ret, size_t *ret_n, struct rn_
 	*ret = TAKE_PTR(devs);
 	*ret_n = n;
 	return 0;
+}
+
+int rn_sysfs_rdma_list(struct rn_sysfs_rdma_dev **ret, size_t *ret_n, struct rn_error *err)
+{
+	return rdma_list(true, ret, ret_n, err);
 }
 
 int rn_sysfs_rdma_get(const char *name, struct rn_sysfs_rdma_dev *out, struct rn_error *err)
@@ -1070,10 +1077,55 @@ static unsigned count_numeric(const char *path)
 	return n;
 }
 
-void rn_sysfs_port_read(const char *dev, uint32_t port, const char *netdev,
-			struct rn_sysfs_port *out)
+/* The lowest GID slot of dev/port that names a netdev, in a table read before. */
+static bool gid_table_binding(const struct rn_gid_table *gids, const char *dev, uint32_t port,
+			      char *buf, size_t len)
+{
+	for (size_t i = 0; i < gids->n; i++) {
+		const struct rn_gid_entry *e = &gids->entries[i];
+
+		if (e->port == port && strcmp(e->dev, dev) == 0 &&
+		    rn_name_check("netdev", e->netdev, IF_NAMESIZE - 1, NULL) == 0)
+			return rn_strscpy(buf, len, e->netdev) >= 0; /* sorted: lowest first */
+	}
+	return false;
+}
+
+/* The lowest GID slot of dev/port that names a netdev, read from gid_attrs/ndevs. */
+static bool gid_dir_binding(const char *dev, uint32_t port, char *buf, size_t len)
 {
 	_cleanup_(strv_free) struct strv gid = { 0 };
+	char path[PATH_MAX];
+
+	return sys_path(path, sizeof(path), NULL,
+			"class/infiniband/%s/ports/%" PRIu32 "/gid_attrs/ndevs", dev, port) == 0 &&
+	       gid_ndevs(path, 1, &gid) == 0 && gid.n == 1 && rn_strscpy(buf, len, gid.v[0]) >= 0;
+}
+
+/*
+ * The one netdev of the parent of `dev` when `port` is the device's only port
+ * and the parent has one netdev: IPoIB's ib0 (its GIDs name no netdev), a RoCE port
+ * before its GIDs exist.
+ */
+static bool device_only_netdev(const char *dev, uint32_t port, char *buf, size_t len)
+{
+	_cleanup_free_ struct rdma_info *info = calloc(1, sizeof(*info));
+	_cleanup_(strv_free) struct strv ports = { 0 };
+	_cleanup_(strv_free) struct strv nets = { 0 };
+	uint32_t only;
+
+	return info && rdma_dir(dev, info->dir, sizeof(info->dir), NULL) == 0 &&
+	       rdma_parent(info, NULL) == 0 && info->netdir[0] &&
+	       list_sub(info->dir, "ports", true, &ports, NULL) == 0 && ports.n == 1 &&
+	       parse_u32(ports.v[0], &only) == 0 && only == port &&
+	       list_sub(info->netdir, "net", false, &nets, NULL) == 0 && nets.n == 1 &&
+	       rn_strscpy(buf, len, nets.v[0]) >= 0;
+}
+
+/* rn_sysfs_port_read(), the GID binding from `gids` when given, else from gid_attrs/ndevs. */
+static void port_read(const char *dev, uint32_t port, const char *netdev,
+		      const struct rn_gid_table *gids, struct rn_sysfs_port *out)
+{
 	char path[PATH_MAX], text[128], bound[IF_NAMESIZE] = "";
 
 	memset(out, 0, sizeof(*out));
@@ -1091,20 +1143,26 @@ void rn_sysfs_port_read(const char *dev, uint32_t port, const char *netdev,
 		     port) == 0)
 		out->gid_tbl_len = count_numeric(path);
 
+	/* the one rule for the bound netdev (sysfs.h) */
 	if (netdev && *netdev) {
 		(void)rn_strscpy(bound, sizeof(bound), netdev);
 		out->netdev_source = RN_PORT_NETDEV_CALLER;
-	} else if (sys_path(path, sizeof(path), NULL,
-			    "class/infiniband/%s/ports/%" PRIu32 "/gid_attrs/ndevs", dev,
-			    port) == 0 &&
-		   gid_ndevs(path, 1, &gid) == 0 && gid.n == 1) {
-		(void)rn_strscpy(bound, sizeof(bound), gid.v[0]);
+	} else if (gids ? gid_table_binding(gids, dev, port, bound, sizeof(bound))
+			: gid_dir_binding(dev, port, bound, sizeof(bound))) {
 		out->netdev_source = RN_PORT_NETDEV_GID;
 	} else if (sys_path(path, sizeof(path), NULL, "class/infiniband/%s", dev) == 0 &&
 		   rxe_parent(path, bound, sizeof(bound))) {
 		out->netdev_source = RN_PORT_NETDEV_PARENT;
+	} else if (device_only_netdev(dev, port, bound, sizeof(bound))) {
+		out->netdev_source = RN_PORT_NETDEV_DEVICE;
 	}
 	rn_sysfs_netdev_read(bound, &out->netdev);
+}
+
+void rn_sysfs_port_read(const char *dev, uint32_t port, const char *netdev,
+			struct rn_sysfs_port *out)
+{
+	port_read(dev, port, netdev, NULL, out);
 }
 
 int rn_sysfs_port_list(const char *dev, uint32_t **ret, size_t *ret_n, struct rn_error *err)
@@ -1136,6 +1194,254 @@ int rn_sysfs_port_list(const char *dev, uint32_t **ret, size_t *ret_n, struct rn
 	*ret = TAKE_PTR(v);
 	*ret_n = n;
 	return 0;
+}
+
+void rn_sysfs_rdma_facts_free(struct rn_sysfs_rdma_facts *f)
+{
+	if (!f)
+		return;
+	free(f->devs);
+	free(f->ports);
+	rn_gid_table_free(&f->gids);
+	memset(f, 0, sizeof(*f));
+}
+
+/* Appends every port of devs[i] to f, bound through the GID table read before. */
+static int facts_add_ports(struct rn_sysfs_rdma_facts *f, const char *dev, struct rn_error *err)
+{
+	_cleanup_free_ uint32_t *ports = NULL;
+	size_t n = 0;
+	int r;
+
+	r = rn_sysfs_port_list(dev, &ports, &n, err);
+	if (r == -ENOENT)
+		return 0; /* moved away since the listing */
+	if (r < 0)
+		return r;
+	if (RN_GROW(f->ports, NULL, f->n_ports + n) < 0)
+		return rn_error_set(err, ENOMEM, "out of memory reading the ports of %s", dev);
+	for (size_t i = 0; i < n; i++)
+		port_read(dev, ports[i], NULL, &f->gids, &f->ports[f->n_ports++]);
+	return 0;
+}
+
+int rn_sysfs_rdma_facts_read(struct rn_sysfs_rdma_facts *out, struct rn_error *err)
+{
+	_cleanup_(rn_sysfs_rdma_facts_free) struct rn_sysfs_rdma_facts f = { 0 };
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	r = rdma_list(false, &f.devs, &f.n_devs, err);
+	if (r < 0)
+		return r;
+	r = rn_sysfs_gids(NULL, &f.gids, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < f.n_devs; i++) {
+		r = facts_add_ports(&f, f.devs[i].name, err);
+		if (r < 0)
+			return r;
+	}
+	*out = f;
+	memset(&f, 0, sizeof(f));
+	return 0;
+}
+
+int rn_sysfs_netdev_list(char (**ret)[IF_NAMESIZE], size_t *ret_n, struct rn_error *err)
+{
+	_cleanup_(strv_free) struct strv names = { 0 };
+	_cleanup_free_ char(*v)[IF_NAMESIZE] = NULL;
+	char path[PATH_MAX];
+	size_t n = 0;
+	int r;
+
+	*ret = NULL;
+	*ret_n = 0;
+	r = sys_path(path, sizeof(path), err, "class/net");
+	if (r < 0)
+		return r;
+	r = list_dir(path, false, &names);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return rn_error_errno(err, -r, "cannot list %s", path);
+	v = calloc(names.n ? names.n : 1, sizeof(*v));
+	if (!v)
+		return rn_error_set(err, ENOMEM, "out of memory listing %s", path);
+	for (size_t i = 0; i < names.n; i++)
+		if (rn_strscpy(v[n], sizeof(v[n]), names.v[i]) >= 0)
+			n++;
+	*ret = TAKE_PTR(v);
+	*ret_n = n;
+	return 0;
+}
+
+/* ---- counters ---- */
+
+static int parse_u64(const char *s, uint64_t *ret)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+int rn_sysfs_counters_read(const char *dev, uint32_t port, const char *set, rn_sysfs_counter_fn fn,
+			   void *ctx, struct rn_error *err)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	char dir[PATH_MAX];
+	struct dirent *de;
+	int dfd, r;
+
+	r = port ? sys_path(dir, sizeof(dir), err, "class/infiniband/%s/ports/%" PRIu32 "/%s", dev,
+			    port, set)
+		 : sys_path(dir, sizeof(dir), err, "class/infiniband/%s/%s", dev, set);
+	if (r < 0)
+		return r;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 0;
+		return rn_error_errno(err, errno, "cannot open %s", dir);
+	}
+	d = fdopendir(dfd);
+	if (!d) {
+		int e = errno;
+
+		close(dfd);
+		return rn_error_errno(err, e, "cannot list %s", dir);
+	}
+	while ((de = readdir(d))) {
+		_cleanup_close_ int fd = -1;
+		char text[64];
+		uint64_t v;
+		ssize_t n;
+
+		if (de->d_name[0] == '.' || strcmp(de->d_name, "lifespan") == 0)
+			continue;
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		n = read(fd, text, sizeof(text) - 1);
+		if (n <= 0)
+			continue; /* PMA counters fail to read without a MAD interface */
+		text[n] = '\0';
+		while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' '))
+			text[--n] = '\0';
+		if (parse_u64(text, &v) < 0)
+			continue;
+		r = fn(de->d_name, v, ctx);
+		if (r < 0)
+			return rn_error_set(err, -r, "out of memory reading %s", dir);
+	}
+	return 0;
+}
+
+/* ---- character devices and kernel modules ---- */
+
+/* "231:192" -> major, minor */
+static int parse_devno(const char *text, unsigned *major, unsigned *minor)
+{
+	char tail;
+
+	return sscanf(text, "%u:%u%c", major, minor, &tail) == 2 ? 0 : -EINVAL;
+}
+
+int rn_sysfs_uverbs_list(struct rn_sysfs_chardev **ret, size_t *ret_n, struct rn_error *err)
+{
+	_cleanup_(strv_free) struct strv names = { 0 };
+	_cleanup_free_ struct rn_sysfs_chardev *v = NULL;
+	char dir[PATH_MAX];
+	size_t n = 0;
+	int r;
+
+	*ret = NULL;
+	*ret_n = 0;
+	r = sys_path(dir, sizeof(dir), err, "class/infiniband_verbs");
+	if (r < 0)
+		return r;
+	r = list_dir(dir, false, &names);
+	if (r == -ENOENT)
+		return 0; /* ib_uverbs not loaded, or no device */
+	if (r < 0)
+		return rn_error_errno(err, -r, "cannot list %s", dir);
+	for (size_t i = 0; i < names.n; i++) {
+		char path[PATH_MAX], ibdev[RN_RDMA_NAME_MAX + 8], devno[32];
+		struct rn_sysfs_chardev *c;
+
+		if (strncmp(names.v[i], "uverbs", 6) != 0 || strlen(names.v[i]) > 32)
+			continue;
+		if (rn_path(path, sizeof(path), "%s/%s/ibdev", dir, names.v[i]) < 0 ||
+		    rn_read_line(path, ibdev, sizeof(ibdev)) < 0 ||
+		    rn_name_check("RDMA device", ibdev, RN_RDMA_NAME_MAX - 1, NULL) < 0)
+			continue; /* gone since the listing */
+		if (RN_GROW(v, NULL, n + 1) < 0)
+			return rn_error_set(err, ENOMEM, "out of memory");
+		c = &v[n];
+		memset(c, 0, sizeof(*c));
+		if (rn_path(path, sizeof(path), "%s/%s/dev", dir, names.v[i]) < 0 ||
+		    rn_read_line(path, devno, sizeof(devno)) < 0 ||
+		    parse_devno(devno, &c->major, &c->minor) < 0)
+			return rn_error_set(err, EIO,
+					    "%s/%s/dev does not hold MAJOR:MINOR; is ib_uverbs "
+					    "loaded?",
+					    dir, names.v[i]);
+		(void)rn_strscpy(c->name, sizeof(c->name), names.v[i]);
+		(void)rn_strscpy(c->ibdev, sizeof(c->ibdev), ibdev);
+		n++;
+	}
+	*ret = TAKE_PTR(v);
+	*ret_n = n;
+	return 0;
+}
+
+int rn_sysfs_rdma_cm(struct rn_sysfs_chardev *out, struct rn_error *err)
+{
+	char path[PATH_MAX], devno[32];
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	r = sys_path(path, sizeof(path), err, "class/misc/rdma_cm/dev");
+	if (r < 0)
+		return r;
+	r = rn_read_line(path, devno, sizeof(devno));
+	if (r == -ENOENT)
+		return rn_error_set(err, ENOENT,
+				    "no rdma_cm device (%s is missing): load rdma_ucm "
+				    "('modprobe rdma_ucm') for RDMA CM in containers",
+				    path);
+	if (r < 0)
+		return rn_error_errno(err, -r, "cannot read %s", path);
+	if (parse_devno(devno, &out->major, &out->minor) < 0)
+		return rn_error_set(err, EIO, "%s does not hold MAJOR:MINOR", path);
+	(void)rn_strscpy(out->name, sizeof(out->name), "rdma_cm");
+	return 0;
+}
+
+bool rn_sysfs_module_loaded(const char *name)
+{
+	char path[PATH_MAX];
+
+	return sys_path(path, sizeof(path), NULL, "module/%s", name) == 0 && path_exists(path);
+}
+
+int rn_sysfs_module_version(const char *name, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	int r;
+
+	r = sys_path(path, sizeof(path), NULL, "module/%s/version", name);
+	if (r < 0)
+		return r;
+	return rn_read_line(path, buf, len);
 }
 
 /* ---- PCI topology ---- */
