@@ -41,16 +41,13 @@
 
 const char *rn_doctor_status_name(enum rn_doctor_status s)
 {
-	switch (s) {
-	case RN_DOCTOR_PASS:
-		return "PASS";
-	case RN_DOCTOR_WARN:
-		return "WARN";
-	case RN_DOCTOR_FAIL:
-		return "FAIL";
-	default:
-		return "SKIP";
-	}
+	static const char *const names[] = {
+		[RN_DOCTOR_PASS] = "PASS",
+		[RN_DOCTOR_WARN] = "WARN",
+		[RN_DOCTOR_FAIL] = "FAIL",
+	};
+
+	return RN_NAME_OF(names, s, "SKIP");
 }
 
 void rn_doctor_report_free(struct rn_doctor_report *r)

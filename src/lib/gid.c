@@ -9,6 +9,7 @@
 
 #include "rdmans/gid.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/util.h"
 
 int rn_gid_parse(const char *text, uint8_t raw[16], struct rn_error *err)
 {
@@ -74,30 +75,22 @@ enum rn_gid_type rn_gid_type_from_sysfs(const char *type, const char *link_layer
 
 const char *rn_gid_type_name(enum rn_gid_type type)
 {
-	switch (type) {
-	case RN_GID_IB:
-		return "IB";
-	case RN_GID_ROCE_V1:
-		return "RoCE v1";
-	case RN_GID_ROCE_V2:
-		return "RoCE v2";
-	case RN_GID_UNKNOWN:
-		break;
-	}
-	return "?";
+	static const char *const names[] = {
+		[RN_GID_IB] = "IB",
+		[RN_GID_ROCE_V1] = "RoCE v1",
+		[RN_GID_ROCE_V2] = "RoCE v2",
+	};
+
+	return RN_NAME_OF(names, type, "?");
 }
 
 const char *rn_gid_type_version(enum rn_gid_type type)
 {
-	switch (type) {
-	case RN_GID_IB:
-		return "IB";
-	case RN_GID_ROCE_V1:
-		return "v1";
-	case RN_GID_ROCE_V2:
-		return "v2";
-	case RN_GID_UNKNOWN:
-		break;
-	}
-	return "?";
+	static const char *const versions[] = {
+		[RN_GID_IB] = "IB",
+		[RN_GID_ROCE_V1] = "v1",
+		[RN_GID_ROCE_V2] = "v2",
+	};
+
+	return RN_NAME_OF(versions, type, "?");
 }
