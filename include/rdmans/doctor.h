@@ -175,9 +175,11 @@ static inline void rn_doctor_facts_freep(struct rn_doctor_facts *f)
 
 /*
  * The target netns part from sysfs (rn_sysfs_root(), as the caller's mount
- * namespace shows it): devices, ports, states, bound netdevs (GID table or
- * rxe's parent), their class/net attributes, GID tables, uverbs nodes, and
- * the resolver's node. Addresses are not in sysfs: rn_doctor_facts_add_addr().
+ * namespace shows it): devices, ports, states, bound netdevs (the one rule of
+ * rn_sysfs_port_read()), their class/net attributes, GID tables, uverbs
+ * nodes, and the resolver's node, every port and GID table read once
+ * (rn_sysfs_rdma_facts_read()). Addresses are not in sysfs:
+ * rn_doctor_facts_add_addr().
  */
 int rn_doctor_facts_from_sysfs(struct rn_doctor_facts *f, struct rn_error *err);
 /*
