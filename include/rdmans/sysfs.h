@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sysfs discovery, the only reader of sysfs (like systemd's sd-device): RDMA
- * device <-> netdev <-> PCI function or auxiliary device, character devices
- * and modules here (sysfs.c); GID tables (sysfs_gid.h), ports and counters
- * (sysfs_port.h), PCI topology (sysfs_pci.h). Every path is taken under
+ * device <-> netdev <-> PCI function or auxiliary device here (sysfs.c);
+ * GID tables (sysfs_gid.h), ports and counters (sysfs_port.h), character
+ * devices and modules (sysfs_kernel.h), PCI topology (sysfs_pci.h). Every path is taken under
  * rn_sysfs_root(), "/sys" unless overridden, so unit tests run on fake trees.
  *
  * Note: once an RDMA device has moved into another netns it vanishes from
@@ -81,31 +81,9 @@ int rn_sysfs_netdevs_by_bus_id(const char *bus_id, char (*names)[IF_NAMESIZE], s
 /* The PCI BDF behind netdev `ifname`; -ENOENT when it has none (veth, bridge). */
 int rn_sysfs_netdev_pci(const char *ifname, char *bdf, size_t len, struct rn_error *err);
 
-/* ---- character devices and kernel modules ---- */
-
-/* A character device of class/infiniband_verbs (uverbsN) or class/misc (rdma_cm). */
-struct rn_sysfs_chardev {
-	char name[40]; /* "uverbs0", "rdma_cm" */
-	char ibdev[RN_RDMA_NAME_MAX]; /* the RDMA device a uverbs node serves; "" for rdma_cm */
-	unsigned major, minor;
-};
-
-/*
- * The uverbs nodes of class/infiniband_verbs (none when ib_uverbs is not
- * loaded), in listing order; ones gone since the listing are left out.
- * Free *ret with free().
- */
-int rn_sysfs_uverbs_list(struct rn_sysfs_chardev **ret, size_t *ret_n, struct rn_error *err);
-/* class/misc/rdma_cm; -ENOENT saying how to load rdma_ucm when it is missing. */
-int rn_sysfs_rdma_cm(struct rn_sysfs_chardev *out, struct rn_error *err);
-
-/* Whether kernel module `name` is loaded (module/NAME exists). */
-bool rn_sysfs_module_loaded(const char *name);
-/* module/NAME/version into buf; -errno when unreadable. */
-int rn_sysfs_module_version(const char *name, char *buf, size_t len);
-
-/* The GID tables, the ports, PCI topology: the rest of the sysfs reader. */
+/* The GID tables, character devices and modules, PCI topology, the ports: the rest of the reader. */
 #include "rdmans/sysfs_gid.h"
+#include "rdmans/sysfs_kernel.h"
 #include "rdmans/sysfs_pci.h"
 #include "rdmans/sysfs_port.h"
 
