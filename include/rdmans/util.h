@@ -161,4 +161,17 @@ int rn_path(char *buf, size_t len, const char *fmt, ...) __attribute__((format(p
  * paths, "" (the real /) when unset. */
 const char *rn_config_root(void);
 
+/*
+ * The name of enum value v in table, an array of names by designated
+ * initializer ([RN_X] = "x"), or fallback where it has none: one lookup
+ * for every enum's names (systemd's string tables), not a switch each.
+ */
+static inline const char *rn_name_of(const char *const *table, size_t n, size_t v,
+				     const char *fallback)
+{
+	return v < n && table[v] ? table[v] : fallback;
+}
+#define RN_NAME_OF(table, v, fallback)                                                             \
+	rn_name_of(table, sizeof(table) / sizeof((table)[0]), (size_t)(v), fallback)
+
 #endif

@@ -23,6 +23,7 @@
 
 #include "rdmans/cleanup.h"
 #include "rdmans/ping.h"
+#include "rdmans/sysfs.h"
 #include "rdmans/util.h"
 
 #define QDEPTH 64
@@ -142,8 +143,9 @@ static size_t count_dir(const char *path, const char *prefix)
  */
 static int no_device(const char *what, struct rn_error *err)
 {
+	_cleanup_free_ struct rn_sysfs_rdma_dev *devs = NULL;
 	struct ibv_device **list;
-	size_t kernel = count_dir("/sys/class/infiniband", "");
+	size_t kernel = 0;
 	int n = 0;
 
 	if (access(RDMA_CM_NODE, F_OK) != 0)
@@ -152,7 +154,7 @@ static int no_device(const char *what, struct rn_error *err)
 				    "node: CDI rdmans.io/rdma, or --device " RDMA_CM_NODE
 				    "; on the host: modprobe rdma_ucm)",
 				    what);
-	if (kernel == 0)
+	if (rn_sysfs_rdma_list(&devs, &kernel, NULL) < 0 || kernel == 0)
 		return rn_error_set(err, ENODEV,
 				    "%s: this netns sees no RDMA device (/sys/class/infiniband is "
 				    "empty; 'rdmans dev --all-netns' shows where they are)",

@@ -8,7 +8,7 @@ cni_protocol (the CNI protocol, in jansson) -> rdmans-json; pod_* -> rdmans-json
 ping* -> rdmans-ping (librdmacm, linked into the CLI only); nri_wire ->
 rdmans-nri-wire (protobuf-c); nri* -> rdmans-nri;
 everything else -> rdmans, the core). Each external library stays inside its
-one module. Usage: layout.py SOURCE_ROOT (TAP on stdout).
+one module, and sysfs inside src/lib/sysfs*.c. Usage: layout.py SOURCE_ROOT (TAP on stdout).
 """
 import pathlib
 import re
@@ -125,6 +125,19 @@ bad = [f"src/lib/{p.name} has no line in ARCHITECTURE.md" for p in sorted((root 
 bad += [f"ARCHITECTURE.md names {m}, which is not in src/lib" for m in sorted(listed_in_map)
         if not (root / "src/lib" / (m + ".c")).exists()]
 check("ARCHITECTURE.md has a line for every src/lib module, and only for those", bad)
+
+# 6. sysfs has one reader (like systemd's sd-device): no sysfs path is spelled outside the sysfs
+#    module (src/lib/sysfs*.c); a message may name one, but no string literal starts with "/sys/",
+#    "class/", "bus/" or "module/" (the pieces a path under rn_sysfs_root() is built from)
+sys_literal = re.compile(r'"(/sys/|class/|bus/|module/)')
+bad = []
+for p in sorted(q for q in (root / "src").rglob("*") if q.suffix in (".c", ".h")):
+    if p.parent == root / "src/lib" and p.name.startswith("sysfs"):
+        continue
+    for lineno, line in enumerate(p.read_text().splitlines(), 1):
+        if sys_literal.search(line):
+            bad.append(f"{p.relative_to(root)}:{lineno} spells a sysfs path: ask src/lib/sysfs*.c")
+check("sysfs paths are spelled in src/lib/sysfs*.c only", bad)
 
 for n, (name, problems) in enumerate(checks, 1):
     print(f"{'not ok' if problems else 'ok'} {n} - {name}")
