@@ -28,6 +28,8 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/util.h"
 #include "rdmans/ipam.h"
+#include "rdmans/ipam_admin.h"
+#include "rdmans/ipam_reconcile.h"
 
 struct ipam_opts {
 	const char *config;
@@ -582,8 +584,6 @@ static void reconcile_event(void *ctx, enum rn_ipam_verdict v, const struct rn_i
 {
 	struct reconcile_out *out = ctx;
 	char when[32];
-	time_t now = time(NULL);
-	struct tm tm;
 
 	if (out->events) {
 		json_t *e = rec ? record_json(rec) : damaged_json(d);
@@ -593,8 +593,7 @@ static void reconcile_event(void *ctx, enum rn_ipam_verdict v, const struct rn_i
 		json_array_append_new(out->events, e);
 		return;
 	}
-	gmtime_r(&now, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	rn_ipam_record_time((long long)time(NULL), when, sizeof(when));
 	if (rec)
 		printf("%s %s %s (pod %s, ifname %s, container %.12s, node %s, scope %s): %s\n",
 		       when, verdict_name(v, out->dry_run), rec->ip, rec->pod[0] ? rec->pod : "-",

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rdmans/cleanup.h"
 #include "rdmans/ipam_record.h"
@@ -240,4 +241,29 @@ int rn_ipam_attachment_parse(const char *text, struct rn_ipam_attachment *ret, s
 					    "container_id= lines)");
 	}
 	return 0;
+}
+
+/* The one layout of time= (RFC 3339, UTC): written by ADD, read by the reconciler. */
+#define RECORD_TIME_FORMAT "%Y-%m-%dT%H:%M:%SZ"
+
+void rn_ipam_record_time(long long t, char *buf, size_t len)
+{
+	time_t when = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&when, &tm);
+	strftime(buf, len, RECORD_TIME_FORMAT, &tm);
+}
+
+bool rn_ipam_record_time_parse(const char *text, long long *ret)
+{
+	struct tm tm;
+	const char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(text, RECORD_TIME_FORMAT, &tm);
+	if (!end || *end)
+		return false;
+	*ret = (long long)timegm(&tm);
+	return true;
 }

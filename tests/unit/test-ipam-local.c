@@ -16,6 +16,7 @@
 
 #include "ipam_store.h" /* src/lib: a store whose commit fails, for the undo test */
 #include "rdmans/ipam.h"
+#include "rdmans/ipam_admin.h"
 #include "test.h"
 
 static char dir[64];
