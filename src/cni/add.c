@@ -8,7 +8,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "cni.h"
+#include "add.h"
+#include "del.h"
+#include "delegate.h"
+#include "devinfo.h"
+#include "fault.h"
+#include "result.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/link.h"
 #include "rdmans/netns.h"

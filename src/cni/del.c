@@ -10,7 +10,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "cni.h"
+#include "del.h"
+#include "delegate.h"
+#include "devinfo.h"
+#include "fault.h"
+#include "result.h"
 #include "rdmans/cleanup.h"
 
 #define LOCK_TIMEOUT_MS 60000

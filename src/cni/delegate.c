@@ -14,7 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cni.h"
+#include "delegate.h"
+#include "result.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/util.h"
 

@@ -8,7 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cni.h"
+#include "add.h"
+#include "check.h"
+#include "conf.h"
+#include "del.h"
+#include "fault.h"
+#include "plugin.h"
+#include "result.h"
 #include "rdmans/util.h"
 
 /* ---- the verbs, on the skeleton's call (rdmans/cni_protocol.h) ---- */

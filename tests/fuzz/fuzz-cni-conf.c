@@ -4,7 +4,8 @@
  * the plugin parses them for each CNI command; a refusal always says why,
  * and a prevResult that parses is passed on as JSON again.
  */
-#include "cni.h"
+#include "conf.h"
+#include "result.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

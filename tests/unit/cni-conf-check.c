@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cni.h"
+#include "conf.h"
 #include "rdmans/ipam.h"
 
 int main(int argc, char **argv)
