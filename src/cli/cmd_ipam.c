@@ -130,7 +130,6 @@ static int parse_opts(struct rn_cli *cli, struct ipam_opts *o, unsigned allow, c
 static int load_config(const struct ipam_opts *o, struct rn_ipam_config *c, struct rn_error *err)
 {
 	_cleanup_json_ json_t *doc = NULL;
-	_cleanup_free_ char *text = NULL;
 	int r;
 
 	if (o->config) {
@@ -172,13 +171,9 @@ static int load_config(const struct ipam_opts *o, struct rn_ipam_config *c, stru
 			json_object_set_new(doc, "etcd", etcd);
 		}
 	}
-	text = json_dumps(doc, JSON_COMPACT);
-	if (!text)
-		return rn_error_set(err, ENOMEM, "out of memory");
-	r = rn_ipam_config_parse(text, rn_config_root(),
-				 RN_IPAM_CONFIG_STORE_ONLY | (o->config ? 0 : RN_IPAM_CONFIG_CLI),
-				 c, err);
-	explicit_bzero(text, strlen(text));
+	r = rn_ipam_config_from_json(
+		doc, rn_config_root(),
+		RN_IPAM_CONFIG_STORE_ONLY | (o->config ? 0 : RN_IPAM_CONFIG_CLI), c, err);
 	/* no runtime's deadline over rdmans (a reconcile pass may take long): each request's only */
 	c->etcd.deadline_ms = 0;
 	return r;
