@@ -15,9 +15,15 @@
 #include "rdmans/util.h"
 #include "ipam_common.h"
 
-static bool prefix_of(const char *prefix, const char *s)
+/* A filter field lets a value through when it is unset (NULL) or equal; a container ID by prefix. */
+static bool field_passes(const char *want, const char *have)
 {
-	return strncmp(prefix, s, strlen(prefix)) == 0;
+	return !want || strcmp(want, have) == 0;
+}
+
+static bool prefix_passes(const char *prefix, const char *have)
+{
+	return !prefix || strncmp(prefix, have, strlen(prefix)) == 0;
 }
 
 static bool owner_filter(const struct rn_ipam_filter *f)
@@ -27,23 +33,11 @@ static bool owner_filter(const struct rn_ipam_filter *f)
 
 static bool match_filter(const struct rn_ipam_filter *f, const struct rn_ipam_record *r)
 {
-	if (!f)
-		return true;
-	if (f->scope && strcmp(f->scope, r->scope))
-		return false;
-	if (f->node && strcmp(f->node, r->node))
-		return false;
-	if (f->network && strcmp(f->network, r->network))
-		return false;
-	if (f->container_id && !prefix_of(f->container_id, r->container_id))
-		return false;
-	if (f->pod && strcmp(f->pod, r->pod))
-		return false;
-	if (f->ifname && strcmp(f->ifname, r->ifname))
-		return false;
-	if (f->ip && !rn_ipam_same_ip(f->ip, r->ip))
-		return false;
-	return true;
+	return !f ||
+	       (field_passes(f->scope, r->scope) && field_passes(f->node, r->node) &&
+		field_passes(f->network, r->network) &&
+		prefix_passes(f->container_id, r->container_id) && field_passes(f->pod, r->pod) &&
+		field_passes(f->ifname, r->ifname) && (!f->ip || rn_ipam_same_ip(f->ip, r->ip)));
 }
 
 static int record_cmp(const void *x, const void *y)
@@ -71,7 +65,7 @@ static int take_damaged(struct rn_ipam_collect *c, const struct rn_ipam_filter *
 	for (size_t i = 0; i < c->n_damaged; i++) {
 		const struct rn_ipam_damaged *d = &c->damaged[i];
 
-		if (owner_filter(f) || (f && f->scope && strcmp(f->scope, d->scope)) ||
+		if (owner_filter(f) || (f && !field_passes(f->scope, d->scope)) ||
 		    (f && f->ip && (d->attachment || !rn_ipam_same_ip(f->ip, d->key))))
 			continue;
 		if (RN_GROW(*out, NULL, *n_out + 1) < 0)
