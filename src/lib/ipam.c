@@ -68,44 +68,6 @@ static const char *u128_text(rn_u128 v, char *buf, size_t len)
 	buf[n < len ? n : len - 1] = '\0';
 	return buf;
 }
-/* Printable, no spaces and no '/': what may go into ids and records. */
-static int check_token(const char *what, const char *v, size_t max, struct rn_error *err)
-{
-	if (!v || !*v)
-		return rn_error_set(err, EINVAL, "%s is empty", what);
-	if (strlen(v) > max)
-		return rn_error_set(err, EINVAL, "%s '%.64s...' is too long (at most %zu bytes)",
-				    what, v, max);
-	for (const char *p = v; *p; p++)
-		if ((unsigned char)*p <= ' ' || *p == 0x7f || *p == '/')
-			return rn_error_set(err, EINVAL,
-					    "%s '%s' must not contain '/', spaces or control "
-					    "characters",
-					    what, v);
-	return 0;
-}
-
-static int check_container_id(const char *id, struct rn_error *err)
-{
-	if (!id || !*id)
-		return rn_error_set(err, EINVAL, "container ID (CNI_CONTAINERID) is empty");
-	if (strlen(id) >= RN_IPAM_NAME_MAX)
-		return rn_error_set(err, EINVAL, "container ID is too long (at most %d bytes)",
-				    RN_IPAM_NAME_MAX - 1);
-	/* CNI: alphanumerics, '_', '-', '.'; starting with an alphanumeric */
-	for (const char *p = id; *p; p++) {
-		bool alnum = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-			     (*p >= '0' && *p <= '9');
-
-		if (!alnum && (p == id || (*p != '_' && *p != '-' && *p != '.')))
-			return rn_error_set(err, EINVAL,
-					    "container ID '%s' may hold only letters, digits, "
-					    "'_', '-' and '.'",
-					    id);
-	}
-	return 0;
-}
-
 static bool has_pod(const struct rn_ipam_owner *o)
 {
 	return o->pod_namespace && *o->pod_namespace && o->pod_name && *o->pod_name;
@@ -116,16 +78,17 @@ int rn_ipam_attachment_id(const struct rn_ipam_owner *o, char *buf, size_t len,
 {
 	int r;
 
-	r = check_container_id(o->container_id, err);
+	r = rn_cni_name_check("container ID", o->container_id, RN_IPAM_NAME_MAX - 1, err);
 	if (r < 0)
 		return r;
 	r = rn_name_check("interface", o->ifname, 15, err);
 	if (r < 0)
 		return r;
 	if (has_pod(o)) {
-		r = check_token("pod namespace", o->pod_namespace, 253, err);
+		/* Kubernetes names (at most 253 bytes), kept from ids' '/' and from ".." */
+		r = rn_name_check("pod namespace", o->pod_namespace, 253, err);
 		if (r == 0)
-			r = check_token("pod name", o->pod_name, 253, err);
+			r = rn_name_check("pod", o->pod_name, 253, err);
 		if (r < 0)
 			return r;
 		r = rn_path(buf, len, "%s/%s/%s", o->pod_namespace, o->pod_name, o->ifname);

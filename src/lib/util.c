@@ -46,6 +46,29 @@ int rn_name_check(const char *what, const char *name, size_t max_len, struct rn_
 	return 0;
 }
 
+int rn_cni_name_check(const char *what, const char *name, size_t max_len, struct rn_error *err)
+{
+	size_t len;
+
+	if (!name || !*name)
+		return rn_error_set(err, EINVAL, "%s is empty", what);
+	len = strlen(name);
+	if (len > max_len)
+		return rn_error_set(err, EINVAL,
+				    "%s '%.64s...' is too long (%zu bytes, at most %zu)", what,
+				    name, len, max_len);
+	if (!isalnum((unsigned char)name[0]))
+		return rn_error_set(err, EINVAL, "%s '%s' must start with a letter or a digit",
+				    what, name);
+	for (const char *p = name; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' && *p != '-')
+			return rn_error_set(err, EINVAL,
+					    "%s '%s' may only contain letters, digits, '_', '.' "
+					    "and '-'",
+					    what, name);
+	return 0;
+}
+
 int rn_parse_pid(const char *text, pid_t *ret)
 {
 	char *end;
