@@ -54,6 +54,7 @@ void rn_ipam_pool_name(const struct rn_ipam_config *c, const struct rn_ipam_rang
 		snprintf(buf, len, "r-%s_%u", rn_ip_format(r->family, r->net, net, sizeof(net)),
 			 r->prefix);
 }
+
 static const char *u128_text(rn_u128 v, char *buf, size_t len)
 {
 	char tmp[48];
@@ -68,6 +69,7 @@ static const char *u128_text(rn_u128 v, char *buf, size_t len)
 	buf[n < len ? n : len - 1] = '\0';
 	return buf;
 }
+
 static bool has_pod(const struct rn_ipam_owner *o)
 {
 	return o->pod_namespace && *o->pod_namespace && o->pod_name && *o->pod_name;
