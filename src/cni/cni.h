@@ -73,10 +73,10 @@ struct cni_ctx {
 	struct cni_conf conf;
 	char state_dir[PATH_MAX];
 	char devinfo_dir[PATH_MAX];
-	/* the failure to report */
-	int code;
-	char msg[RN_ERROR_MSG_MAX];
-	char details[RN_ERROR_MSG_MAX];
+	struct rn_cni_failure fail; /* the failure to report: the first one recorded */
 };
+
+/* Records ctx's failure unless one is recorded already (the first is the cause); returns -1. */
+#define cni_fail(ctx, code, ...) rn_cni_fail(&(ctx)->fail, (code), __VA_ARGS__)
 
 #endif

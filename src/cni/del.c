@@ -179,7 +179,7 @@ int cni_del_refused(struct cni_ctx *ctx)
 	if (ours)
 		return -1;
 	fprintf(stderr, "rdma-netns: DEL: nothing to undo (no ADD takes this input: %s)\n",
-		ctx->msg);
+		ctx->fail.msg);
 	return 0;
 }
 

@@ -7,19 +7,6 @@
 
 #include "result.h"
 
-int cni_fail(struct cni_ctx *ctx, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ctx->code)
-		return -1; /* the first failure is the one to report */
-	ctx->code = code;
-	va_start(ap, fmt);
-	vsnprintf(ctx->msg, sizeof(ctx->msg), fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 static int code_for_errno(int e)
 {
 	switch (e) {

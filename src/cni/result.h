@@ -10,9 +10,6 @@
 #include "rdmans/attach.h"
 #include "rdmans/error.h"
 
-/* Records the failure unless one is recorded already (the first is the cause); returns -1. */
-int cni_fail(struct cni_ctx *ctx, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 /* A library error, with a CNI code chosen from its errno unless `code` is not 0. */
 int cni_fail_lib(struct cni_ctx *ctx, int code, const struct rn_error *err);
 
