@@ -17,6 +17,12 @@
  */
 int rn_name_check(const char *what, const char *name, size_t max_len, struct rn_error *err);
 
+/*
+ * The CNI spec's rule for network names and container IDs: letters, digits,
+ * '_', '.' and '-', starting with a letter or a digit; at most max_len bytes.
+ */
+int rn_cni_name_check(const char *what, const char *name, size_t max_len, struct rn_error *err);
+
 /* Strict decimal parse of a whole string; -EINVAL otherwise. */
 int rn_parse_pid(const char *text, pid_t *ret);
 
