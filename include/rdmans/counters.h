@@ -48,13 +48,13 @@ const struct rn_counter *rn_counters_find(const struct rn_counters *c, const cha
 void rn_counters_sort(struct rn_counters *c);
 
 /*
- * Reads every counter file of directory ROOT/<relpath> (one decimal value per
- * file, as hw_counters/ and counters/ hold) into *c, without replacing names
- * already there. A missing directory is an empty one; unreadable or
- * non-numeric files are skipped (the PMA counters of a port without a MAD
- * interface fail to read). `lifespan`, hw_counters' refresh setting, is no counter.
+ * Reads counter set `set` ("hw_counters", "counters") of port `port` of
+ * `dev` (port 0: the device's own) into *c, without replacing names already
+ * there (rn_sysfs_counters_read(): a missing set is an empty one, unreadable
+ * files are skipped).
  */
-int rn_counters_read_dir(const char *relpath, struct rn_counters *c, struct rn_error *err);
+int rn_counters_read_sysfs(const char *dev, uint32_t port, const char *set, struct rn_counters *c,
+			   struct rn_error *err);
 
 struct rn_port_metrics {
 	uint32_t port;
@@ -65,7 +65,7 @@ struct rn_port_metrics {
 	char rate[64]; /* sysfs text: "100 Gb/sec (4X EDR)" */
 	uint64_t rate_bps; /* bits per second, 0 unknown */
 	int netdev_mtu; /* -1 unknown */
-	int netdev_up; /* operstate up (rn_sysfs_netdev.oper_up): 1, else 0; -1 unknown */
+	int netdev_oper_up; /* operstate "up" (rn_sysfs_netdev.oper_up): 1, 0; -1 unknown */
 	struct rn_counters hw; /* netlink statistics and sysfs hw_counters */
 	struct rn_counters pma; /* sysfs counters/ */
 };

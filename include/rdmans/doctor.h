@@ -67,11 +67,11 @@ struct rn_doctor_port {
 	char link_layer[16]; /* "Ethernet", "InfiniBand" */
 	uint8_t state; /* IB_PORT_*, 0 unknown */
 	uint8_t phys_state;
-	char netdev[IF_NAMESIZE]; /* bound netdev (netlink, else the GID table), "" none */
+	char netdev[IF_NAMESIZE]; /* bound netdev (rn_sysfs_port_read()'s rule), "" none */
 	bool netdev_here; /* it is in the target netns */
 	int netdev_ifindex;
-	bool netdev_up; /* IFF_UP */
-	bool netdev_running; /* operstate up (carrier) */
+	bool netdev_admin_up; /* IFF_UP: 'ip link set up' */
+	bool netdev_oper_up; /* operstate "up": carrier and lower layers too */
 	int netdev_mtu; /* -1 unknown */
 	unsigned active_mtu, max_mtu; /* IB MTU in bytes, 0 unknown */
 	char mtu_note[256]; /* why active_mtu is unknown */
@@ -175,9 +175,11 @@ static inline void rn_doctor_facts_freep(struct rn_doctor_facts *f)
 
 /*
  * The target netns part from sysfs (rn_sysfs_root(), as the caller's mount
- * namespace shows it): devices, ports, states, bound netdevs (GID table or
- * rxe's parent), their class/net attributes, GID tables, uverbs nodes, and
- * the resolver's node. Addresses are not in sysfs: rn_doctor_facts_add_addr().
+ * namespace shows it): devices, ports, states, bound netdevs (the one rule of
+ * rn_sysfs_port_read()), their class/net attributes, GID tables, uverbs
+ * nodes, and the resolver's node, every port and GID table read once
+ * (rn_sysfs_rdma_facts_read()). Addresses are not in sysfs:
+ * rn_doctor_facts_add_addr().
  */
 int rn_doctor_facts_from_sysfs(struct rn_doctor_facts *f, struct rn_error *err);
 /*

@@ -3,7 +3,7 @@
  * IP address management for RDMA networks (the rdma-netns-ipam CNI plugin and
  * `rdmans ipam`). whereabouts' configuration, one record per address.
  *
- * Three layers, a header each (this one: the stores, ipam.c):
+ * Three layers, a header each (this one: the stores and the CNI verbs, ipam.c):
  *  - addresses and ranges: parsing, 128-bit arithmetic, excludes, the search
  *    from a hint (pure, ipam_range.c);
  *  - records: the text each address and attachment is stored as
@@ -11,6 +11,9 @@
  *  - stores: "local" (one file per address under a data directory) and
  *    "etcd" (one key per address, created with a txn that compares
  *    create_revision to 0), behind rn_ipam_add/del/check/status/gc (ipam.c).
+ *
+ * Over the same stores: the operators' commands (rdmans/ipam_admin.h) and
+ * the reconciler (rdmans/ipam_reconcile.h).
  *
  * An attachment is (pod namespace/name from CNI_ARGS, else container ID) +
  * ifname: a repeated ADD returns what it already holds; DEL releases only
@@ -98,17 +101,7 @@ int rn_ipam_gc(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 	       const struct rn_ipam_valid *valid, size_t n_valid, size_t *ret_released,
 	       struct rn_error *err);
 
-/* ---- operators ---------------------------------------------------------- */
-
-struct rn_ipam_filter {
-	const char *scope; /* NULL: every scope */
-	const char *node; /* NULL: any */
-	const char *network; /* CNI network name */
-	const char *container_id; /* prefix match */
-	const char *pod; /* "ns/name" */
-	const char *ifname;
-	const char *ip; /* exact */
-};
+/* ---- damaged entries ------------------------------------------------------ */
 
 /*
  * A stored entry that is not a readable record: garbage, truncated, empty,
@@ -125,84 +118,5 @@ struct rn_ipam_damaged {
 	char why[320];
 	uint64_t version;
 };
-
-/*
- * Every address record matching f (NULL: all), sorted by scope, pool,
- * address; and, when ret_damaged is not NULL, every damaged entry (address
- * records and attachments) in f's scope, of f's address if given. Owner
- * filters (node, network, container, pod, ifname) cannot match a damaged
- * entry: with one of them, none is returned.
- */
-int rn_ipam_list(struct rn_ipam_store *s, const struct rn_ipam_filter *f,
-		 struct rn_ipam_record **ret, size_t *ret_n, struct rn_ipam_damaged **ret_damaged,
-		 size_t *ret_n_damaged, struct rn_error *err);
-/* The attachment holding rec (-ENOENT when none does). */
-int rn_ipam_attachment_get(struct rn_ipam_store *s, const char *scope, const char *id,
-			   struct rn_ipam_attachment *ret, struct rn_error *err);
-/* Releases one address (and drops it from its attachment). */
-int rn_ipam_release(struct rn_ipam_store *s, const struct rn_ipam_record *rec,
-		    struct rn_error *err);
-/*
- * Removes a damaged address record, judged again at removal and removed
- * only if it is still the same damaged entry (compare-and-delete): -EBUSY
- * when it is a readable record now, -ENOENT when it is gone.
- */
-int rn_ipam_release_damaged(struct rn_ipam_store *s, const struct rn_ipam_damaged *d,
-			    struct rn_error *err);
-
-struct rn_ipam_repair_stats {
-	size_t temp_files; /* crash leftovers removed (local store) */
-	size_t orphans; /* address records no attachment holds */
-	size_t empty; /* attachments holding nothing */
-	size_t rebuilt; /* damaged attachments rewritten from their address records */
-	size_t damaged; /* damaged address records left (rdmans ipam release --damaged) */
-};
-/* Removes what crashes and hand edits leave behind; dry_run counts only. */
-int rn_ipam_repair(struct rn_ipam_store *s, bool dry_run, struct rn_ipam_repair_stats *ret,
-		   struct rn_error *err);
-
-/* ---- the reconciler ------------------------------------------------------- */
-
-/* The default grace: longer than any CNI ADD runs (kubelet gives up after 4 minutes). */
-#define RN_IPAM_RECONCILE_GRACE_S 300
-
-struct rn_ipam_reconcile_opts {
-	const char *node; /* this node: no other node's record is touched */
-	long grace_s; /* a record younger than this (its own time=) is left alone; a time
-			 * unreadable or further ahead of now than this never is */
-	bool dry_run;
-	long long now; /* seconds since the epoch; 0: the clock */
-};
-
-enum rn_ipam_verdict {
-	RN_IPAM_RELEASED, /* netns gone, container not running, older than the grace */
-	RN_IPAM_KEPT_YOUNG, /* netns gone, but within the grace period */
-	RN_IPAM_KEPT_UNKNOWN, /* cannot be told from here (why says): never guessed */
-	RN_IPAM_KEPT_RUNNING, /* netns path gone but its container still runs */
-	RN_IPAM_CHANGED, /* changed since it was judged (a new ADD): left alone */
-	RN_IPAM_DAMAGED, /* a damaged entry: reported, not guessed */
-};
-
-/* Called for each record acted on or reported (not for live ones); rec or d. */
-typedef void (*rn_ipam_reconcile_fn)(void *ctx, enum rn_ipam_verdict v,
-				     const struct rn_ipam_record *rec,
-				     const struct rn_ipam_damaged *d, const char *why);
-
-struct rn_ipam_reconcile_stats {
-	size_t records, mine, alive, released, young, unknown, running, changed, damaged;
-};
-
-/*
- * Releases this node's address records whose attachment's network
- * namespace no longer exists (rn_netns_path_state()) and whose container
- * runs no process (where this process sees the host's PIDs), once they are
- * older than the grace period. Each release is a compare-and-delete of the
- * record exactly as judged (etcd: its mod_revision; local: its inode and
- * text, under the attachment's lock): an ADD that took the address
- * meanwhile keeps it.
- */
-int rn_ipam_reconcile(struct rn_ipam_store *s, const struct rn_ipam_reconcile_opts *o,
-		      rn_ipam_reconcile_fn fn, void *ctx, struct rn_ipam_reconcile_stats *ret,
-		      struct rn_error *err);
 
 #endif

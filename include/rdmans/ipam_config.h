@@ -80,6 +80,13 @@ struct rn_ipam_config {
  */
 int rn_ipam_config_parse(const char *json, const char *root, unsigned flags,
 			 struct rn_ipam_config *ret, struct rn_error *err);
+/*
+ * The same from the configuration already decoded (jansson's json_t), as
+ * the CNI skeleton hands it over: decoded once. -EBADMSG when not an object.
+ */
+struct json_t;
+int rn_ipam_config_from_json(struct json_t *doc, const char *root, unsigned flags,
+			     struct rn_ipam_config *ret, struct rn_error *err);
 void rn_ipam_config_free(struct rn_ipam_config *c);
 
 #endif

@@ -61,4 +61,9 @@ int rn_ipam_attachment_format(const struct rn_ipam_attachment *att, char **ret);
 int rn_ipam_attachment_parse(const char *text, struct rn_ipam_attachment *ret,
 			     struct rn_error *err);
 
+/* time=: t (seconds since the epoch) as "2026-11-23T08:56:46Z", UTC. */
+void rn_ipam_record_time(long long t, char *buf, size_t len);
+/* time= text -> seconds since the epoch (negative before 1970); false when unreadable. */
+bool rn_ipam_record_time_parse(const char *text, long long *ret);
+
 #endif

@@ -283,24 +283,20 @@ static inline void rn_nccl_result_freep(struct rn_nccl_result *res)
 }
 #define _cleanup_nccl_result_ _cleanup_(rn_nccl_result_freep)
 
-/*
- * The settings for node (may be NULL with node_static). Fails with -ENODEV,
- * saying what was found and why it cannot be used, when the node has no
- * RDMA port NCCL could use (and node_static is not set).
- */
-int rn_nccl_resolve(const struct rn_nccl_node *node, const struct rn_nccl_request *req,
-		    struct rn_nccl_result *out, struct rn_error *err);
-
 /* The setting called name, or NULL. */
-/*
- * NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_SOCKET_IFNAME: true only of the pod
- * that holds the devices (rdmans-hook resolves them per pod); a node-wide
- * value would be wrong for every other pod.
- */
-bool rn_nccl_pod_dependent(const char *name);
-
 const struct rn_nccl_setting *rn_nccl_result_get(const struct rn_nccl_result *res,
 						 const char *name);
+/* Sets name=value from `origin`; a value it replaces is remembered for --explain. -ENOMEM. */
+int rn_nccl_result_put(struct rn_nccl_result *res, const char *name, const char *value,
+		       enum rn_nccl_source source, const char *origin, const char *detail);
+/* Removes name; what it was goes to res->unset (with `origin` as the remover). -ENOMEM. */
+int rn_nccl_result_drop(struct rn_nccl_result *res, const char *name, const char *origin,
+			const char *detail);
+/* Adds a warning. -ENOMEM. */
+int rn_nccl_result_warn(struct rn_nccl_result *res, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Puts the settings in their fixed order (IB_DISABLE, IB_HCA, GID, ADDR_*, SOCKET, rest). */
+void rn_nccl_result_sort(struct rn_nccl_result *res);
 
 /*
  * "a.b.c.d/nn" or "x::y/nn" (no prefix: a host address) -> family, the
@@ -308,10 +304,11 @@ const struct rn_nccl_setting *rn_nccl_result_get(const struct rn_nccl_result *re
  */
 int rn_nccl_cidr_parse(const char *cidr, int *family, uint8_t raw[16], int *plen);
 
-/* The node (nccl_node.h), the render (nccl_conf.h), the image's NCCL (nccl_version.h): the rest of
- * the NCCL API. */
+/* The node (nccl_node.h), the resolver (nccl_resolve.h), the render (nccl_conf.h), the image's
+ * NCCL (nccl_version.h): the rest of the NCCL API. */
 #include "rdmans/nccl_conf.h"
 #include "rdmans/nccl_node.h"
+#include "rdmans/nccl_resolve.h"
 #include "rdmans/nccl_version.h"
 
 #endif

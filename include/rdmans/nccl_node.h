@@ -6,6 +6,7 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/error.h"
 #include "rdmans/nccl.h"
+#include "rdmans/sysfs.h"
 
 void rn_nccl_node_free(struct rn_nccl_node *node);
 static inline void rn_nccl_node_freep(struct rn_nccl_node *node)
@@ -20,6 +21,9 @@ static inline void rn_nccl_node_freep(struct rn_nccl_node *node)
  * tests use rn_nccl_node_add_addr().
  */
 int rn_nccl_node_from_sysfs(struct rn_nccl_node *out, struct rn_error *err);
+/* The same from facts read before (doctor's), plus class/net; the GID table is copied. */
+int rn_nccl_node_from_facts(const struct rn_sysfs_rdma_facts *sf, struct rn_nccl_node *out,
+			    struct rn_error *err);
 /*
  * Records address `cidr` ("a.b.c.d/nn", "x::y/nn"; no prefix: a host
  * address) on every port bound to netdev. IPv6 link-local addresses

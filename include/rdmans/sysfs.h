@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * sysfs discovery: RDMA device <-> netdev <-> PCI function or auxiliary
- * device, and the GID tables (the entries' helpers: gid.c). Every path is taken under rn_sysfs_root(),
- * "/sys" unless overridden, so unit tests run on fake trees.
+ * sysfs discovery, the only reader of sysfs (like systemd's sd-device): RDMA
+ * device <-> netdev <-> PCI function or auxiliary device here (sysfs.c);
+ * GID tables (sysfs_gid.h), ports and counters (sysfs_port.h), character
+ * devices and modules (sysfs_kernel.h), PCI topology (sysfs_pci.h). Every path is taken under
+ * rn_sysfs_root(), "/sys" unless overridden, so unit tests run on fake trees.
  *
  * Note: once an RDMA device has moved into another netns it vanishes from
  * the host's sysfs; sysfs only tells about devices in the caller's netns.
@@ -31,29 +33,6 @@
 const char *rn_sysfs_root(void);
 void rn_sysfs_set_root(const char *root);
 void rn_sysfs_set_thread_root(const char *root);
-
-struct rn_gid_entry {
-	char dev[RN_RDMA_NAME_MAX];
-	uint32_t port;
-	uint32_t index;
-	uint8_t raw[16];
-	char gid[40]; /* as sysfs prints it: "fe80:0000:...:a458" */
-	enum rn_gid_type type;
-	char netdev[IF_NAMESIZE]; /* "" when the entry has none */
-	char ipv4[16]; /* "a.b.c.d" for an IPv4-mapped GID, else "" */
-};
-
-struct rn_gid_table {
-	size_t n;
-	struct rn_gid_entry *entries;
-};
-
-/*
- * Reads the non-empty GID entries of every port of `dev` (or of every device
- * when dev is NULL), sorted by device, port, index. Free with rn_gid_table_free().
- */
-int rn_sysfs_gids(const char *dev, struct rn_gid_table *out, struct rn_error *err);
-void rn_gid_table_free(struct rn_gid_table *t);
 
 struct rn_sysfs_rdma_dev {
 	char name[RN_RDMA_NAME_MAX];
@@ -102,89 +81,10 @@ int rn_sysfs_netdevs_by_bus_id(const char *bus_id, char (*names)[IF_NAMESIZE], s
 /* The PCI BDF behind netdev `ifname`; -ENOENT when it has none (veth, bridge). */
 int rn_sysfs_netdev_pci(const char *ifname, char *bdf, size_t len, struct rn_error *err);
 
-/* ---- per-port facts: the one reader of ports/P and of the bound netdev's class/net ---- */
-
-/*
- * A netdev as ROOT/class/net/IF shows it. "Up" has two meanings and both are
- * here: admin_up is IFF_UP of `flags` (`ip link set up`), oper_up is
- * `operstate` "up" (RFC 2863: carrier and lower layers too). A file that
- * cannot be read leaves its field unknown.
- */
-struct rn_sysfs_netdev {
-	char name[IF_NAMESIZE]; /* "" when none */
-	bool here; /* class/net/IF exists: it is in this sysfs's netns */
-	int ifindex; /* 0 unknown */
-	int mtu; /* -1 unknown */
-	int admin_up; /* IFF_UP in flags: 1, 0, -1 unknown */
-	int oper_up; /* operstate is "up": 1, 0, -1 unknown */
-	char operstate[16]; /* "up", "down", "lowerlayerdown", ...; "" unknown */
-};
-
-/* Where rn_sysfs_port.netdev comes from. */
-enum rn_port_netdev_source {
-	RN_PORT_NETDEV_NONE = 0,
-	RN_PORT_NETDEV_CALLER, /* the caller named it (RDMA netlink's binding) */
-	RN_PORT_NETDEV_GID, /* the lowest GID slot that names one (gid_attrs/ndevs/N) */
-	RN_PORT_NETDEV_PARENT, /* rdma_rxe's DEV/parent */
-};
-
-/* One port of an RDMA device as ROOT/class/infiniband/DEV/ports/P shows it. */
-struct rn_sysfs_port {
-	char dev[RN_RDMA_NAME_MAX];
-	uint32_t port;
-	uint8_t state; /* IB_PORT_* of "4: ACTIVE", 0 unknown */
-	char state_name[24]; /* "ACTIVE", "DOWN", ... ("" unreadable) */
-	uint8_t phys_state; /* of "5: LinkUp", 0 unknown */
-	char link_layer[16]; /* "Ethernet", "InfiniBand", "" unreadable */
-	char rate[64]; /* "100 Gb/sec (4X EDR)", "" unreadable */
-	unsigned gid_tbl_len; /* slots in the GID table (gids/N entries) */
-	enum rn_port_netdev_source netdev_source;
-	struct rn_sysfs_netdev netdev; /* the bound netdev; name "" when none */
-};
-
-/* Reads class/net/IF of `ifname` ("" or NULL: nothing bound; every field unknown). */
-void rn_sysfs_netdev_read(const char *ifname, struct rn_sysfs_netdev *out);
-/*
- * Reads port `port` of RDMA device `dev` and its bound netdev: `netdev` when
- * the caller knows the binding (RDMA netlink names it), else ("" or NULL)
- * the one sysfs binds (the lowest GID slot that names one, else rxe's
- * DEV/parent). Unreadable files leave their fields unknown: never fails.
- */
-void rn_sysfs_port_read(const char *dev, uint32_t port, const char *netdev,
-			struct rn_sysfs_port *out);
-/*
- * The port numbers of `dev` (ports/N), ascending. *ret is NULL when there
- * are none; free with free(). -ENOENT (no error set) when `dev` has no ports
- * directory (gone since it was listed), other failures -errno with a message.
- */
-int rn_sysfs_port_list(const char *dev, uint32_t **ret, size_t *ret_n, struct rn_error *err);
-
-/* ---- PCI topology (GPU-NIC affinity) ---- */
-
-struct rn_sysfs_pci_fn {
-	char bdf[RN_BUS_ID_MAX];
-	unsigned vendor; /* 0x10de NVIDIA, 0x15b3 Mellanox, ... */
-	unsigned pci_class; /* 0x030200 3D controller, 0x020000 Ethernet, 0x020700 InfiniBand */
-	int numa; /* numa_node, -1 when unknown */
-	char path[512]; /* under devices/: "pci0000:16/0000:16:02.0/0000:17:00.0/..." */
-};
-
-/* Every PCI function under bus/pci/devices (sorted). Free *ret with free(). */
-int rn_sysfs_pci_list(struct rn_sysfs_pci_fn **ret, size_t *ret_n, struct rn_error *err);
-int rn_sysfs_pci_get(const char *bdf, struct rn_sysfs_pci_fn *out, struct rn_error *err);
-
-/*
- * How far apart two PCI functions are, by their paths: the components they
- * share are the host bridge, then the root port, then switch ports.
- */
-enum rn_pci_distance {
-	RN_PCI_SAME_SWITCH = 1, /* a PCIe switch below a common root port (PIX/PXB) */
-	RN_PCI_SAME_ROOT_PORT, /* only the root port in common */
-	RN_PCI_SAME_NODE, /* same host bridge or NUMA node: through the CPU (PHB/NODE) */
-	RN_PCI_CROSS_CPU, /* other NUMA node: across the CPU interconnect (SYS) */
-};
-enum rn_pci_distance rn_sysfs_pci_distance(const struct rn_sysfs_pci_fn *a,
-					   const struct rn_sysfs_pci_fn *b);
-const char *rn_pci_distance_name(enum rn_pci_distance d);
+/* The GID tables, character devices and modules, PCI topology, the ports: the rest of the reader. */
+#include "rdmans/sysfs_gid.h"
+#include "rdmans/sysfs_kernel.h"
+#include "rdmans/sysfs_pci.h"
+#include "rdmans/sysfs_port.h"
 
 #endif

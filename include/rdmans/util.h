@@ -17,6 +17,12 @@
  */
 int rn_name_check(const char *what, const char *name, size_t max_len, struct rn_error *err);
 
+/*
+ * The CNI spec's rule for network names and container IDs: letters, digits,
+ * '_', '.' and '-', starting with a letter or a digit; at most max_len bytes.
+ */
+int rn_cni_name_check(const char *what, const char *name, size_t max_len, struct rn_error *err);
+
 /* Strict decimal parse of a whole string; -EINVAL otherwise. */
 int rn_parse_pid(const char *text, pid_t *ret);
 
@@ -160,5 +166,18 @@ int rn_path(char *buf, size_t len, const char *fmt, ...) __attribute__((format(p
  * tree, for tests; ignored in setuid/setcap runs) prefixed to their absolute
  * paths, "" (the real /) when unset. */
 const char *rn_config_root(void);
+
+/*
+ * The name of enum value v in table, an array of names by designated
+ * initializer ([RN_X] = "x"), or fallback where it has none: one lookup
+ * for every enum's names (systemd's string tables), not a switch each.
+ */
+static inline const char *rn_name_of(const char *const *table, size_t n, size_t v,
+				     const char *fallback)
+{
+	return v < n && table[v] ? table[v] : fallback;
+}
+#define RN_NAME_OF(table, v, fallback)                                                             \
+	rn_name_of(table, sizeof(table) / sizeof((table)[0]), (size_t)(v), fallback)
 
 #endif

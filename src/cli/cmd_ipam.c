@@ -28,6 +28,8 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/util.h"
 #include "rdmans/ipam.h"
+#include "rdmans/ipam_admin.h"
+#include "rdmans/ipam_reconcile.h"
 
 struct ipam_opts {
 	const char *config;
@@ -128,7 +130,6 @@ static int parse_opts(struct rn_cli *cli, struct ipam_opts *o, unsigned allow, c
 static int load_config(const struct ipam_opts *o, struct rn_ipam_config *c, struct rn_error *err)
 {
 	_cleanup_json_ json_t *doc = NULL;
-	_cleanup_free_ char *text = NULL;
 	int r;
 
 	if (o->config) {
@@ -170,25 +171,32 @@ static int load_config(const struct ipam_opts *o, struct rn_ipam_config *c, stru
 			json_object_set_new(doc, "etcd", etcd);
 		}
 	}
-	text = json_dumps(doc, JSON_COMPACT);
-	if (!text)
-		return rn_error_set(err, ENOMEM, "out of memory");
-	r = rn_ipam_config_parse(text, rn_config_root(),
-				 RN_IPAM_CONFIG_STORE_ONLY | (o->config ? 0 : RN_IPAM_CONFIG_CLI),
-				 c, err);
-	explicit_bzero(text, strlen(text));
+	r = rn_ipam_config_from_json(
+		doc, rn_config_root(),
+		RN_IPAM_CONFIG_STORE_ONLY | (o->config ? 0 : RN_IPAM_CONFIG_CLI), c, err);
 	/* no runtime's deadline over rdmans (a reconcile pass may take long): each request's only */
 	c->etcd.deadline_ms = 0;
 	return r;
 }
 
-static int open_from(const struct ipam_opts *o, struct rn_ipam_config *c, struct rn_ipam_store **s,
-		     struct rn_error *err)
+/* The store a command works on, with the configuration that named it; closed as one. */
+struct opened {
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+};
+
+static void opened_close(struct opened *x)
 {
-	int r = load_config(o, c, err);
+	rn_ipam_store_close(x->s);
+	rn_ipam_config_free(&x->c);
+}
+
+static int open_from(const struct ipam_opts *o, struct opened *ret, struct rn_error *err)
+{
+	int r = load_config(o, &ret->c, err);
 
 	if (r == 0)
-		r = rn_ipam_store_open(c, s, err);
+		r = rn_ipam_store_open(&ret->c, &ret->s, err);
 	return r;
 }
 
@@ -271,7 +279,7 @@ static int find_address(struct rn_ipam_store *s, struct ipam_opts *o, struct rn_
 
 /* What ls, show and release read, with the store they read it from. */
 struct found {
-	struct rn_ipam_store *s;
+	struct opened store;
 	struct rn_ipam_record *recs;
 	struct rn_ipam_damaged *bad;
 	size_t n, n_bad;
@@ -281,8 +289,7 @@ static void found_free(struct found *f)
 {
 	free(f->recs);
 	free(f->bad);
-	if (f->s)
-		rn_ipam_store_close(f->s);
+	opened_close(&f->store);
 }
 
 /*
@@ -292,11 +299,10 @@ static void found_free(struct found *f)
  */
 static int find(struct ipam_opts *o, bool want_bad, struct found *f, struct rn_error *err)
 {
-	struct rn_ipam_config c = { 0 };
-	int r = open_from(o, &c, &f->s, err);
+	int r = open_from(o, &f->store, err);
 
 	if (r == 0 && o->address && !o->damaged) {
-		r = find_address(f->s, o, &f->recs, &f->n, want_bad ? &f->bad : NULL,
+		r = find_address(f->store.s, o, &f->recs, &f->n, want_bad ? &f->bad : NULL,
 				 want_bad ? &f->n_bad : NULL, err);
 	} else if (r == 0) {
 		struct rn_ip ip;
@@ -305,11 +311,10 @@ static int find(struct ipam_opts *o, bool want_bad, struct found *f, struct rn_e
 			r = rn_error_set(err, EINVAL, "'%s' is not an IP address", o->address);
 		o->filter.ip = o->address;
 		if (r == 0)
-			r = rn_ipam_list(f->s, &o->filter, &f->recs, &f->n,
+			r = rn_ipam_list(f->store.s, &o->filter, &f->recs, &f->n,
 					 want_bad ? &f->bad : NULL, want_bad ? &f->n_bad : NULL,
 					 err);
 	}
-	rn_ipam_config_free(&c);
 	return r;
 }
 
@@ -366,8 +371,8 @@ static int ipam_show(struct rn_cli *cli)
 			struct rn_error aerr = { 0 };
 			json_t *rec = record_json(&f.recs[i]), *held = json_array();
 
-			if (rn_ipam_attachment_get(f.s, f.recs[i].scope, f.recs[i].attachment, &att,
-						   &aerr) == 0)
+			if (rn_ipam_attachment_get(f.store.s, f.recs[i].scope, f.recs[i].attachment,
+						   &att, &aerr) == 0)
 				for (size_t h = 0; h < att.n; h++)
 					json_array_append_new(held, json_string(att.held[h].ip));
 			json_object_set_new(rec, "attachment_holds", held);
@@ -398,7 +403,8 @@ static int ipam_show(struct rn_cli *cli)
 		       i ? "\n" : "", rec->ip, rec->range, rec->scope, rec->pool, rec->network,
 		       rec->node, rec->pod[0] ? rec->pod : "-", rec->ifname, rec->container_id,
 		       rec->attachment, rec->time);
-		if (rn_ipam_attachment_get(f.s, rec->scope, rec->attachment, &att, &aerr) == 0) {
+		if (rn_ipam_attachment_get(f.store.s, rec->scope, rec->attachment, &att, &aerr) ==
+		    0) {
 			printf("holds:       ");
 			for (size_t h = 0; h < att.n; h++)
 				printf(" %s", att.held[h].ip);
@@ -481,7 +487,7 @@ static int release_damaged(struct rn_cli *cli, struct ipam_opts *o)
 			     o->address);
 		return rn_cli_fail(&err);
 	}
-	return release_each(cli, f.s, NULL, f.bad, k);
+	return release_each(cli, f.store.s, NULL, f.bad, k);
 }
 
 static int ipam_release(struct rn_cli *cli)
@@ -508,14 +514,13 @@ static int ipam_release(struct rn_cli *cli)
 		r = rn_error_set(&err, ENXIO, "no record matches (see 'rdmans ipam ls')");
 	if (r < 0)
 		return rn_cli_fail(&err);
-	return release_each(cli, f.s, f.recs, NULL, f.n);
+	return release_each(cli, f.store.s, f.recs, NULL, f.n);
 }
 
 static int ipam_gc(struct rn_cli *cli)
 {
-	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
+	_cleanup_(opened_close) struct opened store = { 0 };
 	struct ipam_opts o = { 0 };
-	struct rn_ipam_config c = { 0 };
 	struct rn_ipam_repair_stats st;
 	struct rn_error err = { 0 };
 	int r;
@@ -525,10 +530,9 @@ static int ipam_gc(struct rn_cli *cli)
 		       "--etcd URLS ...]");
 	if (r)
 		return r;
-	r = open_from(&o, &c, &s, &err);
+	r = open_from(&o, &store, &err);
 	if (r == 0)
-		r = rn_ipam_repair(s, o.dry_run, &st, &err);
-	rn_ipam_config_free(&c);
+		r = rn_ipam_repair(store.s, o.dry_run, &st, &err);
 	if (r < 0)
 		return rn_cli_fail(&err);
 	if (cli->json)
@@ -582,8 +586,6 @@ static void reconcile_event(void *ctx, enum rn_ipam_verdict v, const struct rn_i
 {
 	struct reconcile_out *out = ctx;
 	char when[32];
-	time_t now = time(NULL);
-	struct tm tm;
 
 	if (out->events) {
 		json_t *e = rec ? record_json(rec) : damaged_json(d);
@@ -593,8 +595,7 @@ static void reconcile_event(void *ctx, enum rn_ipam_verdict v, const struct rn_i
 		json_array_append_new(out->events, e);
 		return;
 	}
-	gmtime_r(&now, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	rn_ipam_record_time((long long)time(NULL), when, sizeof(when));
 	if (rec)
 		printf("%s %s %s (pod %s, ifname %s, container %.12s, node %s, scope %s): %s\n",
 		       when, verdict_name(v, out->dry_run), rec->ip, rec->pod[0] ? rec->pod : "-",
@@ -613,9 +614,8 @@ static const char *const reconcile_usage =
 
 static int ipam_reconcile(struct rn_cli *cli)
 {
-	_cleanup_ipam_store_ struct rn_ipam_store *s = NULL;
+	_cleanup_(opened_close) struct opened store = { 0 };
 	struct ipam_opts o = { 0 };
-	struct rn_ipam_config c = { 0 };
 	struct rn_ipam_reconcile_stats st;
 	struct rn_ipam_reconcile_opts ro = { 0 };
 	struct reconcile_out out = { cli, false, NULL };
@@ -641,11 +641,10 @@ static int ipam_reconcile(struct rn_cli *cli)
 	out.dry_run = o.dry_run;
 	if (cli->json)
 		out.events = json_array();
-	r = open_from(&o, &c, &s, &err);
-	ro.node = o.filter.node ? o.filter.node : c.node;
+	r = open_from(&o, &store, &err);
+	ro.node = o.filter.node ? o.filter.node : store.c.node;
 	if (r == 0)
-		r = rn_ipam_reconcile(s, &ro, reconcile_event, &out, &st, &err);
-	rn_ipam_config_free(&c);
+		r = rn_ipam_reconcile(store.s, &ro, reconcile_event, &out, &st, &err);
 	if (r < 0) {
 		json_decref(out.events);
 		return rn_cli_fail(&err);

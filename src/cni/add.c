@@ -8,7 +8,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "cni.h"
+#include "add.h"
+#include "del.h"
+#include "delegate.h"
+#include "devinfo.h"
+#include "fault.h"
+#include "result.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/link.h"
 #include "rdmans/netns.h"
@@ -319,27 +324,27 @@ static int state_write(struct add_job *job, const char *what)
 static void rollback(struct add_job *job)
 {
 	struct cni_ctx *ctx = job->ctx;
-	int code = ctx->code;
-	char first[sizeof(ctx->msg)];
+	int code = ctx->fail.code;
+	char first[sizeof(ctx->fail.msg)];
 
 	if (!job->state_written)
 		return;
-	snprintf(first, sizeof(first), "%s", ctx->msg);
-	ctx->code = 0;
-	ctx->msg[0] = '\0';
+	snprintf(first, sizeof(first), "%s", ctx->fail.msg);
+	ctx->fail.code = 0;
+	ctx->fail.msg[0] = '\0';
 	/* the device locks are held here already */
 	if (cni_teardown(ctx, job->name, &job->st, job->ipam_added, false, NULL, NULL) < 0) {
-		char second[sizeof(ctx->msg)];
+		char second[sizeof(ctx->fail.msg)];
 
-		snprintf(second, sizeof(second), "%s", ctx->msg);
-		snprintf(ctx->msg, sizeof(ctx->msg),
+		snprintf(second, sizeof(second), "%s", ctx->fail.msg);
+		snprintf(ctx->fail.msg, sizeof(ctx->fail.msg),
 			 "%.480s; undoing the ADD failed too (%.460s): run DEL for this container",
 			 first, second);
 	} else {
-		snprintf(ctx->msg, sizeof(ctx->msg), "%.900s (everything ADD changed was undone)",
-			 first);
+		snprintf(ctx->fail.msg, sizeof(ctx->fail.msg),
+			 "%.900s (everything ADD changed was undone)", first);
 	}
-	ctx->code = code;
+	ctx->fail.code = code;
 }
 
 static const char *pod_iface_in(json_t *prev, const char *ifname, int *ret_index)
@@ -545,7 +550,7 @@ int cni_cmd_add(struct cni_ctx *ctx)
 					 ? cni_result_chained(ctx)
 					 : cni_result_main(ctx, &job.plan, &job.ipam));
 	}
-	if (r < 0 && !ctx->code)
+	if (r < 0 && !ctx->fail.code)
 		cni_fail(ctx, CNI_ERR_IO, "cannot write the result to stdout");
 	rn_attach_unlock(job.locks, job.n_locks);
 	rn_cni_attachment_unlock(ctx->state_dir, job.name, att_lock);

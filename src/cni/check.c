@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cni.h"
+#include "check.h"
+#include "delegate.h"
+#include "result.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/netns.h"
 #include "rdmans/rdma_nl.h"

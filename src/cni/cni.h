@@ -4,6 +4,10 @@
  * (rdmans/attach.h, rdmans/cni_state.h); this reads the CNI environment and
  * configuration, delegates IPAM, and writes results and errors in the
  * caller's CNI version.
+ *
+ * This header: the codes and the context every part of it works on. Each
+ * X.c declares what it defines in X.h (conf, result, delegate, devinfo,
+ * add, del, check, plugin, fault); main.c is the executable's one call.
  */
 #ifndef RDMANS_CNI_H
 #define RDMANS_CNI_H
@@ -69,108 +73,10 @@ struct cni_ctx {
 	struct cni_conf conf;
 	char state_dir[PATH_MAX];
 	char devinfo_dir[PATH_MAX];
-	/* the failure to report */
-	int code;
-	char msg[RN_ERROR_MSG_MAX];
-	char details[RN_ERROR_MSG_MAX];
+	struct rn_cni_failure fail; /* the failure to report: the first one recorded */
 };
 
-/* Records the failure (first one wins unless `force`); returns -1. */
-int cni_fail(struct cni_ctx *ctx, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* A library error, with a CNI code chosen from its errno unless `code` is not 0. */
-int cni_fail_lib(struct cni_ctx *ctx, int code, const struct rn_error *err);
-
-/*
- * conf.c: the network configuration, decoded by rn_cni_conf_decode (doc,
- * its version): ours read and checked. -1 with ctx's failure set.
- */
-int cni_conf_parse_doc(struct cni_ctx *ctx, json_t *doc, const char *raw, size_t len,
-		       const char *version, int ver);
-/* The same from the text (rn_cni_conf_decode first), for the tools and fuzzers. */
-int cni_conf_parse(struct cni_ctx *ctx, const char *raw, size_t len);
-void cni_conf_free(struct cni_conf *conf);
-
-/* result.c */
-struct cni_ipam_result {
-	size_t n_ips;
-	struct rn_attach_ip ips[16];
-	size_t n_routes;
-	struct rn_attach_route routes[32];
-	json_t *dns; /* object or NULL (owned) */
-};
-void cni_ipam_result_free(struct cni_ipam_result *res);
-int cni_ipam_result_parse(struct cni_ctx *ctx, json_t *doc, struct cni_ipam_result *out);
-/* The result of a main-mode ADD in the caller's version. */
-json_t *cni_result_main(const struct cni_ctx *ctx, const struct rn_attach_plan *plan,
-			const struct cni_ipam_result *ipam);
-/* prevResult passed on (chained mode), with the caller's cniVersion. */
-json_t *cni_result_chained(const struct cni_ctx *ctx);
-/* The caller's cniVersion, the latest when the configuration did not say. */
-const char *cni_out_version(const struct cni_ctx *ctx);
-/* Writes ctx's failure as a CNI error document to stdout. */
-void cni_print_error(const struct cni_ctx *ctx);
-
-/* delegate.c: IPAM delegation by the spec (exec ipam.type from CNI_PATH). */
-struct cni_delegate_env {
-	const char *command; /* CNI_COMMAND for the delegate */
-	const char *container_id; /* NULL: as ours */
-	const char *ifname;
-	const char *netns;
-	const char *args; /* CNI_ARGS */
-};
-/*
- * Runs the IPAM plugin with stdin `input` (the config as received unless
- * given). ret_doc (optional) gets its parsed stdout. Its error is copied
- * into ctx (its code, "IPAM plugin TYPE: its message").
- */
-int cni_delegate(struct cni_ctx *ctx, const struct cni_delegate_env *env, const char *input,
-		 json_t **ret_doc);
-/* -1 (failure set) when CNI_PATH has no IPAM plugin of that type. */
-int cni_delegate_check(struct cni_ctx *ctx);
-/* Whether the IPAM plugin lists `version` among its supported versions. */
-bool cni_delegate_supports(struct cni_ctx *ctx, const char *version);
-
-/* devinfo.c: the Network Plumbing WG device-info file for Multus. */
-int cni_devinfo_path(struct cni_ctx *ctx, char *buf, size_t len);
-int cni_devinfo_write(struct cni_ctx *ctx, const char *path, const struct rn_attach_plan *plan);
-int cni_devinfo_remove(struct cni_ctx *ctx, const char *path);
-
-/* The commands. Each returns 0 or -1 with ctx's failure set. */
-int cni_cmd_add(struct cni_ctx *ctx);
-int cni_cmd_del(struct cni_ctx *ctx);
-int cni_cmd_check(struct cni_ctx *ctx);
-int cni_cmd_status(struct cni_ctx *ctx);
-int cni_cmd_gc(struct cni_ctx *ctx);
-
-/*
- * del.c: DEL of one attachment from its state (also GC and ADD's rollback):
- * devices home, IPAM DEL (call_ipam), device-info file and state removed.
- * take_locks: take the device locks (ADD's rollback holds them already).
- * container_id/ifname: the IPAM DEL's, NULL for the caller's.
- */
-int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_state *st,
-		 bool call_ipam, bool take_locks, const char *container_id, const char *ifname);
-
-/*
- * DEL with input that ADD refuses (a bad CNI_IFNAME, CNI_CONTAINERID,
- * CNI_NETNS, CNI_ARGS, network name or config), the failure recorded in
- * ctx: 0 (DEL succeeds, a note on stderr) when no state file is this DEL's
- * (none names its container and interface), as the runtime's DEL after a
- * refused ADD must; -1 keeps the refusal.
- */
-int cni_del_refused(struct cni_ctx *ctx);
-
-/* plugin.c: the plugin's main, on the CNI skeleton (rn_cni_main). */
-int cni_main(void);
-
-/* fault.c: fault injection (test builds, meson -Dfault_injection=true). */
-void cni_fault_init(void);
-/* How many steps `command` made, on stderr (RDMA_NETNS_FAULT_STEP set). */
-void cni_fault_report(const char *command);
-void cni_fault_point(const char *what);
-/* Whether RDMA_NETNS_FAULT_SKIP names check `what` (test builds; always false otherwise). */
-bool cni_fault_skip(const char *what);
-int cni_step(void *arg, const char *what, struct rn_error *err);
+/* Records ctx's failure unless one is recorded already (the first is the cause); returns -1. */
+#define cni_fail(ctx, code, ...) rn_cni_fail(&(ctx)->fail, (code), __VA_ARGS__)
 
 #endif

@@ -6,7 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cni.h"
+#include "conf.h"
+#include "result.h"
 #include "rdmans/util.h"
 
 void cni_conf_free(struct cni_conf *conf)

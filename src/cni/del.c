@@ -10,7 +10,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "cni.h"
+#include "del.h"
+#include "delegate.h"
+#include "devinfo.h"
+#include "fault.h"
+#include "result.h"
 #include "rdmans/cleanup.h"
 
 #define LOCK_TIMEOUT_MS 60000
@@ -175,7 +179,7 @@ int cni_del_refused(struct cni_ctx *ctx)
 	if (ours)
 		return -1;
 	fprintf(stderr, "rdma-netns: DEL: nothing to undo (no ADD takes this input: %s)\n",
-		ctx->msg);
+		ctx->fail.msg);
 	return 0;
 }
 

@@ -14,7 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cni.h"
+#include "delegate.h"
+#include "result.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/util.h"
 
@@ -166,7 +167,7 @@ int cni_delegate(struct cni_ctx *ctx, const struct cni_delegate_env *env, const 
 			r = cni_fail(ctx, (int)json_integer_value(code), "IPAM plugin %s: %s", type,
 				     json_string_value(msg));
 			if (json_is_string(details))
-				snprintf(ctx->details, sizeof(ctx->details), "%s",
+				snprintf(ctx->fail.details, sizeof(ctx->fail.details), "%s",
 					 json_string_value(details));
 			return r;
 		}
@@ -203,7 +204,7 @@ bool cni_delegate_supports(struct cni_ctx *ctx, const char *version)
 	json_t *list, *v;
 	size_t i;
 
-	probe.code = 0;
+	probe.fail.code = 0;
 	snprintf(input, sizeof(input), "{\"cniVersion\":\"%s\"}", version);
 	if (cni_delegate(&probe, &env, input, &doc) < 0)
 		return false;

@@ -16,7 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cni.h"
+#include "devinfo.h"
+#include "result.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/util.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cni.h"
+#include "fault.h"
 
 #ifdef RDMA_NETNS_FAULT_INJECTION
 static long fault_at = -1;

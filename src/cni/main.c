@@ -8,7 +8,7 @@
  * The runtime calls it with CNI_* in the environment and the network
  * configuration on stdin; it answers on stdout.
  */
-#include "cni.h"
+#include "plugin.h"
 
 int main(void)
 {

@@ -8,7 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cni.h"
+#include "add.h"
+#include "check.h"
+#include "conf.h"
+#include "del.h"
+#include "fault.h"
+#include "plugin.h"
+#include "result.h"
 #include "rdmans/util.h"
 
 /* ---- the verbs, on the skeleton's call (rdmans/cni_protocol.h) ---- */
@@ -36,11 +42,9 @@ static void ctx_from_call(const struct rn_cni_call *call)
 static int to_call(struct rn_cni_call *call, int r)
 {
 	if (r < 0) {
-		if (!ctx.code)
+		if (!ctx.fail.code)
 			cni_fail(&ctx, RN_CNI_KERNEL, "%s failed", ctx.command);
-		call->fail.code = ctx.code;
-		snprintf(call->fail.msg, sizeof(call->fail.msg), "%s", ctx.msg);
-		snprintf(call->fail.details, sizeof(call->fail.details), "%s", ctx.details);
+		call->fail = ctx.fail;
 	}
 	return r < 0 ? -1 : 0;
 }
@@ -82,10 +86,8 @@ static int del_refused(struct rn_cni_call *call, void *data)
 {
 	(void)data;
 	ctx_from_call(call);
-	if (!ctx.code) { /* the skeleton's refusal, in ctx for cni_del_refused */
-		ctx.code = call->fail.code;
-		snprintf(ctx.msg, sizeof(ctx.msg), "%s", call->fail.msg);
-	}
+	if (!ctx.fail.code) /* the skeleton's refusal, in ctx for cni_del_refused */
+		ctx.fail = call->fail;
 	return cni_del_refused(&ctx);
 }
 

@@ -5,20 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cni.h"
-
-int cni_fail(struct cni_ctx *ctx, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ctx->code)
-		return -1; /* the first failure is the one to report */
-	ctx->code = code;
-	va_start(ap, fmt);
-	vsnprintf(ctx->msg, sizeof(ctx->msg), fmt, ap);
-	va_end(ap);
-	return -1;
-}
+#include "result.h"
 
 static int code_for_errno(int e)
 {
@@ -51,15 +38,10 @@ int cni_fail_lib(struct cni_ctx *ctx, int code, const struct rn_error *err)
 	return cni_fail(ctx, code ? code : code_for_errno(err->code), "%s", err->msg);
 }
 
-const char *cni_out_version(const struct cni_ctx *ctx)
+/* The caller's cniVersion, the latest when the configuration did not say. */
+static const char *cni_out_version(const struct cni_ctx *ctx)
 {
 	return ctx->conf.version ? ctx->conf.version : RN_CNI_VERSION_LATEST;
-}
-
-void cni_print_error(const struct cni_ctx *ctx)
-{
-	(void)rn_cni_print_error(cni_out_version(ctx), ctx->code ? ctx->code : RN_CNI_KERNEL,
-				 ctx->msg[0] ? ctx->msg : "unknown failure", ctx->details);
 }
 
 void cni_ipam_result_free(struct cni_ipam_result *res)

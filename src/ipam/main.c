@@ -447,8 +447,9 @@ static int prepare(struct rn_cni_call *call, void *data)
 	struct rn_error err = { 0 };
 	char why[PATH_MAX + 128];
 
-	if (rn_ipam_config_parse(call->input, rn_config_root(),
-				 store_only ? RN_IPAM_CONFIG_STORE_ONLY : 0, &p->cfg, &err) < 0)
+	/* the skeleton's decoding (rn_cni_conf_decode), not a second one */
+	if (rn_ipam_config_from_json(call->doc, rn_config_root(),
+				     store_only ? RN_IPAM_CONFIG_STORE_ONLY : 0, &p->cfg, &err) < 0)
 		return fail(p, err.code == EBADMSG ? CNI_ERR_DECODE : CNI_ERR_INVALID_CONFIG,
 			    "invalid IPAM configuration", err.msg);
 	p->have_cfg = true;

@@ -92,69 +92,15 @@ void rn_counters_sort(struct rn_counters *c)
 
 /* ---- sysfs ---- */
 
-static int parse_u64(const char *s, uint64_t *ret)
+static int add_counter(const char *name, uint64_t value, void *ctx)
 {
-	unsigned long long v;
-	char *end;
-
-	if (!isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -EINVAL;
-	*ret = v;
-	return 0;
+	return rn_counters_add_new(ctx, name, value);
 }
 
-int rn_counters_read_dir(const char *relpath, struct rn_counters *c, struct rn_error *err)
+int rn_counters_read_sysfs(const char *dev, uint32_t port, const char *set, struct rn_counters *c,
+			   struct rn_error *err)
 {
-	_cleanup_closedir_ DIR *d = NULL;
-	char dir[PATH_MAX];
-	struct dirent *de;
-	int dfd, r;
-
-	r = rn_path(dir, sizeof(dir), "%s/%s", rn_sysfs_root(), relpath);
-	if (r < 0)
-		return rn_error_set(err, ENAMETOOLONG, "path %s/%s is too long", rn_sysfs_root(),
-				    relpath);
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return 0;
-		return rn_error_errno(err, errno, "cannot open %s", dir);
-	}
-	d = fdopendir(dfd);
-	if (!d) {
-		int e = errno;
-
-		close(dfd);
-		return rn_error_errno(err, e, "cannot list %s", dir);
-	}
-	while ((de = readdir(d))) {
-		_cleanup_close_ int fd = -1;
-		char text[64];
-		uint64_t v;
-		ssize_t n;
-
-		if (de->d_name[0] == '.' || strcmp(de->d_name, "lifespan") == 0)
-			continue;
-		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		if (fd < 0)
-			continue;
-		n = read(fd, text, sizeof(text) - 1);
-		if (n <= 0)
-			continue; /* PMA counters fail to read without a MAD interface */
-		text[n] = '\0';
-		while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' '))
-			text[--n] = '\0';
-		if (parse_u64(text, &v) < 0)
-			continue;
-		r = rn_counters_add_new(c, de->d_name, v);
-		if (r < 0)
-			return rn_error_set(err, ENOMEM, "out of memory reading %s", dir);
-	}
-	return 0;
+	return rn_sysfs_counters_read(dev, port, set, add_counter, c, err);
 }
 
 /* "100 Gb/sec (4X EDR)", "25 Gb/sec (1X EDR)", "2.5 Gb/sec (1X SDR)" -> bits per second. */
@@ -179,19 +125,14 @@ static uint64_t parse_rate(const char *text)
 int rn_port_metrics_read_sysfs(const char *dev, struct rn_port_metrics *pm, struct rn_error *err)
 {
 	struct rn_sysfs_port f;
-	char rel[PATH_MAX];
 	int r;
 
 	pm->netdev_mtu = -1;
-	pm->netdev_up = -1;
-	if (rn_path(rel, sizeof(rel), "class/infiniband/%s/ports/%u/hw_counters", dev, pm->port) <
-	    0)
-		return rn_error_set(err, ENAMETOOLONG, "RDMA device name %s is too long", dev);
-	r = rn_counters_read_dir(rel, &pm->hw, err);
+	pm->netdev_oper_up = -1;
+	r = rn_counters_read_sysfs(dev, pm->port, "hw_counters", &pm->hw, err);
 	if (r < 0)
 		return r;
-	(void)rn_path(rel, sizeof(rel), "class/infiniband/%s/ports/%u/counters", dev, pm->port);
-	r = rn_counters_read_dir(rel, &pm->pma, err);
+	r = rn_counters_read_sysfs(dev, pm->port, "counters", &pm->pma, err);
 	if (r < 0)
 		return r;
 
@@ -206,7 +147,7 @@ int rn_port_metrics_read_sysfs(const char *dev, struct rn_port_metrics *pm, stru
 		pm->phys_state = f.phys_state;
 	(void)rn_strscpy(pm->netdev, sizeof(pm->netdev), f.netdev.name);
 	pm->netdev_mtu = f.netdev.mtu;
-	pm->netdev_up = f.netdev.oper_up; /* the exporter's rdma_port_netdev_up: operstate */
+	pm->netdev_oper_up = f.netdev.oper_up; /* the exporter's rdma_port_netdev_up */
 	return 0;
 }
 
@@ -252,12 +193,9 @@ static int read_sysfs_of(struct rn_scrape *s, size_t first, struct rn_error *err
 {
 	for (size_t i = first; i < s->ndevs; i++) {
 		struct rn_dev_metrics *d = &s->devs[i];
-		char rel[PATH_MAX];
 		int r;
 
-		if (rn_path(rel, sizeof(rel), "class/infiniband/%s/hw_counters", d->name) < 0)
-			continue;
-		r = rn_counters_read_dir(rel, &d->hw, err);
+		r = rn_counters_read_sysfs(d->name, 0, "hw_counters", &d->hw, err);
 		if (r < 0)
 			return r;
 		rn_counters_sort(&d->hw);

@@ -169,20 +169,17 @@ struct pod_buses {
 static int pod_buses_here(void *arg, struct rn_error *err)
 {
 	struct pod_buses *b = arg;
-	char path[PATH_MAX];
-	_cleanup_closedir_ DIR *d = NULL;
-	struct dirent *e;
+	_cleanup_free_ char(*nets)[IF_NAMESIZE] = NULL;
+	size_t n = 0;
+	int r;
 
-	rn_path(path, sizeof(path), "%s/class/net", rn_sysfs_root());
-	d = opendir(path);
-	if (!d)
-		return rn_error_errno(err, errno, "cannot list %s in the pod's network namespace",
-				      path);
-	while ((e = readdir(d)) && b->n < RN_ARRAY_SIZE(b->bdf)) {
+	r = rn_sysfs_netdev_list(&nets, &n, err);
+	if (r < 0)
+		return rn_error_wrap(err, "in the pod's network namespace");
+	for (size_t k = 0; k < n && b->n < RN_ARRAY_SIZE(b->bdf); k++) {
 		bool dup = false;
 
-		if (e->d_name[0] == '.' ||
-		    rn_sysfs_netdev_pci(e->d_name, b->bdf[b->n], sizeof(b->bdf[b->n]), NULL) < 0)
+		if (rn_sysfs_netdev_pci(nets[k], b->bdf[b->n], sizeof(b->bdf[b->n]), NULL) < 0)
 			continue;
 		for (size_t i = 0; i < b->n; i++)
 			dup = dup || strcmp(b->bdf[i], b->bdf[b->n]) == 0;

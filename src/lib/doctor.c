@@ -25,6 +25,7 @@
 #include "rdmans/doctor.h"
 #include "rdmans/link.h"
 #include "rdmans/nccl_conf.h"
+#include "rdmans/nccl_node.h"
 #include "rdmans/netns.h"
 #include "rdmans/rdma_nl.h"
 #include "rdmans/rootfs.h"
@@ -40,16 +41,13 @@
 
 const char *rn_doctor_status_name(enum rn_doctor_status s)
 {
-	switch (s) {
-	case RN_DOCTOR_PASS:
-		return "PASS";
-	case RN_DOCTOR_WARN:
-		return "WARN";
-	case RN_DOCTOR_FAIL:
-		return "FAIL";
-	default:
-		return "SKIP";
-	}
+	static const char *const names[] = {
+		[RN_DOCTOR_PASS] = "PASS",
+		[RN_DOCTOR_WARN] = "WARN",
+		[RN_DOCTOR_FAIL] = "FAIL",
+	};
+
+	return RN_NAME_OF(names, s, "SKIP");
 }
 
 void rn_doctor_report_free(struct rn_doctor_report *r)
@@ -88,33 +86,15 @@ void rn_doctor_facts_free(struct rn_doctor_facts *f)
 
 /* ---- netns facts from sysfs ---- */
 
-static int sysfs_file(char *buf, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* ROOT/<fmt...> */
-static int sysfs_file(char *buf, size_t len, const char *fmt, ...)
-{
-	char rel[PATH_MAX];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(rel, sizeof(rel), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(rel))
-		return -ENAMETOOLONG;
-	return rn_path(buf, len, "%s/%s", rn_sysfs_root(), rel);
-}
-
-/* The bound netdev's facts, as the checks use them: up is IFF_UP, running is operstate up. */
+/* The bound netdev's facts, as the checks use them: both meanings of up, apart. */
 static void set_netdev(struct rn_doctor_port *p, const struct rn_sysfs_netdev *nd)
 {
 	(void)rn_strscpy(p->netdev, sizeof(p->netdev), nd->name);
 	p->netdev_here = nd->name[0] && nd->here;
 	p->netdev_ifindex = p->netdev_here ? nd->ifindex : 0;
 	p->netdev_mtu = p->netdev_here ? nd->mtu : -1;
-	p->netdev_up = p->netdev_here && nd->admin_up == 1;
-	p->netdev_running = p->netdev_here && nd->oper_up == 1;
+	p->netdev_admin_up = p->netdev_here && nd->admin_up == 1;
+	p->netdev_oper_up = p->netdev_here && nd->oper_up == 1;
 }
 
 /* uverbsN of each port's device (class/infiniband_verbs is not netns-tagged). */
@@ -140,24 +120,16 @@ static int read_uverbs(struct rn_doctor_facts *f, struct rn_error *err)
 	return 0;
 }
 
-static int add_port(struct rn_doctor_facts *f, const char *dev, uint32_t port, struct rn_error *err)
+static void port_from_sysfs(struct rn_doctor_port *p, const struct rn_sysfs_port *sp)
 {
-	struct rn_doctor_port *p;
-	struct rn_sysfs_port sp;
-
-	if (RN_GROW(f->ports, NULL, f->nports + 1) < 0)
-		return rn_error_set(err, ENOMEM, "out of memory");
-	p = &f->ports[f->nports++];
 	memset(p, 0, sizeof(*p));
-	rn_sysfs_port_read(dev, port, NULL, &sp);
-	(void)rn_strscpy(p->dev, sizeof(p->dev), dev);
-	p->port = port;
-	(void)rn_strscpy(p->link_layer, sizeof(p->link_layer), sp.link_layer);
-	p->state = sp.state;
-	p->phys_state = sp.phys_state;
-	p->gid_tbl_len = sp.gid_tbl_len;
-	set_netdev(p, &sp.netdev);
-	return 0;
+	(void)rn_strscpy(p->dev, sizeof(p->dev), sp->dev);
+	p->port = sp->port;
+	(void)rn_strscpy(p->link_layer, sizeof(p->link_layer), sp->link_layer);
+	p->state = sp->state;
+	p->phys_state = sp->phys_state;
+	p->gid_tbl_len = sp->gid_tbl_len;
+	set_netdev(p, &sp->netdev);
 }
 
 static bool is_gpu(const struct rn_sysfs_pci_fn *fn)
@@ -205,14 +177,11 @@ void rn_doctor_facts_gdr(struct rn_doctor_facts *f, const char *proc_root)
 	char path[PATH_MAX], text[256];
 
 	memset(g, 0, sizeof(*g));
-	if (sysfs_file(path, sizeof(path), "module/nvidia") == 0)
-		g->nvidia = access(path, F_OK) == 0;
-	if (sysfs_file(path, sizeof(path), "module/nvidia/version") == 0)
-		(void)rn_read_line(path, g->nvidia_version, sizeof(g->nvidia_version));
-	if (sysfs_file(path, sizeof(path), "module/nvidia_peermem") == 0 && access(path, F_OK) == 0)
-		g->peermem = true;
-	if (sysfs_file(path, sizeof(path), "module/nv_peer_mem") == 0 && access(path, F_OK) == 0)
-		g->peermem = true;
+	g->nvidia = rn_sysfs_module_loaded("nvidia");
+	if (rn_sysfs_module_version("nvidia", g->nvidia_version, sizeof(g->nvidia_version)) < 0)
+		g->nvidia_version[0] = '\0';
+	g->peermem =
+		rn_sysfs_module_loaded("nvidia_peermem") || rn_sysfs_module_loaded("nv_peer_mem");
 	if (rn_path(path, sizeof(path), "%s/driver/nvidia/version", proc_root) == 0 &&
 	    rn_read_line(path, text, sizeof(text)) == 0)
 		g->open_module = strstr(text, "Open Kernel Module") != NULL;
@@ -222,31 +191,25 @@ void rn_doctor_facts_gdr(struct rn_doctor_facts *f, const char *proc_root)
 
 int rn_doctor_facts_from_sysfs(struct rn_doctor_facts *f, struct rn_error *err)
 {
-	_cleanup_free_ struct rn_sysfs_rdma_dev *devs = NULL;
-	size_t n = 0;
+	_cleanup_(rn_sysfs_rdma_facts_free) struct rn_sysfs_rdma_facts sf = { 0 };
 	int r;
 
-	r = rn_sysfs_rdma_list(&devs, &n, err);
+	/* every port and GID table read once: the checks and the resolver's node share it */
+	r = rn_sysfs_rdma_facts_read(&sf, err);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < n; i++) {
-		/* ports are numbered 1..nports */
-		for (uint32_t p = 1; p <= devs[i].nports; p++) {
-			r = add_port(f, devs[i].name, p, err);
-			if (r < 0)
-				return r;
-		}
-	}
+	f->ports = calloc(sf.n_ports ? sf.n_ports : 1, sizeof(*f->ports));
+	if (!f->ports)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < sf.n_ports; i++)
+		port_from_sysfs(&f->ports[f->nports++], &sf.ports[i]);
 	r = read_uverbs(f, err);
 	if (r < 0)
 		return r;
-	r = read_pci(f, devs, n, err);
+	r = read_pci(f, sf.devs, sf.n_devs, err);
 	if (r < 0)
 		return r;
-	r = rn_sysfs_gids(NULL, &f->gids, err);
-	if (r < 0)
-		return r;
-	r = rn_nccl_node_from_sysfs(&f->node, err);
+	r = rn_nccl_node_from_facts(&sf, &f->node, err);
 	if (r < 0) {
 		f->node_ok = false;
 		(void)rn_strscpy(f->node_msg, sizeof(f->node_msg), err->msg);
@@ -254,6 +217,8 @@ int rn_doctor_facts_from_sysfs(struct rn_doctor_facts *f, struct rn_error *err)
 	} else {
 		f->node_ok = true;
 	}
+	f->gids = sf.gids;
+	sf.gids = (struct rn_gid_table){ 0 };
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 
 #include "rdmans/gid.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/cleanup.h"
 
 int rn_gid_parse(const char *text, uint8_t raw[16], struct rn_error *err)
 {
@@ -72,32 +73,25 @@ enum rn_gid_type rn_gid_type_from_sysfs(const char *type, const char *link_layer
 	return RN_GID_UNKNOWN;
 }
 
+/* Each GID type's name and its short form ("v2"), one row a type. */
+static const struct {
+	const char *name, *version;
+} gid_types[] = {
+	[RN_GID_IB] = { "IB", "IB" },
+	[RN_GID_ROCE_V1] = { "RoCE v1", "v1" },
+	[RN_GID_ROCE_V2] = { "RoCE v2", "v2" },
+};
+
 const char *rn_gid_type_name(enum rn_gid_type type)
 {
-	switch (type) {
-	case RN_GID_IB:
-		return "IB";
-	case RN_GID_ROCE_V1:
-		return "RoCE v1";
-	case RN_GID_ROCE_V2:
-		return "RoCE v2";
-	case RN_GID_UNKNOWN:
-		break;
-	}
-	return "?";
+	return (size_t)type < RN_ARRAY_SIZE(gid_types) && gid_types[type].name
+		       ? gid_types[type].name
+		       : "?";
 }
 
 const char *rn_gid_type_version(enum rn_gid_type type)
 {
-	switch (type) {
-	case RN_GID_IB:
-		return "IB";
-	case RN_GID_ROCE_V1:
-		return "v1";
-	case RN_GID_ROCE_V2:
-		return "v2";
-	case RN_GID_UNKNOWN:
-		break;
-	}
-	return "?";
+	return (size_t)type < RN_ARRAY_SIZE(gid_types) && gid_types[type].version
+		       ? gid_types[type].version
+		       : "?";
 }

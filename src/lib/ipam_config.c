@@ -722,12 +722,11 @@ static json_t *find_ipam(json_t *doc, json_t **ret_net)
 	return doc;
 }
 
-int rn_ipam_config_parse(const char *json, const char *root, unsigned flags,
-			 struct rn_ipam_config *ret, struct rn_error *err)
+int rn_ipam_config_from_json(json_t *doc, const char *root, unsigned flags,
+			     struct rn_ipam_config *ret, struct rn_error *err)
 {
-	_cleanup_json_ json_t *doc = NULL, *ipam = NULL;
+	_cleanup_json_ json_t *ipam = NULL;
 	struct rn_ipam_config c = { 0 };
-	json_error_t jerr;
 	json_t *net;
 	int r;
 
@@ -736,12 +735,6 @@ int rn_ipam_config_parse(const char *json, const char *root, unsigned flags,
 		(flags & RN_IPAM_CONFIG_CLI)
 			? "--etcd-user and --etcd-password-file"
 			: "ipam.etcd.username and ipam.etcd.password_file (or password)";
-	doc = json_loads(json ? json : "", 0, &jerr);
-	if (!doc)
-		return rn_error_set(err, EBADMSG,
-				    "the network configuration is not JSON: %s (line "
-				    "%d, column %d)",
-				    jerr.text, jerr.line, jerr.column);
 	if (!json_is_object(doc))
 		return rn_error_set(err, EBADMSG, "the network configuration is not a JSON object");
 	/* a copy: the flat file's keys are merged into it */
@@ -783,4 +776,20 @@ int rn_ipam_config_parse(const char *json, const char *root, unsigned flags,
 	}
 	*ret = c;
 	return 0;
+}
+
+int rn_ipam_config_parse(const char *json, const char *root, unsigned flags,
+			 struct rn_ipam_config *ret, struct rn_error *err)
+{
+	_cleanup_json_ json_t *doc = NULL;
+	json_error_t jerr;
+
+	memset(ret, 0, sizeof(*ret));
+	doc = json_loads(json ? json : "", 0, &jerr);
+	if (!doc)
+		return rn_error_set(err, EBADMSG,
+				    "the network configuration is not JSON: %s (line "
+				    "%d, column %d)",
+				    jerr.text, jerr.line, jerr.column);
+	return rn_ipam_config_from_json(doc, root, flags, ret, err);
 }

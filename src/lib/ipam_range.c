@@ -18,22 +18,20 @@
 
 int rn_ip_parse(const char *text, struct rn_ip *ret)
 {
+	static const int families[] = { AF_INET, AF_INET6 };
 	unsigned char b[16];
-	rn_u128 v = 0;
 
 	if (!text || !*text)
 		return -EINVAL;
-	if (inet_pton(AF_INET, text, b) == 1) {
-		for (int i = 0; i < 4; i++)
+	for (size_t f = 0; f < 2; f++) {
+		int n = families[f] == AF_INET ? 4 : 16;
+		rn_u128 v = 0;
+
+		if (inet_pton(families[f], text, b) != 1)
+			continue;
+		for (int i = 0; i < n; i++)
 			v = (v << 8) | b[i];
-		ret->family = AF_INET;
-		ret->v = v;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, text, b) == 1) {
-		for (int i = 0; i < 16; i++)
-			v = (v << 8) | b[i];
-		ret->family = AF_INET6;
+		ret->family = families[f];
 		ret->v = v;
 		return 0;
 	}

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rdmans/cleanup.h"
 #include "rdmans/ipam_record.h"
@@ -62,35 +63,27 @@ static int finish(FILE **f, char **buf, char **ret)
 	return 0;
 }
 
+/* A field whose key is its member's name. */
+#define FIELD(x, member)                                                                           \
+	{                                                                                          \
+#member, (x)->member, sizeof((x)->member)                                          \
+	}
+
+/* Who holds it: the same keys, in the same order, in both kinds of record. */
+#define OWNER_FIELDS(x)                                                                            \
+	FIELD(x, network), FIELD(x, container_id), FIELD(x, ifname), FIELD(x, pod),                \
+		FIELD(x, node), FIELD(x, time), FIELD(x, netns), FIELD(x, netns_ino)
+
 #define RECORD_FIELDS(rec)                                                                         \
 	{                                                                                          \
-		{ "ip", (rec)->ip, sizeof((rec)->ip) },                                            \
-			{ "range", (rec)->range, sizeof((rec)->range) },                           \
-			{ "scope", (rec)->scope, sizeof((rec)->scope) },                           \
-			{ "pool", (rec)->pool, sizeof((rec)->pool) },                              \
-			{ "attachment", (rec)->attachment, sizeof((rec)->attachment) },            \
-			{ "network", (rec)->network, sizeof((rec)->network) },                     \
-			{ "container_id", (rec)->container_id, sizeof((rec)->container_id) },      \
-			{ "ifname", (rec)->ifname, sizeof((rec)->ifname) },                        \
-			{ "pod", (rec)->pod, sizeof((rec)->pod) },                                 \
-			{ "node", (rec)->node, sizeof((rec)->node) },                              \
-			{ "time", (rec)->time, sizeof((rec)->time) },                              \
-			{ "netns", (rec)->netns, sizeof((rec)->netns) },                           \
-			{ "netns_ino", (rec)->netns_ino, sizeof((rec)->netns_ino) },               \
+		FIELD(rec, ip), FIELD(rec, range), FIELD(rec, scope), FIELD(rec, pool),            \
+			FIELD(rec, attachment), OWNER_FIELDS(rec)                                  \
 	}
 
 #define ATTACHMENT_FIELDS(att)                                                                     \
 	{                                                                                          \
-		{ "attachment", (att)->id, sizeof((att)->id) },                                    \
-			{ "scope", (att)->scope, sizeof((att)->scope) },                           \
-			{ "network", (att)->network, sizeof((att)->network) },                     \
-			{ "container_id", (att)->container_id, sizeof((att)->container_id) },      \
-			{ "ifname", (att)->ifname, sizeof((att)->ifname) },                        \
-			{ "pod", (att)->pod, sizeof((att)->pod) },                                 \
-			{ "node", (att)->node, sizeof((att)->node) },                              \
-			{ "time", (att)->time, sizeof((att)->time) },                              \
-			{ "netns", (att)->netns, sizeof((att)->netns) },                           \
-			{ "netns_ino", (att)->netns_ino, sizeof((att)->netns_ino) },               \
+		{ "attachment", (att)->id, sizeof((att)->id) }, FIELD(att, scope),                 \
+			OWNER_FIELDS(att)                                                          \
 	}
 
 /* The header line, the fields and then the addresses held (an attachment's). */
@@ -240,4 +233,29 @@ int rn_ipam_attachment_parse(const char *text, struct rn_ipam_attachment *ret, s
 					    "container_id= lines)");
 	}
 	return 0;
+}
+
+/* The one layout of time= (RFC 3339, UTC): written by ADD, read by the reconciler. */
+#define RECORD_TIME_FORMAT "%Y-%m-%dT%H:%M:%SZ"
+
+void rn_ipam_record_time(long long t, char *buf, size_t len)
+{
+	time_t when = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&when, &tm);
+	strftime(buf, len, RECORD_TIME_FORMAT, &tm);
+}
+
+bool rn_ipam_record_time_parse(const char *text, long long *ret)
+{
+	struct tm tm;
+	const char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(text, RECORD_TIME_FORMAT, &tm);
+	if (!end || *end)
+		return false;
+	*ret = (long long)timegm(&tm);
+	return true;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Private: what an IPAM store does for ipam.c. Two stores implement it:
+ * Private: what an IPAM store does for ipam*.c. Two stores implement it:
  * ipam_store_local.c (files, flock stripes, rename(RENAME_NOREPLACE)) and
  * ipam_store_etcd.c (keys, txns that compare revisions).
  *

@@ -749,65 +749,24 @@ static int open_dir(struct local_store *l, const char *rel, bool notdir_empty, D
 }
 
 /*
- * Calls fn for each entry of dir (relative to the data directory): address
- * records when pool is set, attachments otherwise. An entry that is no
- * regular file is passed on without text: it still takes its name.
+ * Calls fn(l, name, ctx) for each visible entry of rel (relative to the data
+ * directory), only its subdirectories when dirs_only. A rel that is missing
+ * (or, when not dirs_only, no directory) has no entries.
  */
-static int list_dir(struct local_store *l, const char *scope, const char *rel, const char *pool,
-		    rn_ipam_list_fn fn, void *ctx, struct rn_error *err)
+static int each_entry(struct local_store *l, const char *rel, bool dirs_only,
+		      int (*fn)(struct local_store *l, const char *name, void *ctx), void *ctx,
+		      struct rn_error *err)
 {
 	_cleanup_closedir_ DIR *d = NULL;
 	struct dirent *e;
 	int r;
 
-	r = open_dir(l, rel, true, &d, err);
+	r = open_dir(l, rel, !dirs_only, &d, err);
 	if (r < 0 || !d)
 		return r;
 	while ((e = readdir(d))) {
-		_cleanup_free_ char *text = NULL;
-		char path[PATH_MAX], id[RN_IPAM_ID_MAX];
-		struct rn_error rerr = { 0 };
-		struct rn_ipam_item it = { scope, pool, e->d_name, NULL, NULL, 0 };
-
-		if (hidden(e->d_name))
-			continue;
-		if (rn_path(path, sizeof(path), "%s/%s", rel, e->d_name) < 0)
-			continue;
-		if (!pool) {
-			if (att_id_of(e->d_name, id, sizeof(id)))
-				it.key = id;
-			else
-				it.why = "its file name is not an attachment id";
-		}
-		r = read_text(l, path, &text, &it.version, &rerr);
-		if (r == -ENOENT)
-			continue; /* released meanwhile */
-		if (r == -EBADMSG)
-			it.why = rerr.msg;
-		else if (r < 0)
-			return rn_error_set(err, -r, "%s", rerr.msg);
-		it.text = text;
-		r = fn(ctx, &it);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* Calls fn(ctx, name) for each visible subdirectory of rel. */
-static int each_subdir(struct local_store *l, const char *rel,
-		       int (*fn)(struct local_store *l, const char *name, void *ctx), void *ctx,
-		       struct rn_error *err)
-{
-	_cleanup_closedir_ DIR *d = NULL;
-	struct dirent *e;
-	int r;
-
-	r = open_dir(l, rel, false, &d, err);
-	if (r < 0 || !d)
-		return r;
-	while ((e = readdir(d))) {
-		if (hidden(e->d_name) || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
+		if (hidden(e->d_name) ||
+		    (dirs_only && e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
 			continue;
 		r = fn(l, e->d_name, ctx);
 		if (r < 0)
@@ -822,7 +781,42 @@ struct list_ctx {
 	void *ctx;
 	struct rn_error *err;
 	const char *scope;
+	const char *rel; /* the directory listed */
+	const char *pool; /* of address records; NULL: attachments */
 };
+
+/*
+ * Passes one entry of c->rel on to c->fn: address records when c->pool is
+ * set, attachments otherwise. An entry that is no regular file is passed on
+ * without text: it still takes its name.
+ */
+static int list_entry(struct local_store *l, const char *name, void *ctx)
+{
+	struct list_ctx *c = ctx;
+	_cleanup_free_ char *text = NULL;
+	char path[PATH_MAX], id[RN_IPAM_ID_MAX];
+	struct rn_error rerr = { 0 };
+	struct rn_ipam_item it = { c->scope, c->pool, name, NULL, NULL, 0 };
+	int r;
+
+	if (rn_path(path, sizeof(path), "%s/%s", c->rel, name) < 0)
+		return 0;
+	if (!c->pool) {
+		if (att_id_of(name, id, sizeof(id)))
+			it.key = id;
+		else
+			it.why = "its file name is not an attachment id";
+	}
+	r = read_text(l, path, &text, &it.version, &rerr);
+	if (r == -ENOENT)
+		return 0; /* released meanwhile */
+	if (r == -EBADMSG)
+		it.why = rerr.msg;
+	else if (r < 0)
+		return rn_error_set(c->err, -r, "%s", rerr.msg);
+	it.text = text;
+	return c->fn(c->ctx, &it);
+}
 
 static int list_pool(struct local_store *l, const char *pool, void *ctx)
 {
@@ -833,7 +827,9 @@ static int list_pool(struct local_store *l, const char *pool, void *ctx)
 		return 0;
 	if (rn_path(rel, sizeof(rel), "%s/%s", c->scope, pool) < 0)
 		return 0;
-	return list_dir(l, c->scope, rel, pool, c->fn, c->ctx, c->err);
+	c->rel = rel;
+	c->pool = pool;
+	return each_entry(l, rel, false, list_entry, c, c->err);
 }
 
 static int list_scope(struct local_store *l, const char *scope, void *ctx)
@@ -845,22 +841,24 @@ static int list_scope(struct local_store *l, const char *scope, void *ctx)
 	if (c->kind == RN_IPAM_KIND_ATTACHMENT) {
 		if (rn_path(rel, sizeof(rel), "%s/" ATT_DIR, scope) < 0)
 			return 0;
-		return list_dir(l, scope, rel, NULL, c->fn, c->ctx, c->err);
+		c->rel = rel;
+		c->pool = NULL;
+		return each_entry(l, rel, false, list_entry, c, c->err);
 	}
-	return each_subdir(l, scope, list_pool, c, c->err);
+	return each_entry(l, scope, true, list_pool, c, c->err);
 }
 
 static int local_list(struct rn_ipam_store *s, const char *scope, enum rn_ipam_kind kind,
 		      rn_ipam_list_fn fn, void *ctx, struct rn_error *err)
 {
 	struct local_store *l = to_local(s);
-	struct list_ctx c = { kind, fn, ctx, err, NULL };
+	struct list_ctx c = { kind, fn, ctx, err, NULL, NULL, NULL };
 
 	if (l->dirfd < 0 && data_dir(l, false, NULL) < 0)
 		return 0; /* no data directory: nothing stored yet */
 	if (scope)
 		return list_scope(l, scope, &c);
-	return each_subdir(l, ".", list_scope, &c, err);
+	return each_entry(l, ".", true, list_scope, &c, err);
 }
 
 static int local_sweep(struct rn_ipam_store *s, bool dry_run, size_t *ret_n, struct rn_error *err)
@@ -868,22 +866,14 @@ static int local_sweep(struct rn_ipam_store *s, bool dry_run, size_t *ret_n, str
 	struct local_store *l = to_local(s);
 	_cleanup_closedir_ DIR *d = NULL;
 	struct dirent *e;
-	int fd;
+	int r;
 
 	*ret_n = 0;
 	if (l->dirfd < 0 && data_dir(l, false, NULL) < 0)
 		return 0;
-	fd = rn_open_beneath(l->dirfd, TMP_DIR, O_RDONLY | O_DIRECTORY, 0);
-	if (fd == -ELOOP)
-		return symlink_refused(l, TMP_DIR, err);
-	if (fd < 0)
-		return fd == -ENOENT ? 0
-				     : rn_error_errno(err, -fd, "cannot open %s/" TMP_DIR, l->path);
-	d = fdopendir(fd);
-	if (!d) {
-		(void)close(fd);
-		return rn_error_errno(err, errno, "cannot read %s/" TMP_DIR, l->path);
-	}
+	r = open_dir(l, TMP_DIR, false, &d, err);
+	if (r < 0 || !d)
+		return r;
 	while ((e = readdir(d))) {
 		char pidtext[16];
 		const char *dot;

@@ -34,109 +34,58 @@ void rn_nccl_node_free(struct rn_nccl_node *node)
 	memset(node, 0, sizeof(*node));
 }
 
-static int read_netdevs(struct rn_nccl_node *node, struct rn_error *err)
+/* The resolver's view of one port: its state and the netdev sysfs binds to it. */
+static void port_from_sysfs(struct rn_nccl_port *port, const struct rn_sysfs_port *sp)
 {
-	_cleanup_closedir_ DIR *d = NULL;
-	char path[PATH_MAX];
-	struct dirent *de;
-
-	if (rn_path(path, sizeof(path), "%s/class/net", rn_sysfs_root()) < 0)
-		return rn_error_set(err, ENAMETOOLONG, "sysfs root %s is too long",
-				    rn_sysfs_root());
-	d = opendir(path);
-	if (!d) {
-		if (errno == ENOENT)
-			return 0;
-		return rn_error_errno(err, errno, "cannot list %s", path);
-	}
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || strlen(de->d_name) >= IF_NAMESIZE)
-			continue;
-		if (RN_GROW(node->netdevs, NULL, node->n_netdevs + 1) < 0)
-			return rn_error_set(err, ENOMEM, "out of memory");
-		(void)rn_strscpy(node->netdevs[node->n_netdevs++], IF_NAMESIZE, de->d_name);
-	}
-	return 0;
+	memset(port, 0, sizeof(*port));
+	(void)rn_strscpy(port->dev, sizeof(port->dev), sp->dev);
+	port->port = sp->port;
+	(void)rn_strscpy(port->state, sizeof(port->state), sp->state_name);
+	port->active = sp->state == 4 /* IB_PORT_ACTIVE */ || strcmp(sp->state_name, "ACTIVE") == 0;
+	(void)rn_strscpy(port->link_layer, sizeof(port->link_layer), sp->link_layer);
+	(void)rn_strscpy(port->netdev, sizeof(port->netdev), sp->netdev.name);
+	port->netdev_here = sp->netdev.name[0] && sp->netdev.here;
 }
 
-static int cmp_port(const void *a, const void *b)
+int rn_nccl_node_from_facts(const struct rn_sysfs_rdma_facts *sf, struct rn_nccl_node *out,
+			    struct rn_error *err)
 {
-	const struct rn_nccl_port *x = a, *y = b;
-	int c = strverscmp(x->dev, y->dev);
+	_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
+	int r;
 
-	if (c)
-		return c;
-	return x->port < y->port ? -1 : x->port > y->port;
+	memset(out, 0, sizeof(*out));
+	node.no_rdma = sf->n_devs == 0 && !rn_sysfs_rdma_loaded();
+	if (sf->gids.n) {
+		node.gids.entries = calloc(sf->gids.n, sizeof(*node.gids.entries));
+		if (!node.gids.entries)
+			return rn_error_set(err, ENOMEM, "out of memory");
+		memcpy(node.gids.entries, sf->gids.entries,
+		       sf->gids.n * sizeof(*node.gids.entries));
+		node.gids.n = sf->gids.n;
+	}
+	r = rn_sysfs_netdev_list(&node.netdevs, &node.n_netdevs, err);
+	if (r < 0)
+		return r;
+	node.ports = calloc(sf->n_ports ? sf->n_ports : 1, sizeof(*node.ports));
+	if (!node.ports)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < sf->n_ports; i++) /* sysfs sorts them as the resolver wants */
+		port_from_sysfs(&node.ports[node.n_ports++], &sf->ports[i]);
+	*out = node;
+	memset(&node, 0, sizeof(node));
+	return 0;
 }
 
 int rn_nccl_node_from_sysfs(struct rn_nccl_node *out, struct rn_error *err)
 {
-	_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
-	_cleanup_free_ struct rn_sysfs_rdma_dev *devs = NULL;
-	size_t n_devs = 0;
+	_cleanup_(rn_sysfs_rdma_facts_free) struct rn_sysfs_rdma_facts sf = { 0 };
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	r = rn_sysfs_rdma_list(&devs, &n_devs, err);
+	r = rn_sysfs_rdma_facts_read(&sf, err);
 	if (r < 0)
 		return r;
-	node.no_rdma = n_devs == 0 && !rn_sysfs_rdma_loaded();
-	r = rn_sysfs_gids(NULL, &node.gids, err);
-	if (r < 0)
-		return r;
-	r = read_netdevs(&node, err);
-	if (r < 0)
-		return r;
-
-	for (size_t i = 0; i < n_devs; i++) {
-		const struct rn_sysfs_rdma_dev *d = &devs[i];
-		_cleanup_free_ uint32_t *ports = NULL;
-		size_t n_ports = 0;
-
-		r = rn_sysfs_port_list(d->name, &ports, &n_ports, err);
-		if (r == -ENOENT)
-			continue; /* moved away since the listing */
-		if (r < 0)
-			return r;
-		for (size_t p = 0; p < n_ports; p++) {
-			struct rn_nccl_port *port;
-			struct rn_sysfs_port sp;
-			struct rn_sysfs_netdev nd;
-			const struct rn_sysfs_netdev *bound = NULL;
-
-			if (RN_GROW(node.ports, NULL, node.n_ports + 1) < 0)
-				return rn_error_set(err, ENOMEM, "out of memory");
-			port = &node.ports[node.n_ports++];
-			memset(port, 0, sizeof(*port));
-			rn_sysfs_port_read(d->name, ports[p], NULL, &sp);
-			(void)rn_strscpy(port->dev, sizeof(port->dev), d->name);
-			port->port = ports[p];
-			(void)rn_strscpy(port->state, sizeof(port->state), sp.state_name);
-			port->active = sp.state == 4 /* IB_PORT_ACTIVE */ ||
-				       strcmp(sp.state_name, "ACTIVE") == 0;
-			(void)rn_strscpy(port->link_layer, sizeof(port->link_layer), sp.link_layer);
-
-			/*
-			 * RoCE: the netdev of the port's GIDs. Otherwise (IPoIB,
-			 * rxe before GIDs exist) the device's only netdev.
-			 */
-			if (sp.netdev_source == RN_PORT_NETDEV_GID) {
-				bound = &sp.netdev;
-			} else if (d->n_netdevs == 1 && n_ports == 1) {
-				rn_sysfs_netdev_read(d->netdevs[0], &nd);
-				bound = &nd;
-			}
-			if (bound) {
-				(void)rn_strscpy(port->netdev, sizeof(port->netdev), bound->name);
-				port->netdev_here = bound->here;
-			}
-		}
-	}
-	if (node.n_ports > 1)
-		qsort(node.ports, node.n_ports, sizeof(*node.ports), cmp_port);
-	*out = node;
-	memset(&node, 0, sizeof(node));
-	return 0;
+	return rn_nccl_node_from_facts(&sf, out, err);
 }
 
 /*

@@ -192,16 +192,20 @@ static void sample_double(struct rn_buf *b, const char *name, const struct label
 #define PORT_LABELS 7
 #define MAX_LABELS 10
 
+/* netns, pod, pod_namespace, container: where the device is, into l[0..3] */
+static void ns_labels(const struct rn_ns_metrics *ns, struct label *l)
+{
+	l[0] = (struct label){ "netns", ns->label };
+	l[1] = (struct label){ "pod", ns->pod };
+	l[2] = (struct label){ "pod_namespace", ns->pod_namespace };
+	l[3] = (struct label){ "container", ns->container };
+}
+
 /* device, netns, pod, pod_namespace, container */
 static size_t dev_labels(const struct rn_scrape *s, const struct rn_dev_metrics *d, struct label *l)
 {
-	const struct rn_ns_metrics *ns = &s->ns[d->ns];
-
 	l[0] = (struct label){ "device", d->name };
-	l[1] = (struct label){ "netns", ns->label };
-	l[2] = (struct label){ "pod", ns->pod };
-	l[3] = (struct label){ "pod_namespace", ns->pod_namespace };
-	l[4] = (struct label){ "container", ns->container };
+	ns_labels(&s->ns[d->ns], l + 1);
 	return DEV_LABELS;
 }
 
@@ -210,16 +214,11 @@ static size_t port_labels(const struct rn_scrape *s, const struct rn_dev_metrics
 			  const struct rn_port_metrics *p, char *portbuf, size_t portlen,
 			  struct label *l)
 {
-	const struct rn_ns_metrics *ns = &s->ns[d->ns];
-
 	snprintf(portbuf, portlen, "%u", p->port);
 	l[0] = (struct label){ "device", d->name };
 	l[1] = (struct label){ "port", portbuf };
 	l[2] = (struct label){ "netdev", p->netdev };
-	l[3] = (struct label){ "netns", ns->label };
-	l[4] = (struct label){ "pod", ns->pod };
-	l[5] = (struct label){ "pod_namespace", ns->pod_namespace };
-	l[6] = (struct label){ "container", ns->container };
+	ns_labels(&s->ns[d->ns], l + 3);
 	return PORT_LABELS;
 }
 
@@ -261,8 +260,8 @@ static bool port_gauge_value(const struct rn_port_metrics *p, enum port_gauge g,
 		*v = (double)p->rate_bps / 8.0;
 		return p->rate_bps != 0;
 	case G_NETDEV_UP:
-		*v = p->netdev_up;
-		return p->netdev[0] && p->netdev_up >= 0;
+		*v = p->netdev_oper_up;
+		return p->netdev[0] && p->netdev_oper_up >= 0;
 	case G_NETDEV_MTU:
 		*v = p->netdev_mtu;
 		return p->netdev[0] && p->netdev_mtu >= 0;

@@ -29,6 +29,7 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/sysfs.h"
 #include "rdmans/util.h"
+#include "sysfs_private.h"
 
 static char root_override[PATH_MAX];
 static bool root_overridden;
@@ -70,14 +71,7 @@ void rn_sysfs_set_thread_root(const char *root)
 
 /* ---- small helpers ---- */
 
-/* A growable, deduplicated list of strings. */
-struct strv {
-	char **v;
-	size_t n;
-	size_t cap;
-};
-
-static void strv_free(struct strv *s)
+void rn_sysfs_strv_free(struct strv *s)
 {
 	for (size_t i = 0; i < s->n; i++)
 		free(s->v[i]);
@@ -94,7 +88,7 @@ static bool strv_contains(const struct strv *s, const char *str)
 	return false;
 }
 
-static int strv_add(struct strv *s, const char *str)
+int rn_sysfs_strv_add(struct strv *s, const char *str)
 {
 	_cleanup_free_ char *copy = NULL;
 
@@ -137,7 +131,7 @@ static bool is_uint(const char *s)
 	return true;
 }
 
-static int parse_u32(const char *s, uint32_t *ret)
+int rn_sysfs_parse_u32(const char *s, uint32_t *ret)
 {
 	unsigned long v;
 	char *end;
@@ -160,10 +154,7 @@ static const char *base_name(const char *path)
 }
 
 /* ROOT/<fmt...> into buf. */
-static int sys_path(char *buf, size_t len, struct rn_error *err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int sys_path(char *buf, size_t len, struct rn_error *err, const char *fmt, ...)
+int rn_sysfs_path(char *buf, size_t len, struct rn_error *err, const char *fmt, ...)
 {
 	const char *root = rn_sysfs_root();
 	va_list ap;
@@ -180,7 +171,7 @@ static int sys_path(char *buf, size_t len, struct rn_error *err, const char *fmt
 	return 0;
 }
 
-static int check_root(struct rn_error *err)
+int rn_sysfs_check_root(struct rn_error *err)
 {
 	const char *root = rn_sysfs_root();
 	struct stat st;
@@ -194,7 +185,7 @@ static int check_root(struct rn_error *err)
 	return 0;
 }
 
-static bool path_exists(const char *path)
+bool rn_sysfs_exists(const char *path)
 {
 	return access(path, F_OK) == 0;
 }
@@ -204,7 +195,7 @@ static bool path_exists(const char *path)
  * when numeric) to out, the appended ones in natural order. Returns -errno
  * of the open, so callers can tell "absent" (-ENOENT) from failures.
  */
-static int list_dir(const char *path, bool numeric, struct strv *out)
+int rn_sysfs_list_dir(const char *path, bool numeric, struct strv *out)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_closedir_ DIR *d = NULL;
@@ -231,7 +222,7 @@ static int list_dir(const char *path, bool numeric, struct strv *out)
 			continue;
 		if (numeric && !is_uint(de->d_name))
 			continue;
-		r = strv_add(out, de->d_name);
+		r = rn_sysfs_strv_add(out, de->d_name);
 		if (r < 0)
 			return r;
 	}
@@ -240,11 +231,11 @@ static int list_dir(const char *path, bool numeric, struct strv *out)
 }
 
 /*
- * list_dir() of DIR/SUB, with a message when that fails; -ENOENT (no
+ * rn_sysfs_list_dir() of DIR/SUB, with a message when that fails; -ENOENT (no
  * message) when it does not exist.
  */
-static int list_sub(const char *dir, const char *sub, bool numeric, struct strv *out,
-		    struct rn_error *err)
+int rn_sysfs_list_sub(const char *dir, const char *sub, bool numeric, struct strv *out,
+		      struct rn_error *err)
 {
 	char path[PATH_MAX];
 	int r;
@@ -252,10 +243,61 @@ static int list_sub(const char *dir, const char *sub, bool numeric, struct strv 
 	r = rn_path(path, sizeof(path), "%s/%s", dir, sub);
 	if (r < 0)
 		return rn_error_set(err, -r, "path %s/%s is too long", dir, sub);
-	r = list_dir(path, numeric, out);
+	r = rn_sysfs_list_dir(path, numeric, out);
 	if (r < 0 && r != -ENOENT)
 		return rn_error_errno(err, -r, "cannot list %s", path);
 	return r;
+}
+
+/*
+ * rn_sysfs_list_dir() of ROOT/rel (its path into path[len]), with a message when that
+ * fails; an absent directory is an empty one (its driver is not loaded).
+ */
+int rn_sysfs_list_root_dir(const char *rel, char *path, size_t len, struct strv *out,
+			   struct rn_error *err)
+{
+	int r;
+
+	r = rn_sysfs_path(path, len, err, "%s", rel);
+	if (r < 0)
+		return r;
+	r = rn_sysfs_list_dir(path, false, out);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return rn_error_errno(err, -r, "cannot list %s", path);
+	return 0;
+}
+
+int rn_sysfs_read_entries(const char *rel, size_t size, rn_sysfs_entry_fn read_one, void **ret,
+			  size_t *ret_n, struct rn_error *err)
+{
+	_cleanup_(rn_sysfs_strv_free) struct strv names = { 0 };
+	_cleanup_free_ char *v = NULL;
+	char dir[PATH_MAX];
+	size_t n = 0;
+	int r;
+
+	*ret = NULL;
+	*ret_n = 0;
+	r = rn_sysfs_list_root_dir(rel, dir, sizeof(dir), &names, err);
+	if (r < 0 || names.n == 0)
+		return r;
+	v = calloc(names.n, size);
+	if (!v)
+		return rn_error_set(err, ENOMEM, "out of memory listing %s", dir);
+	for (size_t i = 0; i < names.n; i++) {
+		r = read_one(dir, names.v[i], v + n * size, err);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			n++;
+		else
+			memset(v + n * size, 0, size); /* refused: the next one takes its place */
+	}
+	*ret = TAKE_PTR(v);
+	*ret_n = n;
+	return 0;
 }
 
 /* Basename of DIR/subsystem's target ("pci", "auxiliary", "net", ...). */
@@ -293,21 +335,15 @@ static void dir_name(char *path)
 
 /* ---- RDMA devices ---- */
 
-struct rdma_info {
-	struct rn_sysfs_rdma_dev pub;
-	char dir[PATH_MAX]; /* ROOT/class/infiniband/DEV */
-	char netdir[PATH_MAX]; /* the PCI (or other parent) device whose net/ to read, or "" */
-};
-
 /* ROOT/class/infiniband/NAME, or -ENODEV naming the device. */
-static int rdma_dir(const char *name, char *buf, size_t len, struct rn_error *err)
+int rn_sysfs_rdma_dir(const char *name, char *buf, size_t len, struct rn_error *err)
 {
 	int r;
 
 	r = rn_name_check("RDMA device", name, RN_RDMA_NAME_MAX - 1, err);
 	if (r < 0)
 		return r;
-	r = sys_path(buf, len, err, "class/infiniband/%s", name);
+	r = rn_sysfs_path(buf, len, err, "class/infiniband/%s", name);
 	if (r < 0)
 		return r;
 	if (access(buf, F_OK) < 0) {
@@ -323,7 +359,7 @@ static int rdma_dir(const char *name, char *buf, size_t len, struct rn_error *er
 }
 
 /* Fills parent_bus, parent_id, pci_bdf and netdir from DEV/device. */
-static int rdma_parent(struct rdma_info *info, struct rn_error *err)
+int rn_sysfs_rdma_parent(struct rdma_info *info, struct rn_error *err)
 {
 	struct rn_sysfs_rdma_dev *d = &info->pub;
 	_cleanup_free_ char *real = NULL;
@@ -364,14 +400,14 @@ static int rdma_parent(struct rdma_info *info, struct rn_error *err)
  * lowest slot first, at most limit of them (0: all). Empty slots fail to
  * read (EINVAL): nothing bound there. An absent dir names none.
  */
-static int gid_ndevs(const char *dir, size_t limit, struct strv *out)
+int rn_sysfs_gid_ndevs(const char *dir, size_t limit, struct strv *out)
 {
-	_cleanup_(strv_free) struct strv idx = { 0 };
+	_cleanup_(rn_sysfs_strv_free) struct strv idx = { 0 };
 	char file[PATH_MAX], value[64];
 	size_t found = 0;
 	int r;
 
-	r = list_dir(dir, true, &idx);
+	r = rn_sysfs_list_dir(dir, true, &idx);
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
 	for (size_t i = 0; i < idx.n && (limit == 0 || found < limit); i++) {
@@ -379,7 +415,7 @@ static int gid_ndevs(const char *dir, size_t limit, struct strv *out)
 		    rn_read_line(file, value, sizeof(value)) < 0 ||
 		    rn_name_check("netdev", value, IF_NAMESIZE - 1, NULL) < 0)
 			continue;
-		r = strv_add(out, value);
+		r = rn_sysfs_strv_add(out, value);
 		if (r < 0)
 			return r;
 		found++;
@@ -388,7 +424,7 @@ static int gid_ndevs(const char *dir, size_t limit, struct strv *out)
 }
 
 /* The netdev rdma_rxe runs on, from DEVDIR/parent; false when there is none. */
-static bool rxe_parent(const char *devdir, char *buf, size_t len)
+bool rn_sysfs_rxe_parent(const char *devdir, char *buf, size_t len)
 {
 	char path[PATH_MAX], value[64];
 
@@ -407,11 +443,11 @@ static bool rxe_parent(const char *devdir, char *buf, size_t len)
 static int rdma_collect_netdevs(const struct rdma_info *info, struct strv *out,
 				struct rn_error *err)
 {
-	_cleanup_(strv_free) struct strv ports = { 0 };
+	_cleanup_(rn_sysfs_strv_free) struct strv ports = { 0 };
 	char path[PATH_MAX], parent[IF_NAMESIZE];
 	int r;
 
-	r = list_sub(info->dir, "ports", true, &ports, err);
+	r = rn_sysfs_list_sub(info->dir, "ports", true, &ports, err);
 	if (r < 0 && r != -ENOENT)
 		return r;
 
@@ -420,20 +456,21 @@ static int rdma_collect_netdevs(const struct rdma_info *info, struct strv *out,
 			    ports.v[p]);
 		if (r < 0)
 			return rn_error_set(err, -r, "path under %s is too long", info->dir);
-		r = gid_ndevs(path, 0, out);
+		r = rn_sysfs_gid_ndevs(path, 0, out);
 		if (r < 0)
 			return rn_error_errno(err, -r, "cannot read %s", path);
 	}
 
-	if (rxe_parent(info->dir, parent, sizeof(parent)) &&
-	    sys_path(path, sizeof(path), NULL, "class/net/%s", parent) == 0 && path_exists(path)) {
-		r = strv_add(out, parent);
+	if (rn_sysfs_rxe_parent(info->dir, parent, sizeof(parent)) &&
+	    rn_sysfs_path(path, sizeof(path), NULL, "class/net/%s", parent) == 0 &&
+	    rn_sysfs_exists(path)) {
+		r = rn_sysfs_strv_add(out, parent);
 		if (r < 0)
 			return rn_error_errno(err, -r, "reading %s/parent", info->dir);
 	}
 
 	if (info->netdir[0]) {
-		r = list_sub(info->netdir, "net", false, out, err);
+		r = rn_sysfs_list_sub(info->netdir, "net", false, out, err);
 		if (r < 0 && r != -ENOENT)
 			return r;
 	}
@@ -443,7 +480,7 @@ static int rdma_collect_netdevs(const struct rdma_info *info, struct strv *out,
 static int rdma_fill_netdevs(struct rdma_info *info, struct rn_error *err)
 {
 	struct rn_sysfs_rdma_dev *d = &info->pub;
-	_cleanup_(strv_free) struct strv all = { 0 };
+	_cleanup_(rn_sysfs_strv_free) struct strv all = { 0 };
 	struct strv keep = { 0 };
 	int r;
 
@@ -468,17 +505,17 @@ static int rdma_fill(const char *name, struct rdma_info *info, bool with_netdevs
 		     struct rn_error *err)
 {
 	struct rn_sysfs_rdma_dev *d = &info->pub;
-	_cleanup_(strv_free) struct strv ports = { 0 };
+	_cleanup_(rn_sysfs_strv_free) struct strv ports = { 0 };
 	char path[PATH_MAX];
 	int r;
 
 	memset(info, 0, sizeof(*info));
-	r = rdma_dir(name, info->dir, sizeof(info->dir), err);
+	r = rn_sysfs_rdma_dir(name, info->dir, sizeof(info->dir), err);
 	if (r < 0)
 		return r;
 	(void)rn_strscpy(d->name, sizeof(d->name), name);
 
-	r = rdma_parent(info, err);
+	r = rn_sysfs_rdma_parent(info, err);
 	if (r < 0)
 		return r;
 
@@ -486,7 +523,7 @@ static int rdma_fill(const char *name, struct rdma_info *info, bool with_netdevs
 	    rn_read_line(path, d->node_guid, sizeof(d->node_guid)) < 0)
 		d->node_guid[0] = '\0';
 
-	r = list_sub(info->dir, "ports", true, &ports, err);
+	r = rn_sysfs_list_sub(info->dir, "ports", true, &ports, err);
 	if (r < 0 && r != -ENOENT)
 		return r;
 	d->nports = (uint32_t)ports.n;
@@ -505,33 +542,27 @@ bool rn_sysfs_rdma_loaded(void)
 {
 	char path[PATH_MAX];
 
-	return sys_path(path, sizeof(path), NULL, "class/infiniband") == 0 &&
+	return rn_sysfs_path(path, sizeof(path), NULL, "class/infiniband") == 0 &&
 	       access(path, F_OK) == 0;
 }
 
 /* Names under class/infiniband; an absent directory is an empty list. */
-static int rdma_names(struct strv *out, struct rn_error *err)
+int rn_sysfs_rdma_names(struct strv *out, struct rn_error *err)
 {
 	char path[PATH_MAX];
 	int r;
 
-	r = check_root(err);
+	r = rn_sysfs_check_root(err);
 	if (r < 0)
 		return r;
-	r = sys_path(path, sizeof(path), err, "class/infiniband");
-	if (r < 0)
-		return r;
-	r = list_dir(path, false, out);
-	if (r == -ENOENT)
-		return 0; /* no RDMA driver loaded */
-	if (r < 0)
-		return rn_error_errno(err, -r, "cannot list %s", path);
-	return 0;
+	return rn_sysfs_list_root_dir("class/infiniband", path, sizeof(path), out, err);
 }
 
-int rn_sysfs_rdma_list(struct rn_sysfs_rdma_dev **ret, size_t *ret_n, struct rn_error *err)
+/* Every device under class/infiniband, with its netdev list or not. */
+int rn_sysfs_rdma_list_with(bool with_netdevs, struct rn_sysfs_rdma_dev **ret, size_t *ret_n,
+			    struct rn_error *err)
 {
-	_cleanup_(strv_free) struct strv names = { 0 };
+	_cleanup_(rn_sysfs_strv_free) struct strv names = { 0 };
 	_cleanup_free_ struct rn_sysfs_rdma_dev *devs = NULL;
 	_cleanup_free_ struct rdma_info *info = NULL;
 	size_t n = 0;
@@ -539,7 +570,7 @@ int rn_sysfs_rdma_list(struct rn_sysfs_rdma_dev **ret, size_t *ret_n, struct rn_
 
 	*ret = NULL;
 	*ret_n = 0;
-	r = rdma_names(&names, err);
+	r = rn_sysfs_rdma_names(&names, err);
 	if (r < 0)
 		return r;
 	if (names.n == 0)
@@ -549,7 +580,7 @@ int rn_sysfs_rdma_list(struct rn_sysfs_rdma_dev **ret, size_t *ret_n, struct rn_
 	if (!devs || !info)
 		return rn_error_set(err, ENOMEM, "out of memory listing RDMA devices");
 	for (size_t i = 0; i < names.n; i++) {
-		r = rdma_fill(names.v[i], info, true, err);
+		r = rdma_fill(names.v[i], info, with_netdevs, err);
 		if (r == -ENODEV)
 			continue; /* gone (moved to another netns) since the listing */
 		if (r < 0)
@@ -562,12 +593,17 @@ int rn_sysfs_rdma_list(struct rn_sysfs_rdma_dev **ret, size_t *ret_n, struct rn_
 	return 0;
 }
 
+int rn_sysfs_rdma_list(struct rn_sysfs_rdma_dev **ret, size_t *ret_n, struct rn_error *err)
+{
+	return rn_sysfs_rdma_list_with(true, ret, ret_n, err);
+}
+
 int rn_sysfs_rdma_get(const char *name, struct rn_sysfs_rdma_dev *out, struct rn_error *err)
 {
 	_cleanup_free_ struct rdma_info *info = NULL;
 	int r;
 
-	r = check_root(err);
+	r = rn_sysfs_check_root(err);
 	if (r < 0)
 		return r;
 	info = malloc(sizeof(*info));
@@ -595,10 +631,10 @@ static int bus_device_dir(const char *bus_id, char *buf, size_t len, struct rn_e
 	int r;
 
 	for (size_t i = 0; i < RN_ARRAY_SIZE(buses); i++) {
-		r = sys_path(buf, len, err, "bus/%s/devices/%s", buses[i], bus_id);
+		r = rn_sysfs_path(buf, len, err, "bus/%s/devices/%s", buses[i], bus_id);
 		if (r < 0)
 			return r;
-		if (path_exists(buf))
+		if (rn_sysfs_exists(buf))
 			return 0;
 	}
 	return rn_error_set(err, ENODEV,
@@ -620,7 +656,7 @@ struct rdma_key {
 static int rdma_find(const struct rdma_key *k, const char *key, char (*names)[RN_RDMA_NAME_MAX],
 		     size_t max, size_t *ret_n, struct rn_error *err)
 {
-	_cleanup_(strv_free) struct strv all = { 0 };
+	_cleanup_(rn_sysfs_strv_free) struct strv all = { 0 };
 	_cleanup_free_ struct rdma_info *info = NULL;
 	size_t n = 0;
 	int r;
@@ -629,7 +665,7 @@ static int rdma_find(const struct rdma_key *k, const char *key, char (*names)[RN
 	r = rn_name_check(k->what, key, k->max_len, err);
 	if (r < 0)
 		return r;
-	r = rdma_names(&all, err);
+	r = rn_sysfs_rdma_names(&all, err);
 	if (r < 0)
 		return r;
 	info = malloc(sizeof(*info));
@@ -672,7 +708,7 @@ static int bus_id_exists(const char *bus_id, struct rn_error *err)
 
 static int match_netdev(const struct rdma_info *info, const char *ifname, struct rn_error *err)
 {
-	_cleanup_(strv_free) struct strv nets = { 0 };
+	_cleanup_(rn_sysfs_strv_free) struct strv nets = { 0 };
 	int r;
 
 	r = rdma_collect_netdevs(info, &nets, err);
@@ -686,10 +722,10 @@ static int netdev_exists(const char *ifname, struct rn_error *err)
 	char path[PATH_MAX];
 	int r;
 
-	r = sys_path(path, sizeof(path), err, "class/net/%s", ifname);
+	r = rn_sysfs_path(path, sizeof(path), err, "class/net/%s", ifname);
 	if (r < 0)
 		return r;
-	if (!path_exists(path))
+	if (!rn_sysfs_exists(path))
 		return rn_error_set(
 			err, ENODEV,
 			"netdev %s not found in %s/class/net (wrong name, or in another "
@@ -718,8 +754,8 @@ int rn_sysfs_rdma_by_netdev(const char *ifname, char (*names)[RN_RDMA_NAME_MAX],
 int rn_sysfs_netdevs_by_bus_id(const char *bus_id, char (*names)[IF_NAMESIZE], size_t max,
 			       size_t *ret_n, struct rn_error *err)
 {
-	_cleanup_(strv_free) struct strv nets = { 0 };
-	_cleanup_(strv_free) struct strv children = { 0 };
+	_cleanup_(rn_sysfs_strv_free) struct strv nets = { 0 };
+	_cleanup_(rn_sysfs_strv_free) struct strv children = { 0 };
 	char dir[PATH_MAX];
 	int r;
 
@@ -727,19 +763,19 @@ int rn_sysfs_netdevs_by_bus_id(const char *bus_id, char (*names)[IF_NAMESIZE], s
 	r = rn_name_check("bus device", bus_id, RN_BUS_ID_MAX - 1, err);
 	if (r < 0)
 		return r;
-	r = check_root(err);
+	r = rn_sysfs_check_root(err);
 	if (r < 0)
 		return r;
 	r = bus_device_dir(bus_id, dir, sizeof(dir), err);
 	if (r < 0)
 		return r;
 
-	r = list_sub(dir, "net", false, &nets, err);
+	r = rn_sysfs_list_sub(dir, "net", false, &nets, err);
 	if (r < 0 && r != -ENOENT)
 		return r;
 
 	/* Auxiliary children (mlx5_core.eth.0, ice.roce.0) may own netdevs too. */
-	r = list_dir(dir, false, &children);
+	r = rn_sysfs_list_dir(dir, false, &children);
 	if (r < 0)
 		return rn_error_errno(err, -r, "cannot list %s", dir);
 	for (size_t i = 0; i < children.n; i++) {
@@ -749,7 +785,7 @@ int rn_sysfs_netdevs_by_bus_id(const char *bus_id, char (*names)[IF_NAMESIZE], s
 			continue;
 		if (!subsystem_is(child, "auxiliary"))
 			continue;
-		r = list_sub(child, "net", false, &nets, err);
+		r = rn_sysfs_list_sub(child, "net", false, &nets, err);
 		if (r < 0 && r != -ENOENT)
 			return r;
 	}
@@ -773,13 +809,13 @@ int rn_sysfs_netdev_pci(const char *ifname, char *bdf, size_t len, struct rn_err
 	r = rn_name_check("netdev", ifname, IF_NAMESIZE - 1, err);
 	if (r < 0)
 		return r;
-	r = check_root(err);
+	r = rn_sysfs_check_root(err);
 	if (r < 0)
 		return r;
 	r = netdev_exists(ifname, err);
 	if (r < 0)
 		return r;
-	r = sys_path(path, sizeof(path), err, "class/net/%s/device", ifname);
+	r = rn_sysfs_path(path, sizeof(path), err, "class/net/%s/device", ifname);
 	if (r < 0)
 		return r;
 	real = realpath(path, NULL);
@@ -811,445 +847,4 @@ int rn_sysfs_netdev_pci(const char *ifname, char *bdf, size_t len, struct rn_err
 				    found, ifname);
 	(void)rn_strscpy(bdf, len, found);
 	return 0;
-}
-
-/* ---- GID tables ---- */
-
-void rn_gid_table_free(struct rn_gid_table *t)
-{
-	if (!t)
-		return;
-	free(t->entries);
-	t->entries = NULL;
-	t->n = 0;
-}
-
-static int gid_append(struct rn_gid_table *t, size_t *cap, struct rn_gid_entry **ret)
-{
-	if (RN_GROW(t->entries, cap, t->n + 1) < 0)
-		return -ENOMEM;
-	*ret = &t->entries[t->n++];
-	memset(*ret, 0, sizeof(**ret));
-	return 0;
-}
-
-static int cmp_gid_entry(const void *a, const void *b)
-{
-	const struct rn_gid_entry *x = a, *y = b;
-	int c = strverscmp(x->dev, y->dev);
-
-	if (c)
-		return c;
-	if (x->port != y->port)
-		return x->port < y->port ? -1 : 1;
-	if (x->index != y->index)
-		return x->index < y->index ? -1 : 1;
-	return 0;
-}
-
-static void gid_format(const uint8_t raw[16], char buf[40])
-{
-	int n = 0;
-
-	for (int i = 0; i < 16; i += 2)
-		n += snprintf(buf + n, (size_t)(40 - n), "%s%02x%02x", i ? ":" : "", raw[i],
-			      raw[i + 1]);
-}
-
-static int gids_of_port(const char *dev, const char *dir, const char *port, struct rn_gid_table *t,
-			size_t *cap, struct rn_error *err)
-{
-	_cleanup_(strv_free) struct strv idx = { 0 };
-	char path[PATH_MAX], link_layer[32], text[128], type[32];
-	uint32_t port_num;
-	int r;
-
-	if (parse_u32(port, &port_num) < 0)
-		return 0;
-	if (rn_path(path, sizeof(path), "%s/ports/%s/link_layer", dir, port) < 0 ||
-	    rn_read_line(path, link_layer, sizeof(link_layer)) < 0)
-		link_layer[0] = '\0';
-
-	r = rn_path(path, sizeof(path), "%s/ports/%s/gids", dir, port);
-	if (r < 0)
-		return rn_error_set(err, -r, "path under %s is too long", dir);
-	r = list_dir(path, true, &idx);
-	if (r == -ENOENT)
-		return 0;
-	if (r < 0)
-		return rn_error_errno(err, -r, "cannot list %s", path);
-
-	for (size_t i = 0; i < idx.n; i++) {
-		struct rn_gid_entry *e;
-		uint8_t raw[16];
-		uint32_t index;
-
-		if (parse_u32(idx.v[i], &index) < 0)
-			continue;
-		r = rn_path(path, sizeof(path), "%s/ports/%s/gids/%s", dir, port, idx.v[i]);
-		if (r < 0)
-			return rn_error_set(err, -r, "path under %s is too long", dir);
-		if (rn_read_line(path, text, sizeof(text)) < 0)
-			continue; /* unreadable slot: empty */
-		r = rn_gid_parse(text, raw, err);
-		if (r < 0)
-			return rn_error_wrap(err, "%s", path);
-		if (rn_gid_is_zero(raw))
-			continue;
-
-		r = gid_append(t, cap, &e);
-		if (r < 0)
-			return rn_error_set(err, ENOMEM, "out of memory reading GIDs of %s", dev);
-		(void)rn_strscpy(e->dev, sizeof(e->dev), dev);
-		e->port = port_num;
-		e->index = index;
-		memcpy(e->raw, raw, sizeof(raw));
-		gid_format(raw, e->gid);
-		(void)rn_gid_ipv4(raw, e->ipv4, sizeof(e->ipv4));
-
-		if (rn_path(path, sizeof(path), "%s/ports/%s/gid_attrs/types/%s", dir, port,
-			    idx.v[i]) < 0 ||
-		    rn_read_line(path, type, sizeof(type)) < 0)
-			type[0] = '\0';
-		e->type = rn_gid_type_from_sysfs(type, link_layer);
-
-		if (rn_path(path, sizeof(path), "%s/ports/%s/gid_attrs/ndevs/%s", dir, port,
-			    idx.v[i]) < 0 ||
-		    rn_read_line(path, text, sizeof(text)) < 0 ||
-		    rn_strscpy(e->netdev, sizeof(e->netdev), text) < 0)
-			e->netdev[0] = '\0';
-	}
-	return 0;
-}
-
-int rn_sysfs_gids(const char *dev, struct rn_gid_table *out, struct rn_error *err)
-{
-	_cleanup_(rn_gid_table_free) struct rn_gid_table t = { 0 };
-	_cleanup_(strv_free) struct strv names = { 0 };
-	char dir[PATH_MAX];
-	size_t cap = 0;
-	int r;
-
-	out->n = 0;
-	out->entries = NULL;
-	if (dev) {
-		r = check_root(err);
-		if (r < 0)
-			return r;
-		r = rdma_dir(dev, dir, sizeof(dir), err);
-		if (r < 0)
-			return r;
-		r = strv_add(&names, dev);
-		if (r < 0)
-			return rn_error_set(err, ENOMEM, "out of memory");
-	} else {
-		r = rdma_names(&names, err);
-		if (r < 0)
-			return r;
-	}
-
-	for (size_t i = 0; i < names.n; i++) {
-		_cleanup_(strv_free) struct strv ports = { 0 };
-
-		r = sys_path(dir, sizeof(dir), err, "class/infiniband/%s", names.v[i]);
-		if (r < 0)
-			return r;
-		r = list_sub(dir, "ports", true, &ports, err);
-		if (r == -ENOENT)
-			continue;
-		if (r < 0)
-			return r;
-		for (size_t p = 0; p < ports.n; p++) {
-			r = gids_of_port(names.v[i], dir, ports.v[p], &t, &cap, err);
-			if (r < 0)
-				return r;
-		}
-	}
-	if (t.n > 1)
-		qsort(t.entries, t.n, sizeof(*t.entries), cmp_gid_entry);
-	*out = t;
-	t = (struct rn_gid_table){ 0 };
-	return 0;
-}
-
-/* ---- per-port facts ---- */
-
-/* A small non-negative int attribute (ifindex, mtu) of ROOT/class/net/IF; -1 when unreadable. */
-static int netdev_int(const char *ifname, const char *name)
-{
-	char path[PATH_MAX], text[64];
-	uint32_t v;
-
-	if (sys_path(path, sizeof(path), NULL, "class/net/%s/%s", ifname, name) < 0 ||
-	    rn_read_line(path, text, sizeof(text)) < 0 || parse_u32(text, &v) < 0 || v > INT_MAX)
-		return -1;
-	return (int)v;
-}
-
-/* IFF_UP of ROOT/class/net/IF/flags ("0x1003"): 1, 0, -1 when unreadable. */
-static int netdev_admin_up(const char *ifname)
-{
-	char path[PATH_MAX], text[64];
-	unsigned long long v;
-	char *end;
-
-	if (sys_path(path, sizeof(path), NULL, "class/net/%s/flags", ifname) < 0 ||
-	    rn_read_line(path, text, sizeof(text)) < 0 || !isxdigit((unsigned char)text[0]))
-		return -1;
-	errno = 0;
-	v = strtoull(text, &end, 16);
-	if (errno || *end)
-		return -1;
-	return (v & IFF_UP) != 0;
-}
-
-void rn_sysfs_netdev_read(const char *ifname, struct rn_sysfs_netdev *out)
-{
-	char path[PATH_MAX], text[64];
-	int r;
-
-	memset(out, 0, sizeof(*out));
-	out->mtu = out->admin_up = out->oper_up = -1;
-	if (!ifname || !*ifname)
-		return;
-	(void)rn_strscpy(out->name, sizeof(out->name), ifname);
-	out->here = sys_path(path, sizeof(path), NULL, "class/net/%s", ifname) == 0 &&
-		    path_exists(path);
-	r = netdev_int(ifname, "ifindex");
-	out->ifindex = r > 0 ? r : 0;
-	out->mtu = netdev_int(ifname, "mtu");
-	out->admin_up = netdev_admin_up(ifname);
-	if (sys_path(path, sizeof(path), NULL, "class/net/%s/operstate", ifname) == 0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0) {
-		out->oper_up = strcmp(text, "up") == 0;
-		(void)rn_strscpy(out->operstate, sizeof(out->operstate), text);
-	}
-}
-
-/* ROOT/class/infiniband/DEV/ports/PORT/NAME into buf; -errno when unreadable. */
-static int port_attr(const char *dev, uint32_t port, const char *name, char *buf, size_t len)
-{
-	char path[PATH_MAX];
-	int r;
-
-	r = sys_path(path, sizeof(path), NULL, "class/infiniband/%s/ports/%" PRIu32 "/%s", dev,
-		     port, name);
-	if (r < 0)
-		return r;
-	return rn_read_line(path, buf, len);
-}
-
-/* "4: ACTIVE" -> 4 ("N:" only, else 0) and the name after the colon (or the whole text). */
-static uint8_t parse_port_state(const char *text, char *name, size_t len)
-{
-	const char *colon = strchr(text, ':');
-	const char *rest = colon ? colon + 1 : text;
-	unsigned long v;
-	char *end;
-
-	while (*rest == ' ')
-		rest++;
-	if (name)
-		(void)rn_strscpy(name, len, rest);
-	errno = 0;
-	v = strtoul(text, &end, 10);
-	if (errno || end == text || *end != ':' || v > 255)
-		return 0;
-	return (uint8_t)v;
-}
-
-/* Entries of a directory whose names start with a digit. */
-static unsigned count_numeric(const char *path)
-{
-	_cleanup_closedir_ DIR *d = opendir(path);
-	struct dirent *de;
-	unsigned n = 0;
-
-	while (d && (de = readdir(d)))
-		n += de->d_name[0] >= '0' && de->d_name[0] <= '9';
-	return n;
-}
-
-void rn_sysfs_port_read(const char *dev, uint32_t port, const char *netdev,
-			struct rn_sysfs_port *out)
-{
-	_cleanup_(strv_free) struct strv gid = { 0 };
-	char path[PATH_MAX], text[128], bound[IF_NAMESIZE] = "";
-
-	memset(out, 0, sizeof(*out));
-	(void)rn_strscpy(out->dev, sizeof(out->dev), dev);
-	out->port = port;
-	if (port_attr(dev, port, "state", text, sizeof(text)) == 0)
-		out->state = parse_port_state(text, out->state_name, sizeof(out->state_name));
-	if (port_attr(dev, port, "phys_state", text, sizeof(text)) == 0)
-		out->phys_state = parse_port_state(text, NULL, 0);
-	if (port_attr(dev, port, "link_layer", text, sizeof(text)) == 0)
-		(void)rn_strscpy(out->link_layer, sizeof(out->link_layer), text);
-	if (port_attr(dev, port, "rate", text, sizeof(text)) == 0)
-		(void)rn_strscpy(out->rate, sizeof(out->rate), text);
-	if (sys_path(path, sizeof(path), NULL, "class/infiniband/%s/ports/%" PRIu32 "/gids", dev,
-		     port) == 0)
-		out->gid_tbl_len = count_numeric(path);
-
-	if (netdev && *netdev) {
-		(void)rn_strscpy(bound, sizeof(bound), netdev);
-		out->netdev_source = RN_PORT_NETDEV_CALLER;
-	} else if (sys_path(path, sizeof(path), NULL,
-			    "class/infiniband/%s/ports/%" PRIu32 "/gid_attrs/ndevs", dev,
-			    port) == 0 &&
-		   gid_ndevs(path, 1, &gid) == 0 && gid.n == 1) {
-		(void)rn_strscpy(bound, sizeof(bound), gid.v[0]);
-		out->netdev_source = RN_PORT_NETDEV_GID;
-	} else if (sys_path(path, sizeof(path), NULL, "class/infiniband/%s", dev) == 0 &&
-		   rxe_parent(path, bound, sizeof(bound))) {
-		out->netdev_source = RN_PORT_NETDEV_PARENT;
-	}
-	rn_sysfs_netdev_read(bound, &out->netdev);
-}
-
-int rn_sysfs_port_list(const char *dev, uint32_t **ret, size_t *ret_n, struct rn_error *err)
-{
-	_cleanup_(strv_free) struct strv names = { 0 };
-	_cleanup_free_ uint32_t *v = NULL;
-	char path[PATH_MAX];
-	size_t n = 0;
-	int r;
-
-	*ret = NULL;
-	*ret_n = 0;
-	r = sys_path(path, sizeof(path), err, "class/infiniband/%s", dev);
-	if (r < 0)
-		return r;
-	r = list_sub(path, "ports", true, &names, err);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < names.n; i++) {
-		uint32_t port;
-
-		if (parse_u32(names.v[i], &port) < 0 || port == 0)
-			continue;
-		if (RN_GROW(v, NULL, n + 1) < 0)
-			return rn_error_set(err, ENOMEM, "out of memory listing the ports of %s",
-					    dev);
-		v[n++] = port; /* list_dir sorts numeric names in natural order: ascending */
-	}
-	*ret = TAKE_PTR(v);
-	*ret_n = n;
-	return 0;
-}
-
-/* ---- PCI topology ---- */
-
-/* bus/pci/devices/BDF's attributes and its path under devices/. */
-static int pci_fn_read(const char *bdf, struct rn_sysfs_pci_fn *out, struct rn_error *err)
-{
-	_cleanup_free_ char *real = NULL, *root_real = NULL;
-	char path[PATH_MAX], text[64];
-	size_t rl;
-	int r;
-
-	memset(out, 0, sizeof(*out));
-	out->numa = -1;
-	(void)rn_strscpy(out->bdf, sizeof(out->bdf), bdf);
-	r = sys_path(path, sizeof(path), err, "bus/pci/devices/%s", bdf);
-	if (r < 0)
-		return r;
-	real = realpath(path, NULL);
-	root_real = realpath(rn_sysfs_root(), NULL);
-	if (!real || !root_real)
-		return rn_error_set(err, ENODEV, "PCI function %s not found in %s/bus/pci/devices",
-				    bdf, rn_sysfs_root());
-	rl = strlen(root_real);
-	if (strncmp(real, root_real, rl) != 0 || strncmp(real + rl, "/devices/", 9) != 0 ||
-	    rn_strscpy(out->path, sizeof(out->path), real + rl + 9) < 0)
-		return rn_error_set(err, EINVAL, "PCI function %s is not under %s/devices", bdf,
-				    rn_sysfs_root());
-	if (rn_path(path, sizeof(path), "%s/vendor", real) == 0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0)
-		out->vendor = (unsigned)strtoul(text, NULL, 16);
-	if (rn_path(path, sizeof(path), "%s/class", real) == 0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0)
-		out->pci_class = (unsigned)strtoul(text, NULL, 16);
-	if (rn_path(path, sizeof(path), "%s/numa_node", real) == 0 &&
-	    rn_read_line(path, text, sizeof(text)) == 0)
-		out->numa = atoi(text);
-	return 0;
-}
-
-int rn_sysfs_pci_get(const char *bdf, struct rn_sysfs_pci_fn *out, struct rn_error *err)
-{
-	int r = rn_name_check("PCI address", bdf, RN_BUS_ID_MAX - 1, err);
-
-	if (r < 0)
-		return r;
-	return pci_fn_read(bdf, out, err);
-}
-
-int rn_sysfs_pci_list(struct rn_sysfs_pci_fn **ret, size_t *ret_n, struct rn_error *err)
-{
-	_cleanup_(strv_free) struct strv names = { 0 };
-	_cleanup_free_ struct rn_sysfs_pci_fn *v = NULL;
-	char path[PATH_MAX];
-	size_t n = 0;
-	int r;
-
-	*ret = NULL;
-	*ret_n = 0;
-	r = sys_path(path, sizeof(path), err, "bus/pci/devices");
-	if (r < 0)
-		return r;
-	r = list_dir(path, false, &names);
-	if (r == -ENOENT)
-		return 0;
-	if (r < 0)
-		return rn_error_errno(err, -r, "cannot list %s", path);
-	v = calloc(names.n ? names.n : 1, sizeof(*v));
-	if (!v)
-		return rn_error_set(err, ENOMEM, "out of memory");
-	for (size_t i = 0; i < names.n; i++)
-		if (pci_fn_read(names.v[i], &v[n], NULL) == 0)
-			n++;
-	*ret = TAKE_PTR(v);
-	*ret_n = n;
-	return 0;
-}
-
-enum rn_pci_distance rn_sysfs_pci_distance(const struct rn_sysfs_pci_fn *a,
-					   const struct rn_sysfs_pci_fn *b)
-{
-	const char *x = a->path, *y = b->path;
-	size_t common = 0;
-
-	/* count the leading path components both share: host bridge, root port, switch ports */
-	for (;;) {
-		size_t lx = strcspn(x, "/"), ly = strcspn(y, "/");
-
-		if (lx != ly || strncmp(x, y, lx) != 0 || !x[lx] || !y[ly])
-			break;
-		common++;
-		x += lx + 1;
-		y += ly + 1;
-	}
-	if (common >= 3)
-		return RN_PCI_SAME_SWITCH;
-	if (common == 2)
-		return RN_PCI_SAME_ROOT_PORT;
-	if (common == 1 || a->numa < 0 || b->numa < 0 || a->numa == b->numa)
-		return RN_PCI_SAME_NODE;
-	return RN_PCI_CROSS_CPU;
-}
-
-const char *rn_pci_distance_name(enum rn_pci_distance d)
-{
-	switch (d) {
-	case RN_PCI_SAME_SWITCH:
-		return "same PCIe switch";
-	case RN_PCI_SAME_ROOT_PORT:
-		return "same root port";
-	case RN_PCI_SAME_NODE:
-		return "same NUMA node, through the CPU's root complex";
-	case RN_PCI_CROSS_CPU:
-		return "across the CPU interconnect (another NUMA node)";
-	}
-	return "?";
 }

@@ -21,14 +21,12 @@ static const char *const modprobe_dirs[] = {
 
 const char *rn_boot_mode_name(enum rn_boot_mode mode)
 {
-	switch (mode) {
-	case RN_BOOT_SHARED:
-		return "shared";
-	case RN_BOOT_EXCLUSIVE:
-		return "exclusive";
-	default:
-		return "shared (default)";
-	}
+	static const char *const names[] = {
+		[RN_BOOT_SHARED] = "shared",
+		[RN_BOOT_EXCLUSIVE] = "exclusive",
+	};
+
+	return RN_NAME_OF(names, mode, "shared (default)");
 }
 
 /* "0"/"n"/"N" is exclusive (ib_devices_shared_netns = false); "1"/"y"/"Y" shared. */

@@ -17,17 +17,27 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/util.h"
 
-int rn_name_check(const char *what, const char *name, size_t max_len, struct rn_error *err)
+/* Given and not longer than max_len; `noun` follows `what` in the messages (" name", or ""). */
+static int name_present(const char *what, const char *noun, const char *name, size_t max_len,
+			struct rn_error *err)
 {
 	size_t len;
 
 	if (!name || !*name)
-		return rn_error_set(err, EINVAL, "%s name is empty", what);
+		return rn_error_set(err, EINVAL, "%s%s is empty", what, noun);
 	len = strlen(name);
 	if (len > max_len)
-		return rn_error_set(err, EINVAL,
-				    "%s name '%s' is too long (%zu bytes, at most %zu)", what, name,
-				    len, max_len);
+		return rn_error_set(err, EINVAL, "%s%s '%s' is too long (%zu bytes, at most %zu)",
+				    what, noun, name, len, max_len);
+	return 0;
+}
+
+int rn_name_check(const char *what, const char *name, size_t max_len, struct rn_error *err)
+{
+	int r = name_present(what, " name", name, max_len, err);
+
+	if (r < 0)
+		return r;
 	if (strcmp(name, ".") == 0)
 		return rn_error_set(err, EINVAL, "%s name '.' is not allowed: it names a directory",
 				    what);
@@ -43,6 +53,24 @@ int rn_name_check(const char *what, const char *name, size_t max_len, struct rn_
 				"%s name '%s' must not contain spaces or control characters", what,
 				name);
 	}
+	return 0;
+}
+
+int rn_cni_name_check(const char *what, const char *name, size_t max_len, struct rn_error *err)
+{
+	int r = name_present(what, "", name, max_len, err);
+
+	if (r < 0)
+		return r;
+	if (!isalnum((unsigned char)name[0]))
+		return rn_error_set(err, EINVAL, "%s '%s' must start with a letter or a digit",
+				    what, name);
+	for (const char *p = name; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' && *p != '-')
+			return rn_error_set(err, EINVAL,
+					    "%s '%s' may only contain letters, digits, '_', '.' "
+					    "and '-'",
+					    what, name);
 	return 0;
 }
 

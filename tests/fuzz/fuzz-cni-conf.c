@@ -4,7 +4,8 @@
  * the plugin parses them for each CNI command; a refusal always says why,
  * and a prevResult that parses is passed on as JSON again.
  */
-#include "cni.h"
+#include "conf.h"
+#include "result.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -23,7 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ctx.netns = "/var/run/netns/none";
 	raw = fuzz_str(data + 1, size - 1);
 	r = cni_conf_parse(&ctx, raw, size - 1);
-	FUZZ_ASSERT(r == 0 || (ctx.code > 0 && ctx.msg[0]), "a refusal without a code or message");
+	FUZZ_ASSERT(r == 0 || (ctx.fail.code > 0 && ctx.fail.msg[0]),
+		    "a refusal without a code or message");
 	if (r == 0 && ctx.conf.prev_result) {
 		struct cni_ipam_result res;
 		json_t *out;

@@ -18,6 +18,7 @@
 #include "../../src/lib/etcd_http.h"
 #include "fuzz.h"
 #include "rdmans/ipam.h"
+#include "rdmans/ipam_admin.h"
 
 static struct {
 	const uint8_t *data;

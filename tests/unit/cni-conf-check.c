@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cni.h"
+#include "conf.h"
 #include "rdmans/ipam.h"
 
 int main(int argc, char **argv)
@@ -37,7 +37,7 @@ int main(int argc, char **argv)
 
 		cni_conf_free(&ctx.conf);
 		if (r < 0) {
-			printf("rdma-netns: %s\n", ctx.msg);
+			printf("rdma-netns: %s\n", ctx.fail.msg);
 			json_decref(root);
 			return 1;
 		}

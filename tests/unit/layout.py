@@ -8,7 +8,7 @@ cni_protocol (the CNI protocol, in jansson) -> rdmans-json; pod_* -> rdmans-json
 ping* -> rdmans-ping (librdmacm, linked into the CLI only); nri_wire ->
 rdmans-nri-wire (protobuf-c); nri* -> rdmans-nri;
 everything else -> rdmans, the core). Each external library stays inside its
-one module. Usage: layout.py SOURCE_ROOT (TAP on stdout).
+one module, and sysfs inside src/lib/sysfs*.c. Usage: layout.py SOURCE_ROOT (TAP on stdout).
 """
 import pathlib
 import re
@@ -117,7 +117,30 @@ for p in sorted((root / "src/lib").glob("*.c")):
         bad.append(f"src/lib/{p.name} has no header of its own ({own})")
 check("a header per source: include/rdmans/X.h declares what src/lib/X.c defines", bad)
 
-# 5. the newcomer's map: every src/lib module has its line in ARCHITECTURE.md ("- `name` ...")
+# 5. rdma-netns's front end (src/cni) likewise: src/cni/X.h declares what src/cni/X.c defines;
+#    cni.h holds the codes and the context they all work on, and declares no function; main.c
+#    (the executable's one call) has no header.
+cni_decl = re.compile(r"^(?!static|typedef|#)[a-z][\w \*]*?\b(cni_\w+)\(", re.M)
+cni_defined = {}
+for p in sorted((root / "src/cni").glob("*.c")):
+    for name in cni_decl.findall(p.read_text()):
+        cni_defined.setdefault(name, p.stem)
+bad = []
+for h in sorted((root / "src/cni").glob("*.h")):
+    for name in cni_decl.findall(h.read_text()):
+        where = cni_defined.get(name)
+        if h.name == "cni.h":
+            bad.append(f"src/cni/cni.h declares {name}: its own file's header should")
+        elif where is None:
+            bad.append(f"src/cni/{h.name} declares {name}, which no src/cni file defines")
+        elif where != h.stem:
+            bad.append(f"src/cni/{h.name} declares {name}, defined in src/cni/{where}.c")
+for p in sorted((root / "src/cni").glob("*.c")):
+    if p.name != "main.c" and not (root / "src/cni" / (p.stem + ".h")).exists():
+        bad.append(f"src/cni/{p.name} has no header of its own ({p.stem}.h)")
+check("a header per source in src/cni: X.h declares what X.c defines", bad)
+
+# 6. the newcomer's map: every src/lib module has its line in ARCHITECTURE.md ("- `name` ...")
 arch = (root / "ARCHITECTURE.md").read_text()
 listed_in_map = set(re.findall(r"^- `(\w+)` ", arch, re.M))
 bad = [f"src/lib/{p.name} has no line in ARCHITECTURE.md" for p in sorted((root / "src/lib").glob("*.c"))
@@ -125,6 +148,19 @@ bad = [f"src/lib/{p.name} has no line in ARCHITECTURE.md" for p in sorted((root 
 bad += [f"ARCHITECTURE.md names {m}, which is not in src/lib" for m in sorted(listed_in_map)
         if not (root / "src/lib" / (m + ".c")).exists()]
 check("ARCHITECTURE.md has a line for every src/lib module, and only for those", bad)
+
+# 6. sysfs has one reader (like systemd's sd-device): no sysfs path is spelled outside the sysfs
+#    module (src/lib/sysfs*.c); a message may name one, but no string literal starts with "/sys/",
+#    "class/", "bus/" or "module/" (the pieces a path under rn_sysfs_root() is built from)
+sys_literal = re.compile(r'"(/sys/|class/|bus/|module/)')
+bad = []
+for p in sorted(q for q in (root / "src").rglob("*") if q.suffix in (".c", ".h")):
+    if p.parent == root / "src/lib" and p.name.startswith("sysfs"):
+        continue
+    for lineno, line in enumerate(p.read_text().splitlines(), 1):
+        if sys_literal.search(line):
+            bad.append(f"{p.relative_to(root)}:{lineno} spells a sysfs path: ask src/lib/sysfs*.c")
+check("sysfs paths are spelled in src/lib/sysfs*.c only", bad)
 
 for n, (name, problems) in enumerate(checks, 1):
     print(f"{'not ok' if problems else 'ok'} {n} - {name}")

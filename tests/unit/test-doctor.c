@@ -344,7 +344,7 @@ static void netdev_set_down_fails_as_down_even_with_operstate_up(void)
 	fakesys_write(x.sys, "class/net/net1/flags", "0x1002");
 	fakesys_write(x.sys, "class/net/net1/operstate", "up");
 	CHECK_INT(gather(&x), 0);
-	CHECK(x.f.nports == 1 && !x.f.ports[0].netdev_up && x.f.ports[0].netdev_running);
+	CHECK(x.f.nports == 1 && !x.f.ports[0].netdev_admin_up && x.f.ports[0].netdev_oper_up);
 	CHECK_INT(evaluate(&x), 0);
 	CHECK_STATUS(result(&x, "netdev", "irdma0/1"), RN_DOCTOR_FAIL);
 	CHECK_CONTAINS(result(&x, "netdev", "irdma0/1")->message, "net1 is down");

@@ -16,6 +16,7 @@
 
 #include "ipam_store.h" /* src/lib: a store whose commit fails, for the undo test */
 #include "rdmans/ipam.h"
+#include "rdmans/ipam_admin.h"
 #include "test.h"
 
 static char dir[64];
@@ -509,11 +510,11 @@ static void bad_owner_input_changes_nothing(void)
 	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\"");
 	s = open_store(&c);
 	CHECK_INT(rn_ipam_add(s, &c, &slash, &l, &err), -EINVAL);
-	CHECK_CONTAINS(err.msg, "container ID 'abc/../x' may hold only");
+	CHECK_CONTAINS(err.msg, "container ID 'abc/../x' may only contain");
 	CHECK_INT(rn_ipam_add(s, &c, &longif, &l, &err), -EINVAL);
 	CHECK_CONTAINS(err.msg, "too long");
 	CHECK_INT(rn_ipam_add(s, &c, &spacepod, &l, &err), -EINVAL);
-	CHECK_CONTAINS(err.msg, "pod namespace 'team a'");
+	CHECK_CONTAINS(err.msg, "pod namespace name 'team a'");
 	CHECK_INT(rn_ipam_del(s, &c, &slash, NULL, &err), -EINVAL);
 	CHECK_INT(count_files("_default/addr"), 0);
 	CHECK_INT(count_files("_default/attachments"), 0);

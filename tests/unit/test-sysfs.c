@@ -951,8 +951,9 @@ static void port_without_netdev_has_every_netdev_fact_unknown(void)
 	_cleanup_fake_ char *root = fake_start();
 	struct rn_sysfs_port p;
 
-	/* InfiniBand: ndevs cannot be read and there is no DEV/parent (ib0 is not bound) */
-	add_ib(root);
+	/* InfiniBand: ndevs cannot be read, no DEV/parent, no netdev on its PCI function */
+	fakesys_add_rdma_pci(root, "mlx5_4", "0000:86:00.0", NULL, "InfiniBand");
+	fakesys_add_empty_gids(root, "mlx5_4", 1, 0, 3);
 	rn_sysfs_port_read("mlx5_4", 1, NULL, &p);
 	CHECK_STR(p.link_layer, "InfiniBand");
 	CHECK_INT(p.state, 4);
@@ -1095,6 +1096,82 @@ static void port_list_is_numeric_ascending_and_enoent_for_a_gone_device(void)
 out:;
 }
 
+/* One rule binds a netdev to a port, whoever asks (doctor, the exporter, the NCCL resolver). */
+static void bound_netdev_is_callers_then_lowest_gid_slot_then_rxe_parent_then_devices_only_one(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	struct rn_sysfs_port p;
+
+	/* IPoIB: IB GIDs name no netdev, so the one netdev of the PCI function binds */
+	add_ib(root);
+	rn_sysfs_port_read("mlx5_4", 1, NULL, &p);
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_DEVICE);
+	CHECK_STR(p.netdev.name, "ib0");
+	CHECK(p.netdev.here);
+	/* the caller's binding (RDMA netlink's) still wins */
+	rn_sysfs_port_read("mlx5_4", 1, "ib7", &p);
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_CALLER);
+	CHECK_STR(p.netdev.name, "ib7");
+	/* a port that is not there binds nothing */
+	rn_sysfs_port_read("mlx5_4", 2, NULL, &p);
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_NONE);
+	/* two netdevs on the function: which one is not sysfs's to guess */
+	fakesys_add_netdev_pci(root, "ib1", "0000:86:00.0");
+	rn_sysfs_port_read("mlx5_4", 1, NULL, &p);
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_NONE);
+	CHECK_STR(p.netdev.name, "");
+	/* two ports and one netdev: not for either port */
+	fakesys_add_netdev_pci(root, "ib2", "0000:87:00.0");
+	fakesys_add_rdma_pci(root, "mlx5_5", "0000:87:00.0", NULL, "InfiniBand");
+	fakesys_add_port(root, "mlx5_5", 2, "InfiniBand");
+	rn_sysfs_port_read("mlx5_5", 1, NULL, &p);
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_NONE);
+	rn_sysfs_port_read("mlx5_5", 2, NULL, &p);
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_NONE);
+	/* RoCE: the GID table's netdev before the function's (a VLAN on the port) */
+	fakesys_add_netdev_pci(root, "eth9", "0000:88:00.0");
+	fakesys_add_netdev_virtual(root, "vlan9");
+	fakesys_add_rdma_pci(root, "mlx5_6", "0000:88:00.0", NULL, "Ethernet");
+	fakesys_add_gid(root, "mlx5_6", 1, 0, "fe80:0000:0000:0000:0000:0000:0000:0009", "RoCE v2",
+			"vlan9");
+	rn_sysfs_port_read("mlx5_6", 1, NULL, &p);
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_GID);
+	CHECK_STR(p.netdev.name, "vlan9");
+}
+
+/* The one-pass read (doctor's) binds and reads every port as rn_sysfs_port_read() does. */
+static void facts_read_once_agree_with_port_read_for_every_port(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	_cleanup_(rn_sysfs_rdma_facts_free) struct rn_sysfs_rdma_facts f = { 0 };
+	struct rn_error err = { 0 };
+
+	add_mixed_node(root);
+	add_ib(root);
+	set_netdev_attrs(root, "eth0", "0x1003", "down", "1500"); /* admin up, no carrier */
+	REQUIRE_INT(rn_sysfs_rdma_facts_read(&f, &err), 0);
+	REQUIRE(f.n_ports >= 5);
+	CHECK(f.gids.n > 0);
+	for (size_t i = 0; i < f.n_ports; i++) {
+		struct rn_sysfs_port p;
+
+		rn_sysfs_port_read(f.ports[i].dev, f.ports[i].port, NULL, &p);
+		CHECK_STR(f.ports[i].netdev.name, p.netdev.name);
+		CHECK_INT(f.ports[i].netdev_source, p.netdev_source);
+		CHECK_INT(f.ports[i].netdev.admin_up, p.netdev.admin_up);
+		CHECK_INT(f.ports[i].netdev.oper_up, p.netdev.oper_up);
+		CHECK_INT(f.ports[i].state, p.state);
+		CHECK_INT(f.ports[i].gid_tbl_len, p.gid_tbl_len);
+		if (strcmp(p.netdev.name, "eth0") == 0)
+			check_netdev(&f.ports[i].netdev, 1500, 1, 0, "down");
+		if (i > 0)
+			CHECK(strverscmp(f.ports[i - 1].dev, f.ports[i].dev) <= 0);
+	}
+	for (size_t i = 0; i < f.n_devs; i++)
+		CHECK_INT(f.devs[i].n_netdevs, 0); /* the ports say what is bound */
+out:;
+}
+
 struct root_seen {
 	char root[PATH_MAX];
 };
@@ -1156,6 +1233,8 @@ RN_TEST_MAIN(T(root_is_sys_unless_env_or_override_says_otherwise),
 	     T(many_netdevs_keep_the_gid_bound_ones),
 	     T(port_reads_state_link_layer_rate_gid_table_and_bound_netdev),
 	     T(admin_up_is_iff_up_and_oper_up_is_operstate_read_apart),
+	     T(bound_netdev_is_callers_then_lowest_gid_slot_then_rxe_parent_then_devices_only_one),
+	     T(facts_read_once_agree_with_port_read_for_every_port),
 	     T(port_without_netdev_has_every_netdev_fact_unknown),
 	     T(named_netdev_that_is_not_here_is_bound_but_unknown),
 	     T(unreadable_or_malformed_files_leave_their_facts_unknown),

@@ -89,6 +89,22 @@ static void name_check_works_without_an_error_object(void)
 	CHECK_INT(rn_name_check("netdev", "eth0", 15, NULL), 0);
 }
 
+static void cni_name_check_follows_the_cni_rule_for_ids_and_network_names(void)
+{
+	struct rn_error err = { 0 };
+
+	CHECK_INT(rn_cni_name_check("container ID", "a1b2-c3_d4.e5", 255, &err), 0);
+	CHECK_INT(rn_cni_name_check("container ID", "", 255, &err), -EINVAL);
+	CHECK_STR(err.msg, "container ID is empty");
+	CHECK_INT(rn_cni_name_check("container ID", "-abc", 255, &err), -EINVAL);
+	CHECK_STR(err.msg, "container ID '-abc' must start with a letter or a digit");
+	CHECK_INT(rn_cni_name_check("network name", "a/b", 255, &err), -EINVAL);
+	CHECK_STR(err.msg, "network name 'a/b' may only contain letters, digits, '_', '.' and '-'");
+	CHECK_INT(rn_cni_name_check("container ID", "abcd", 4, &err), 0);
+	CHECK_INT(rn_cni_name_check("container ID", "abcde", 4, &err), -EINVAL);
+	CHECK_STR(err.msg, "container ID 'abcde' is too long (5 bytes, at most 4)");
+}
+
 static void parse_pid_reads_plain_decimal(void)
 {
 	pid_t pid = 0;
@@ -399,8 +415,9 @@ static void json_value_end_skips_one_value_whatever_it_holds(void)
 RN_TEST_MAIN(T(name_check_accepts_real_device_names), T(name_check_refuses_empty_names),
 	     T(name_check_refuses_path_tricks), T(name_check_refuses_spaces_and_control_characters),
 	     T(name_check_refuses_names_over_the_limit),
-	     T(name_check_works_without_an_error_object), T(parse_pid_reads_plain_decimal),
-	     T(parse_pid_refuses_anything_else),
+	     T(name_check_works_without_an_error_object),
+	     T(cni_name_check_follows_the_cni_rule_for_ids_and_network_names),
+	     T(parse_pid_reads_plain_decimal), T(parse_pid_refuses_anything_else),
 	     T(open_beneath_refuses_symlinks_on_the_way_and_escapes),
 	     T(open_beneath_without_openat2_refuses_the_same),
 	     T(strscpy_copies_what_fits_and_says_when_it_cut),

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <net/if.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,9 +25,30 @@
 #include "rdmans/util.h"
 #include "test.h"
 
+/*
+ * The snapshot below and the netlink read it is compared with must see the
+ * same netdevs: on the host, another suite's veths come and go in between
+ * (tests run in parallel). A netns of our own holds only lo; as a user
+ * without CAP_SYS_ADMIN, a user namespace gives one. Where neither can be
+ * had, the host's is used, as before.
+ */
+static void private_netns(void)
+{
+	static bool done;
+
+	if (done)
+		return;
+	done = true;
+	if (unshare(CLONE_NEWNET) == 0 || unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0)
+		return;
+	fprintf(stderr, "# no private netns (%s): comparing against the host's netdevs\n",
+		strerror(errno));
+}
+
 /* A fake class/net with this process's own netdevs, as its netns's sysfs shows them. */
 static char *tree_of_here(void)
 {
+	private_netns();
 	char *root = fakesys_new();
 	struct if_nameindex *ifs = if_nameindex();
 
