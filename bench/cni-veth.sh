@@ -13,11 +13,14 @@
 #   rdma-netns (base)  optional: a second build of the plugin (RDMA_NETNS_BASE),
 #                  e.g. main's, to compare a change with in the same run
 # Each is run in one go, interleaved in rounds, on one veth. Prints ms per
-# ADD+DEL cycle (median, mean, interquartile range) and the ratios. Root.
+# ADD+DEL cycle (median, mean, interquartile range), the CPU time a cycle
+# costs (user + system of its processes and threads: what a loaded machine
+# cannot blur) and the ratios. Root.
 #
 #   bench/cni-veth.sh [CYCLES]       (default 300)
 #   RDMA_NETNS=path       the plugin (default: a release build in $RDMANS_BENCH_BUILD, build-bench)
 #   RDMA_NETNS_BASE=path  another rdma-netns to compare with (not run when unset)
+#   RDMANS_BENCH_CURRENT=0  leave out the current world's host-device (the VM guest)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-300}
@@ -37,10 +40,13 @@ base=${RDMA_NETNS_BASE:-}
 [ -z "$base" ] || [ -x "$base" ] || { echo "cni-veth.sh: RDMA_NETNS_BASE $base is not executable" >&2; exit 1; }
 hd=/usr/lib/cni/host-device
 [ -x "$hd" ] || { echo "cni-veth.sh: $hd missing (apt-get install containernetworking-plugins)" >&2; exit 1; }
-cur_root=$(RDMANS_VM_WORLD=current "$top/tests/vm/prepare.sh" --print | sed -n 's/^ROOT=//p') ||
-	{ echo "cni-veth.sh: tests/vm/prepare.sh (current world) failed" >&2; exit 1; }
-hd19=$cur_root/usr/lib/cni/host-device
-[ -x "$hd19" ] || { echo "cni-veth.sh: $hd19 missing (tests/vm/prepare.sh, current world)" >&2; exit 1; }
+hd19=
+if [ "${RDMANS_BENCH_CURRENT:-1}" != 0 ]; then
+	cur_root=$(RDMANS_VM_WORLD=current "$top/tests/vm/prepare.sh" --print | sed -n 's/^ROOT=//p') ||
+		{ echo "cni-veth.sh: tests/vm/prepare.sh (current world) failed" >&2; exit 1; }
+	hd19=$cur_root/usr/lib/cni/host-device
+	[ -x "$hd19" ] || { echo "cni-veth.sh: $hd19 missing (tests/vm/prepare.sh, current world)" >&2; exit 1; }
+fi
 hd_ver() { "$1" </dev/null 2>&1 | head -n 1 | sed 's/^CNI host-device plugin //'; }
 
 tmp=$(mktemp -d /var/tmp/rnb.XXXXXX)
@@ -61,7 +67,6 @@ printf 'link set dev rnb0 alias rnb0\nlink set dev rnb0 netns rnb-pod name net1\
 printf 'link set dev net1 up\nlink set dev net1 netns %s name rnb0\n' "$self" >"$tmp/pod"
 printf 'link set dev rnb0 alias ""\n' >"$tmp/del-host"
 
-now_ns() { date +%s%N; }
 cycle_rn() {
 	CNI_COMMAND=ADD "$plugin" <<<"$conf_rn" >/dev/null
 	CNI_COMMAND=DEL "$plugin" <<<"$conf_rn" >/dev/null
@@ -85,6 +90,7 @@ cycle_ip() {
 }
 kinds="rn hd hd19 ip"
 [ -z "$base" ] || kinds="rn base hd hd19 ip"
+[ -n "$hd19" ] || kinds=${kinds/ hd19/}
 # sanity: each really moves and restores
 for k in $kinds; do
 	f=cycle_$k
@@ -98,13 +104,20 @@ CNI_COMMAND=DEL "$plugin" <<<"$conf_rn" >/dev/null
 for k in $kinds; do : >"$tmp/$k"; done
 rounds=10
 per=$(((n + rounds - 1) / rounds))
+# CPU time (user + system, every thread) of the waited-for children, in us, from
+# a `times` snapshot taken in this shell (nothing forks between it and a cycle)
+cpu_us() { tail -n 1 "$1" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } printf "%d", s * 1e6 }'; }
 for ((r = 0; r < rounds; r++)); do
 	for k in $kinds; do
+		times >"$tmp/c0"
 		for ((i = 0; i < per; i++)); do
-			t0=$(now_ns)
+			t0=${EPOCHREALTIME/./}
 			"cycle_$k"
-			echo $(($(now_ns) - t0)) >>"$tmp/$k"
+			t1=${EPOCHREALTIME/./}
+			echo $(((t1 - t0) * 1000)) >>"$tmp/$k"
 		done
+		times >"$tmp/c1"
+		echo "$per $(($(cpu_us "$tmp/c1") - $(cpu_us "$tmp/c0")))" >>"$tmp/$k.cpu"
 	done
 done
 
@@ -126,14 +139,21 @@ label() {
 echo "ADD+DEL of a veth move, $((per * rounds)) cycles each, $(nproc) CPUs, kernel $(uname -r)"
 echo "rdma-netns: $plugin"
 [ -z "$base" ] || echo "rdma-netns base: $base"
-printf '%-40s %9s %9s %17s\n' "" "median" "mean" "IQR"
+printf '%-40s %9s %9s %17s %9s\n' "" "median" "mean" "IQR" "CPU"
 for k in $kinds; do
 	read -r med mean q1 q3 <<<"$(stats "$tmp/$k")"
-	eval "med_$k=$med"
-	printf '%-40s %6s ms %6s ms %6s - %6s ms\n' "$(label "$k")" "$med" "$mean" "$q1" "$q3"
+	cpu=$(awk '{ n += $1; s += $2 } END { printf "%.2f", s / n / 1e3 }' "$tmp/$k.cpu")
+	eval "med_$k=$med cpu_$k=$cpu"
+	printf '%-40s %6s ms %6s ms %6s - %6s ms %6s ms\n' "$(label "$k")" "$med" "$mean" "$q1" "$q3" "$cpu"
 done
-echo "host-device versions: Debian 12 '$(hd_ver "$hd")', current world '$(hd_ver "$hd19")' ($(dpkg-query --admindir="$cur_root/var/lib/dpkg" -W -f='${Version}' containernetworking-plugins 2>/dev/null))"
-awk -v a="$med_rn" -v b="$med_hd" -v c="$med_ip" -v d="${med_base:-}" -v e="$med_hd19" 'BEGIN {
-	printf "rdma-netns / host-device 1.1.1: %.2f   rdma-netns / host-device (current): %.2f   rdma-netns / ip -batch: %.2f", a / b, a / e, a / c
+[ -z "$hd19" ] || echo "host-device versions: Debian 12 '$(hd_ver "$hd")', current world '$(hd_ver "$hd19")' ($(dpkg-query --admindir="$cur_root/var/lib/dpkg" -W -f='${Version}' containernetworking-plugins 2>/dev/null))"
+awk -v a="$med_rn" -v b="$med_hd" -v c="$med_ip" -v d="${med_base:-}" -v e="${med_hd19:-}" 'BEGIN {
+	printf "rdma-netns / host-device 1.1.1: %.2f   ", a / b
+	if (e != "") printf "rdma-netns / host-device (current): %.2f   ", a / e
+	printf "rdma-netns / ip -batch: %.2f", a / c
 	if (d != "") printf "   rdma-netns / base: %.2f   base / host-device: %.2f", a / d, d / b
 	printf "   (medians)\n" }'
+awk -v a="$cpu_rn" -v b="$cpu_hd" -v c="$cpu_ip" -v d="${cpu_base:-}" 'BEGIN {
+	printf "CPU per cycle (user+sys of every process and thread, mean): rdma-netns / host-device 1.1.1: %.2f   rdma-netns / ip -batch: %.2f", a / b, a / c
+	if (d != "") printf "   rdma-netns / base: %.2f", a / d
+	printf "\n" }'

@@ -14,6 +14,25 @@ export RDMA_NETNS_STATE_DIR=/tmp/bench-state CNI_CONTAINERID=bench CNI_NETNS=/va
 	CNI_IFNAME=net1 CNI_PATH=/usr/lib/cni
 conf="{\"cniVersion\":\"1.0.0\",\"name\":\"bench\",\"type\":\"rdma-netns\",\"device\":\"h0\"}"
 
+if [ "${TEST_BENCH_MODE:-rdma}" = veth ]; then
+	# this machine's figures for bench/cni-steps.sh and bench/cni-veth.sh (x3)
+	export RDMA_NETNS=$plugin RDMANS_BENCH_CURRENT=0
+	steps=${TEST_BENCH_STEPS:-5}
+	if [ "$steps" != 0 ]; then
+		"$(dirname "$0")/cni-steps.sh" "$steps"
+		echo
+		echo "== with an RDMA device: $dev bound to h0 (host-device moves the netdev alone)"
+		RDMANS_BENCH_DEVICE=h0 "$(dirname "$0")/cni-steps.sh" "$steps"
+	fi
+	runs=${TEST_BENCH_RUNS:-3}
+	for ((run = 1; run <= runs; run++)); do
+		echo
+		echo "== bench/cni-veth.sh $n, run $run of $runs"
+		"$(dirname "$0")/cni-veth.sh" "$n"
+	done
+	exit 0
+fi
+
 cycle_rn() {
 	CNI_COMMAND=ADD "$plugin" <<<"$conf" >/dev/null
 	CNI_COMMAND=DEL "$plugin" <<<"$conf" >/dev/null

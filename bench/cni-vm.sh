@@ -8,9 +8,14 @@
 # interleaved in rounds. Prints ms per cycle (median, mean) and the ratio.
 # TCG emulation: absolute figures are the VM's, the ratio is what carries.
 #   bench/cni-vm.sh [CYCLES]     (default 30)
+# TEST_BENCH_MODE=veth: in the guest instead, bench/cni-steps.sh (TEST_BENCH_STEPS
+# traced runs, 5; 0: none) on a veth and on the RDMA device's netdev, then
+# bench/cni-veth.sh CYCLES three times in a row (TEST_BENCH_RUNS; RDMA_NETNS_BASE
+# passes in too).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_release_build cni-vm.sh src/cni/rdma-netns tests/vm/simhca.ko
-RDMANS_BUILD_DIR=$build RDMANS_SIMHCA_KO=$build/tests/vm/simhca.ko \
+RDMANS_VM_PASS_ENV="${RDMANS_VM_PASS_ENV:-} RDMA_NETNS_BASE" \
+	RDMANS_BUILD_DIR=$build RDMANS_SIMHCA_KO=$build/tests/vm/simhca.ko \
 	TEST_BENCH_CYCLES=${1:-30} RDMANS_VM_TIMEOUT=${RDMANS_VM_TIMEOUT:-900} \
 	tests/vm/vm-run.sh bench/cni-vm-guest.sh

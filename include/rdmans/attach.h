@@ -49,6 +49,9 @@ struct rn_attach_plan {
 	char bus_id[RN_BUS_ID_MAX]; /* PCI BDF (or auxiliary id) behind it, "" when none */
 	bool rdma_kernel; /* the kernel has RDMA netlink */
 	bool exclusive; /* RDMA netns mode is exclusive */
+	/* what rn_attach_resolve_again() may take over (not saved with the plan) */
+	bool sysfs_walked; /* rdma[] is what sysfs tied to netdevs[0] */
+	uint64_t rdma_view; /* a digest of the RDMA netlink dump it resolved from */
 };
 
 /*
@@ -61,6 +64,15 @@ struct rn_attach_plan {
  */
 int rn_attach_resolve(const struct rn_attach_select *sel, const char *ifname,
 		      struct rn_attach_plan *plan, struct rn_error *err);
+/*
+ * rn_attach_resolve() again, after prev (of the same selection): what sysfs
+ * told prev (the RDMA devices tied to a netdev no RDMA port is bound to, the
+ * PCI function) is taken over when the netdev and the RDMA netlink dump are
+ * the same as prev's, instead of walking sysfs again.
+ */
+int rn_attach_resolve_again(const struct rn_attach_select *sel, const char *ifname,
+			    const struct rn_attach_plan *prev, struct rn_attach_plan *plan,
+			    struct rn_error *err);
 
 /*
  * -EOPNOTSUPP when a netdev of the (main mode) plan can never leave the

@@ -40,6 +40,9 @@ int rn_link_by_bus_id(const char *bus_id, struct rn_link *out, struct rn_error *
  * neither (*ret false) and refuse the move itself (rn_link_move: -EOPNOTSUPP).
  */
 int rn_link_netns_immutable(const struct rn_link *l, bool *ret, struct rn_error *err);
+/* rn_link_by_index() and rn_link_netns_immutable() in one RTM_GETLINK. */
+int rn_link_by_index_movable(int ifindex, struct rn_link *out, bool *ret_immutable,
+			     struct rn_error *err);
 
 /*
  * Moves netdev `ifindex` into the netns of nsfd and, when new_name is not
@@ -49,6 +52,12 @@ int rn_link_netns_immutable(const struct rn_link *l, bool *ret, struct rn_error 
  */
 int rn_link_move(int ifindex, const char *name, int nsfd, const char *new_name,
 		 struct rn_error *err);
+/*
+ * rn_link_move() for a caller that has just checked that the target netns
+ * has no netdev of the final name: no look there first (no thread).
+ */
+int rn_link_move_unchecked(int ifindex, const char *name, int nsfd, const char *new_name,
+			   struct rn_error *err);
 int rn_link_rename(int ifindex, const char *name, const char *new_name, struct rn_error *err);
 int rn_link_set_alias(int ifindex, const char *name, const char *alias, struct rn_error *err);
 int rn_link_set_up(int ifindex, const char *name, bool up, struct rn_error *err);

@@ -53,7 +53,8 @@ typedef int (*rn_netns_fn)(void *arg, struct rn_error *err);
 /*
  * Runs fn(arg, err) on a new thread that has joined the netns of nsfd; the
  * thread ends with fn, so the caller's thread never leaves its namespace.
- * Sockets fn opens belong to that netns. Returns what fn returned.
+ * Sockets fn opens belong to that netns. Returns what fn returned. When
+ * nsfd is the calling thread's own netns, fn runs on the calling thread.
  */
 int rn_netns_run(int nsfd, rn_netns_fn fn, void *arg, struct rn_error *err);
 

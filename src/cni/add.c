@@ -164,7 +164,9 @@ static int check_not_added(struct add_job *job)
 	return 0;
 }
 
-static int resolve(struct add_job *job, struct rn_attach_plan *plan)
+/* prev: the resolution before the locks, whose sysfs findings may be taken over */
+static int resolve(struct add_job *job, const struct rn_attach_plan *prev,
+		   struct rn_attach_plan *plan)
 {
 	struct cni_ctx *ctx = job->ctx;
 	struct rn_error err = { 0 };
@@ -173,7 +175,7 @@ static int resolve(struct add_job *job, struct rn_attach_plan *plan)
 	if (ctx->conf.prev_result)
 		r = rn_attach_resolve_chained(job->pod, ctx->ifname, &ctx->conf.sel, plan, &err);
 	else
-		r = rn_attach_resolve(&ctx->conf.sel, ctx->ifname, plan, &err);
+		r = rn_attach_resolve_again(&ctx->conf.sel, ctx->ifname, prev, plan, &err);
 	if (r == -ENODEV) {
 		/* gone: into this very attachment (a racing ADD), another one, or away */
 		if (check_not_added(job) == 0)
@@ -194,13 +196,13 @@ static int resolve_and_lock(struct add_job *job)
 
 	/* the policy is checked under the locks only: before them, a racing ADD may move the
 	 * device away between two lookups, and "gone" must be told as "in use" (101) */
-	if (resolve(job, &first) < 0)
+	if (resolve(job, NULL, &first) < 0)
 		return -1;
 	for (int attempt = 0; attempt < 4; attempt++) {
 		if (rn_attach_lock(ctx->state_dir, &first, LOCK_TIMEOUT_MS, job->locks,
 				   &job->n_locks, &err) < 0)
 			return cni_fail_lib(ctx, CNI_ERR_TRY_AGAIN, &err);
-		if (resolve(job, &again) < 0)
+		if (resolve(job, &first, &again) < 0)
 			return -1;
 		if (rn_attach_locks_cover(&first, &again)) {
 			job->plan = again;

@@ -175,17 +175,31 @@ static int add_netdevs_bound(struct rn_attach_plan *plan, const struct rn_rdma_d
 	return 0;
 }
 
-/* RDMA devices of netdevs[0]: bound by netlink, else tied by sysfs. */
+/* The same netdev, seen by the same RDMA netlink dump: sysfs would tell the same. */
+static bool same_view(const struct rn_attach_plan *prev, const struct rn_attach_plan *plan)
+{
+	const struct rn_attach_netdev *a = &prev->netdevs[0], *b = &plan->netdevs[0];
+
+	return prev->n_netdevs > 0 && plan->n_netdevs > 0 && a->ifindex == b->ifindex &&
+	       strcmp(a->name, b->name) == 0 && strcmp(a->mac, b->mac) == 0 &&
+	       prev->rdma_view == plan->rdma_view;
+}
+
+/* RDMA devices of netdevs[0]: bound by netlink, else tied by sysfs (or as prev was). */
 static int add_rdma_of_netdev(struct rn_attach_plan *plan, const struct rn_rdma_devs *devs,
-			      struct rn_error *err)
+			      bool kernel, const struct rn_attach_plan *prev, struct rn_error *err)
 {
 	char names[RN_ATTACH_MAX][RN_RDMA_NAME_MAX];
 	size_t n = 0;
 	int r;
 
 	r = add_rdma_bound_to(plan, devs, plan->netdevs[0].ifindex, err);
-	if (r < 0 || plan->n_rdma > 0)
-		return r;
+	if (r < 0 || plan->n_rdma > 0 || !kernel)
+		return r; /* no RDMA netlink: no ib_core, so no RDMA device in sysfs either */
+	plan->sysfs_walked = true;
+	if (prev && prev->sysfs_walked && same_view(prev, plan))
+		return plan_add_rdma_names(plan, (char(*)[RN_RDMA_NAME_MAX])prev->rdma,
+					   prev->n_rdma, err);
 	r = rn_sysfs_rdma_by_netdev(plan->netdevs[0].name, names, RN_ATTACH_MAX, &n, err);
 	if (r == -ENODEV || r == -ENOENT) {
 		rn_error_clear(err);
@@ -201,7 +215,8 @@ enum sel_kind { SEL_NETDEV, SEL_HWADDR, SEL_RDMA, SEL_BUS };
 static const char *const sel_key[] = { "device", "hwaddr", "rdmaDevice", "deviceID" };
 
 static int resolve_one(enum sel_kind kind, const char *value, const struct rn_rdma_devs *devs,
-		       struct rn_attach_plan *plan, struct rn_error *err)
+		       bool kernel, const struct rn_attach_plan *prev, struct rn_attach_plan *plan,
+		       struct rn_error *err)
 {
 	struct rn_link l;
 	int r;
@@ -296,7 +311,7 @@ static int resolve_one(enum sel_kind kind, const char *value, const struct rn_rd
 	/* a netdev l: it, the RDMA devices bound to it, the other netdevs of their ports */
 	r = plan_add_netdev(plan, &l, err);
 	if (r == 0)
-		r = add_rdma_of_netdev(plan, devs, err);
+		r = add_rdma_of_netdev(plan, devs, kernel, prev, err);
 	if (r == 0)
 		r = add_netdevs_bound(plan, devs, err);
 	return r;
@@ -310,9 +325,7 @@ int rn_attach_check_movable(const struct rn_attach_plan *plan, struct rn_error *
 		bool immutable = false;
 		int r;
 
-		r = rn_link_by_index(nd->ifindex, &l, err);
-		if (r == 0)
-			r = rn_link_netns_immutable(&l, &immutable, err);
+		r = rn_link_by_index_movable(nd->ifindex, &l, &immutable, err);
 		if (r < 0)
 			return r;
 		if (immutable)
@@ -334,8 +347,34 @@ static bool plans_agree(const struct rn_attach_plan *a, const struct rn_attach_p
 	return a->n_netdevs && b->n_netdevs && a->netdevs[0].ifindex == b->netdevs[0].ifindex;
 }
 
-int rn_attach_resolve(const struct rn_attach_select *sel, const char *ifname,
-		      struct rn_attach_plan *plan, struct rn_error *err)
+/* FNV-1a over what the plan is resolved from: device names and their ports' netdevs. */
+static uint64_t rdma_view(const struct rn_rdma_devs *devs)
+{
+	uint64_t h = 14695981039346656037ULL;
+	const unsigned char *p;
+
+#define MIX(ptr, len)                                                                              \
+	for (p = (const unsigned char *)(ptr); p < (const unsigned char *)(ptr) + (len); p++) {    \
+		h ^= *p;                                                                           \
+		h *= 1099511628211ULL;                                                             \
+	}
+	MIX(&devs->n, sizeof(devs->n));
+	for (size_t i = 0; i < devs->n; i++) {
+		const struct rn_rdma_dev *d = &devs->devs[i];
+
+		MIX(d->name, strlen(d->name) + 1);
+		MIX(&d->index, sizeof(d->index));
+		MIX(&d->nports, sizeof(d->nports));
+		for (size_t k = 0; k < d->nports; k++)
+			MIX(&d->ports[k].ndev_index, sizeof(d->ports[k].ndev_index));
+	}
+#undef MIX
+	return h;
+}
+
+static int resolve_main(const struct rn_attach_select *sel, const char *ifname,
+			const struct rn_attach_plan *prev, struct rn_attach_plan *plan,
+			struct rn_error *err)
 {
 	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
 	const char *values[] = { sel->netdev, sel->hwaddr, sel->rdma_dev, sel->bus_id };
@@ -357,7 +396,9 @@ int rn_attach_resolve(const struct rn_attach_select *sel, const char *ifname,
 		if (!values[k])
 			continue;
 		memset(p, 0, sizeof(*p));
-		r = resolve_one((enum sel_kind)k, values[k], &devs, p, err);
+		p->rdma_view = rdma_view(&devs);
+		r = resolve_one((enum sel_kind)k, values[k], &devs, kernel,
+				first_kind < 0 ? prev : NULL, p, err);
 		if (r < 0)
 			return r;
 		if (first_kind < 0) {
@@ -383,10 +424,26 @@ int rn_attach_resolve(const struct rn_attach_select *sel, const char *ifname,
 	if (!plan->bus_id[0]) {
 		char bdf[RN_BUS_ID_MAX];
 
-		if (rn_sysfs_netdev_pci(plan->netdevs[0].name, bdf, sizeof(bdf), NULL) == 0)
+		/* a netdev's PCI function is its for life: the same netdev as prev's has prev's */
+		if (prev && same_view(prev, plan))
+			(void)rn_strscpy(plan->bus_id, sizeof(plan->bus_id), prev->bus_id);
+		else if (rn_sysfs_netdev_pci(plan->netdevs[0].name, bdf, sizeof(bdf), NULL) == 0)
 			(void)rn_strscpy(plan->bus_id, sizeof(plan->bus_id), bdf);
 	}
 	return 0;
+}
+
+int rn_attach_resolve(const struct rn_attach_select *sel, const char *ifname,
+		      struct rn_attach_plan *plan, struct rn_error *err)
+{
+	return resolve_main(sel, ifname, NULL, plan, err);
+}
+
+int rn_attach_resolve_again(const struct rn_attach_select *sel, const char *ifname,
+			    const struct rn_attach_plan *prev, struct rn_attach_plan *plan,
+			    struct rn_error *err)
+{
+	return resolve_main(sel, ifname, prev, plan, err);
 }
 
 /* ---- chained mode ---- */
@@ -578,8 +635,10 @@ int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, rn_attach
 			if (r < 0)
 				return r;
 		}
-		r = rn_link_move(nd->ifindex, nd->name, pod_nsfd,
-				 strcmp(nd->name, nd->pod_name) ? nd->pod_name : NULL, err);
+		/* the pod was just looked at for pod_name (above) */
+		r = rn_link_move_unchecked(nd->ifindex, nd->name, pod_nsfd,
+					   strcmp(nd->name, nd->pod_name) ? nd->pod_name : NULL,
+					   err);
 		if (r < 0)
 			return r;
 		r = run_step(step, arg, err, "moved netdev %s", nd->name);
@@ -1012,9 +1071,30 @@ static int find_here(void *arg, struct rn_error *err)
 struct fetch_job {
 	const struct rn_attach_netdev *nd;
 	int home_fd;
+	bool home_taken; /* the home netns has a netdev named nd->name (fetch_home_probe) */
 	bool found; /* in the netns entered (as link); sent home unless an error says otherwise */
 	struct rn_link link;
 };
+
+/*
+ * Before entering a netns to fetch nd, in the home netns (the caller's): is
+ * its host name taken there? The kernel moves first and renames after, so a
+ * clash must be seen before the move; asked here, it costs no thread.
+ */
+static int fetch_home_probe(struct fetch_job *f, struct rn_error *err)
+{
+	struct rn_link l;
+	int r = rn_link_by_name(f->nd->name, &l, err);
+
+	if (r == -ENODEV) {
+		rn_error_clear(err);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	f->home_taken = true;
+	return 0;
+}
 
 /* One entry into a netns: look for the netdev there and send it home under its host name. */
 static int fetch_here(void *arg, struct rn_error *err)
@@ -1028,8 +1108,13 @@ static int fetch_here(void *arg, struct rn_error *err)
 		return r;
 	f->found = true;
 	f->link = job.link;
-	return rn_link_move(job.link.ifindex, job.link.name, f->home_fd,
-			    strcmp(job.link.name, f->nd->name) ? f->nd->name : NULL, err);
+	if (f->home_taken)
+		return rn_error_set(err, EEXIST,
+				    "cannot move netdev %s: the target network namespace already "
+				    "has a netdev named %s",
+				    job.link.name, f->nd->name);
+	return rn_link_move_unchecked(job.link.ifindex, job.link.name, f->home_fd,
+				      strcmp(job.link.name, f->nd->name) ? f->nd->name : NULL, err);
 }
 
 /* At home: its host name, alias and up/down as before the attach. */
@@ -1077,31 +1162,108 @@ struct out_state {
 	bool netdev_seen_in_pod[RN_ATTACH_MAX];
 };
 
+struct out_pod_job {
+	const struct rn_attach_plan *plan;
+	int home_fd;
+	struct out_state *os;
+	rn_attach_step_fn step;
+	void *arg;
+	struct fetch_job fetch[RN_ATTACH_MAX];
+	size_t reached; /* netdevs looked for; the last one's error (if any) is the job's */
+	bool rdma_failed; /* the error is the RDMA devices' */
+};
+
+/* In the pod: the plan's RDMA devices there, home; one socket, one dump. */
+static int rdma_home_here(struct out_pod_job *job, struct rn_error *err)
+{
+	const struct rn_attach_plan *plan = job->plan;
+	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
+	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
+	int r;
+
+	r = rn_rdma_open(&rdma, err);
+	if (r == 0)
+		r = rn_rdma_dev_dump(rdma, &devs, err);
+	if (r < 0)
+		return rn_error_wrap(err, "cannot list the RDMA devices in the pod");
+	for (size_t i = 0; i < plan->n_rdma; i++) {
+		const struct rn_rdma_dev *d = devs_find(&devs, plan->rdma[i]);
+
+		if (!d)
+			continue;
+		r = rn_rdma_dev_set_netns(rdma, d->index, d->name, job->home_fd, err);
+		if (r < 0)
+			return rn_error_wrap(err, "cannot bring RDMA device %s home",
+					     plan->rdma[i]);
+		job->os->rdma_home[i] = true;
+		r = run_step(job->step, job->arg, err, "brought RDMA device %s home",
+			     plan->rdma[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * One entry into the pod (one thread) for everything that leaves it: its
+ * RDMA devices, then each netdev, a step after each move.
+ */
+static int out_pod_here(void *arg, struct rn_error *err)
+{
+	struct out_pod_job *job = arg;
+	const struct rn_attach_plan *plan = job->plan;
+	int r;
+
+	if (plan->n_rdma > 0 && plan->rdma_kernel) {
+		r = rdma_home_here(job, err);
+		if (r < 0) {
+			job->rdma_failed = true;
+			return r;
+		}
+	}
+	for (size_t i = 0; !plan->chained && i < plan->n_netdevs; i++) {
+		struct fetch_job *f = &job->fetch[i];
+
+		job->reached = i + 1;
+		r = fetch_here(f, err);
+		if (r < 0)
+			return r;
+		if (!f->found)
+			continue;
+		r = run_step(job->step, job->arg, err, "brought netdev %s home", f->nd->name);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int out_from_pod(const struct rn_attach_plan *plan, int pod_fd, int home_fd,
 			struct out_state *os, rn_attach_step_fn step, void *arg,
 			struct rn_error *err)
 {
+	struct out_pod_job job = {
+		.plan = plan, .home_fd = home_fd, .os = os, .step = step, .arg = arg
+	};
 	int r;
 
-	if (plan->n_rdma > 0 && plan->rdma_kernel) {
-		_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
-
-		r = rn_rdma_dump_in(pod_fd, &devs, err);
+	/* the host names, asked at home first (the kernel moves before it renames) */
+	for (size_t i = 0; !plan->chained && i < plan->n_netdevs; i++) {
+		job.fetch[i] = (struct fetch_job){ .nd = &plan->netdevs[i], .home_fd = home_fd };
+		r = fetch_home_probe(&job.fetch[i], err);
 		if (r < 0)
-			return rn_error_wrap(err, "cannot list the RDMA devices in the pod");
-		r = move_rdma_devs(plan, pod_fd, home_fd, &devs, os->rdma_home, step, arg, err);
-		if (r < 0)
-			return r;
+			return rn_error_wrap(err, "cannot look for netdev %s on the host",
+					     plan->netdevs[i].name);
 	}
-	if (plan->chained)
-		return 0;
-	for (size_t i = 0; i < plan->n_netdevs; i++) {
-		const struct rn_attach_netdev *nd = &plan->netdevs[i];
-		struct fetch_job f = { .nd = nd, .home_fd = home_fd };
+	r = rn_netns_run(pod_fd, out_pod_here, &job, err);
+	for (size_t i = 0; i < job.reached; i++)
+		os->netdev_seen_in_pod[i] = job.fetch[i].found;
+	if (r >= 0 || job.rdma_failed || job.reached == 0)
+		return r;
+	{
+		const struct fetch_job *f = &job.fetch[job.reached - 1];
+		const struct rn_attach_netdev *nd = f->nd;
 
-		r = rn_netns_run(pod_fd, fetch_here, &f, err);
-		os->netdev_seen_in_pod[i] = f.found;
-		if (r < 0 && !f.found)
+		if (!f->found)
 			return rn_error_wrap(err, "cannot look for netdev %s in the pod",
 					     nd->pod_name);
 		if (r == -EEXIST)
@@ -1109,16 +1271,9 @@ static int out_from_pod(const struct rn_attach_plan *plan, int pod_fd, int home_
 				err, EEXIST,
 				"cannot bring netdev %s home: the host has another netdev named "
 				"%s now; rename that one and run DEL again",
-				f.link.name, nd->name);
-		if (r < 0)
-			return r;
-		if (!f.found)
-			continue;
-		r = run_step(step, arg, err, "brought netdev %s home", nd->name);
-		if (r < 0)
-			return r;
+				f->link.name, nd->name);
 	}
-	return 0;
+	return r;
 }
 
 /* One pass at home; *ret_pending gets what is still missing. */
@@ -1219,6 +1374,9 @@ static int out_hunt(const struct rn_attach_plan *plan, int home_fd, bool pod_ali
 
 		if (os->netdev_done[i])
 			continue;
+		r = fetch_home_probe(&f, err);
+		if (r < 0)
+			return r;
 		for (size_t k = 0; k < n_nets && !f.found; k++) {
 			_cleanup_close_ int fd = -1;
 

@@ -177,6 +177,11 @@ static int mkdir_p(const char *dir, struct rn_error *err)
 
 	if (len == 0 || len >= sizeof(path))
 		return rn_error_set(err, EINVAL, "invalid state directory '%s'", dir);
+	/* the common case, every call after the first: there already (check_dir looks at it) */
+	if (mkdir(dir, 0700) == 0 || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT)
+		return rn_error_errno(err, errno, "cannot create state directory %s", dir);
 	memcpy(path, dir, len + 1);
 	for (char *p = path + 1; *p; p++) {
 		if (*p != '/')

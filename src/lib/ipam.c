@@ -498,7 +498,12 @@ int rn_ipam_add(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 	if (c->n_ranges == 0)
 		return rn_error_set(err, EINVAL,
 				    "no range configured (set ipam.range or ipam.ipRanges)");
-	return attachment_locked(s, c, o, add_once, ret, " while it was being stored", err);
+	int r;
+
+	s->read_ahead = c;
+	r = attachment_locked(s, c, o, add_once, ret, " while it was being stored", err);
+	s->read_ahead = NULL;
+	return r;
 }
 
 /* Releases what the attachment (at version) holds, and the attachment. */

@@ -109,6 +109,13 @@ struct rn_ipam_store_ops {
 struct rn_ipam_store {
 	const struct rn_ipam_store_ops *ops;
 	size_t window; /* addresses per probe */
+	/*
+	 * Set by rn_ipam_add() while it runs: the ranges it will search. A
+	 * store may read each range's first probe window (from the
+	 * attachment's hint) together with the attachment, in one request,
+	 * and answer that probe from it (etcd: one read and one txn per ADD).
+	 */
+	const struct rn_ipam_config *read_ahead;
 };
 
 int rn_ipam_store_local_open(const struct rn_ipam_config *c, struct rn_ipam_store **ret,

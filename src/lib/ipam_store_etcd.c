@@ -48,6 +48,14 @@ struct etcd_store {
 	long deadline_ms; /* all of them (one CNI call); 0: none */
 	long deadline; /* rn_now_ms() when they must have ended; 0: none */
 	const char *user_settings; /* static text: where users set them */
+	/* probe windows read with the attachment (etcd_att_get), each answered once */
+	struct read_ahead {
+		char *from, *to; /* the window's first and last address keys */
+		int family;
+		rn_u128 first, last;
+		rn_u128 *taken;
+		size_t n;
+	} ahead[RN_IPAM_MAX_RANGES];
 };
 
 static struct etcd_store *to_etcd(struct rn_ipam_store *s)
@@ -70,10 +78,21 @@ static void wipe_freep(char **s)
 }
 #define _cleanup_wipe_ __attribute__((cleanup(wipe_freep)))
 
+static void ahead_clear(struct etcd_store *e)
+{
+	for (size_t i = 0; i < RN_IPAM_MAX_RANGES; i++) {
+		free(e->ahead[i].from);
+		free(e->ahead[i].to);
+		free(e->ahead[i].taken);
+		memset(&e->ahead[i], 0, sizeof(e->ahead[i]));
+	}
+}
+
 static void etcd_close(struct rn_ipam_store *s)
 {
 	struct etcd_store *e = to_etcd(s);
 
+	ahead_clear(e);
 	rn_http_close(e->http);
 	for (size_t i = 0; i < e->n_endpoints; i++)
 		free(e->endpoints[i]);
@@ -456,14 +475,129 @@ static int etcd_ping(struct rn_ipam_store *s, struct rn_error *err)
 	return request(e, "/v3/kv/range", body, true, &ans, err);
 }
 
+/* The value and mod_revision of a range answer's first kv; -ENOENT when none. */
+static int kv_value(const char *key, json_t *range_ans, char **ret_text, uint64_t *ret_version,
+		    struct rn_error *err)
+{
+	json_t *kv = json_array_get(json_object_get(range_ans, "kvs"), 0);
+
+	if (!kv)
+		return -ENOENT;
+	if (ret_version)
+		*ret_version = json_u64(json_object_get(kv, "mod_revision"));
+	if (ret_text) {
+		const char *v = json_string_value(json_object_get(kv, "value"));
+
+		if (b64_decode(v ? v : "", ret_text, NULL) < 0)
+			return rn_error_set(err, EBADMSG, "etcd key %s: value is not base64", key);
+	}
+	return 0;
+}
+
+/* The addresses of family in [first, last] among a range answer's keys, ascending. */
+static int kvs_taken(json_t *range_ans, int family, rn_u128 first, rn_u128 last,
+		     rn_u128 **ret_taken, size_t *ret_n, struct rn_error *err)
+{
+	json_t *kvs = json_object_get(range_ans, "kvs"), *kv;
+	_cleanup_free_ rn_u128 *taken = calloc(json_array_size(kvs) + 1, sizeof(*taken));
+	size_t i, n = 0;
+
+	if (!taken)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	json_array_foreach (kvs, i, kv) {
+		_cleanup_free_ char *key = NULL;
+		const char *k = json_string_value(json_object_get(kv, "key"));
+		int fam;
+		rn_u128 v;
+
+		if (!k || b64_decode(k, &key, NULL) < 0)
+			continue;
+		if (parse_hex_key(key, &fam, &v) == 0 && fam == family && v >= first && v <= last)
+			taken[n++] = v;
+	}
+	*ret_taken = TAKE_PTR(taken);
+	*ret_n = n;
+	return 0;
+}
+
+/*
+ * The attachment and, in the same read-only txn (one request), the first
+ * probe window of each range rn_ipam_add() will search: the window
+ * rn_ipam_range_walk() starts with, from the attachment's hint. A txn of
+ * ranges alone is a linearizable read (no write, nothing in the raft log).
+ */
+static int att_get_ahead(struct etcd_store *e, const struct rn_ipam_config *c, const char *scope,
+			 const char *id, const char *key, char **ret_text, uint64_t *ret_version,
+			 struct rn_error *err)
+{
+	_cleanup_json_ json_t *body = NULL, *ans = NULL;
+	json_t *ops = json_array(), *responses;
+	size_t n = 0;
+	int r;
+
+	body = json_pack("{s:o}", "success", ops);
+	if (!body)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	json_array_append_new(
+		ops, json_pack("{s:o}", "request_range", range_body(key, NULL, 0, false, 0)));
+	for (size_t k = 0; k < c->n_ranges && k < RN_IPAM_MAX_RANGES; k++) {
+		const struct rn_ipam_range *rg = &c->ranges[k];
+		struct read_ahead *a = &e->ahead[n];
+		char pool[RN_CIDR_STRLEN + 8];
+
+		if (!rn_ipam_range_next(rg, rn_ipam_range_hint(rg, id), &a->first))
+			continue;
+		a->last = (rg->end - a->first < (rn_u128)(e->base.window - 1))
+				  ? rg->end
+				  : a->first + (e->base.window - 1);
+		a->family = rg->family;
+		rn_ipam_pool_name(c, rg, pool, sizeof(pool));
+		a->from = addr_key(e, scope, pool, rg->family, a->first);
+		a->to = addr_key(e, scope, pool, rg->family, a->last);
+		if (!a->from || !a->to)
+			return rn_error_set(err, ENOMEM, "out of memory");
+		json_array_append_new(
+			ops, json_pack("{s:o}", "request_range",
+				       range_body(a->from, a->to, strlen(a->to) + 1, true, 0)));
+		n++;
+	}
+	r = request(e, "/v3/kv/txn", body, true, &ans, err);
+	if (r < 0)
+		return r;
+	responses = json_object_get(ans, "responses");
+	if (json_array_size(responses) != n + 1)
+		return rn_error_set(err, EBADMSG,
+				    "etcd answered a read of %zu keys with %zu responses", n + 1,
+				    json_array_size(responses));
+	for (size_t i = 0; i < n; i++) {
+		struct read_ahead *a = &e->ahead[i];
+
+		r = kvs_taken(json_object_get(json_array_get(responses, i + 1), "response_range"),
+			      a->family, a->first, a->last, &a->taken, &a->n, err);
+		if (r < 0)
+			return r;
+	}
+	return kv_value(key, json_object_get(json_array_get(responses, 0), "response_range"),
+			ret_text, ret_version, err);
+}
+
 static int etcd_att_get(struct rn_ipam_store *s, const char *scope, const char *id, char **ret_text,
 			uint64_t *ret_version, struct rn_error *err)
 {
 	struct etcd_store *e = to_etcd(s);
 	_cleanup_free_ char *key = att_key(e, scope, id);
+	int r;
 
 	if (!key)
 		return rn_error_set(err, ENOMEM, "out of memory");
+	ahead_clear(e); /* what an earlier try read ahead is old now */
+	if (s->read_ahead && s->read_ahead->n_ranges > 0 && s->read_ahead->scope &&
+	    strcmp(s->read_ahead->scope, scope) == 0) {
+		r = att_get_ahead(e, s->read_ahead, scope, id, key, ret_text, ret_version, err);
+		if (r < 0 && r != -ENOENT)
+			ahead_clear(e);
+		return r;
+	}
 	return get_one(e, key, ret_text, ret_version, err);
 }
 
@@ -496,6 +630,25 @@ static int etcd_probe(struct rn_ipam_store *s, const char *scope, const char *po
 	*ret_n = 0;
 	if (!from || !to)
 		return rn_error_set(err, ENOMEM, "out of memory");
+	/* read with the attachment (att_get_ahead): answered once, from that read */
+	for (i = 0; i < RN_IPAM_MAX_RANGES; i++) {
+		struct read_ahead *a = &e->ahead[i];
+
+		if (a->from && a->family == family && a->first == first && a->last == last &&
+		    strcmp(a->from, from) == 0 && strcmp(a->to, to) == 0) {
+			*ret_taken = TAKE_PTR(a->taken);
+			*ret_n = a->n;
+			free(a->from);
+			free(a->to);
+			memset(a, 0, sizeof(*a));
+			if (!*ret_taken) {
+				*ret_taken = calloc(1, sizeof(**ret_taken));
+				if (!*ret_taken)
+					return rn_error_set(err, ENOMEM, "out of memory");
+			}
+			return 0;
+		}
+	}
 	/* [from, to]: range_end is exclusive, so end just past `to`. Serializable:
 	 * any member answers from its own copy; a stale answer only costs a failed
 	 * claim, since the claim's txn compares against the leader's state. */

@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netlink/netlink.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
@@ -259,7 +261,17 @@ static int link_change(int ifindex, const char *name, struct rtnl_link *changes,
 struct immutable_probe {
 	bool seen;
 	bool immutable;
+	struct rn_link *link; /* filled from the same answer when not NULL */
+	bool got_link;
 };
+
+static void immutable_fill(struct nl_object *obj, void *arg)
+{
+	struct immutable_probe *p = arg;
+
+	fill_link((struct rtnl_link *)obj, p->link);
+	p->got_link = true;
+}
 
 static int immutable_cb(struct nl_msg *msg, void *arg)
 {
@@ -273,15 +285,20 @@ static int immutable_cb(struct nl_msg *msg, void *arg)
 		p->seen = true;
 		p->immutable = nla_get_u8(tb[RN_IFLA_NETNS_IMMUTABLE]) != 0;
 	}
+	if (p->link && nlmsg_hdr(msg)->nlmsg_type == RTM_NEWLINK)
+		(void)nl_msg_parse(msg, immutable_fill, p);
 	return NL_OK;
 }
 
-/* IFLA_NETNS_IMMUTABLE of RTM_GETLINK (libnl's link object does not keep it). */
-static int netlink_immutable(const struct rn_link *l, struct immutable_probe *p,
+/*
+ * IFLA_NETNS_IMMUTABLE of RTM_GETLINK (libnl's link object does not keep
+ * it), and with p->link set the link itself, from the same answer.
+ */
+static int netlink_immutable(int ifindex, const char *name, struct immutable_probe *p,
 			     struct rn_error *err)
 {
 	_cleanup_sock_ struct nl_sock *sk = NULL;
-	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = l->ifindex };
+	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = ifindex };
 	int r;
 
 	r = route_sock(&sk, err);
@@ -293,8 +310,13 @@ static int netlink_immutable(const struct rn_link *l, struct immutable_probe *p,
 		r = nl_send_simple(sk, RTM_GETLINK, 0, &ifi, sizeof(ifi));
 	if (r >= 0)
 		r = nl_recvmsgs_default(sk);
-	if (r < 0)
-		return nl_fail(err, r, "cannot look up netdev %s", l->name);
+	if (r < 0) {
+		if (p->link && (r == -NLE_NODEV || r == -NLE_OBJ_NOTFOUND))
+			return rn_error_set(err, ENODEV,
+					    "no netdev with index %d in this network namespace",
+					    ifindex);
+		return nl_fail(err, r, "cannot look up netdev %s", name);
+	}
 	return 0;
 }
 
@@ -374,7 +396,7 @@ int rn_link_netns_immutable(const struct rn_link *l, bool *ret, struct rn_error 
 		*ret = true;
 		return 0;
 	}
-	r = netlink_immutable(l, &p, err);
+	r = netlink_immutable(l->ifindex, l->name, &p, err);
 	if (r < 0)
 		return r;
 	if (p.seen) {
@@ -382,6 +404,33 @@ int rn_link_netns_immutable(const struct rn_link *l, bool *ret, struct rn_error 
 		return 0;
 	}
 	return ethtool_netns_local(l, &known, ret, err);
+}
+
+int rn_link_by_index_movable(int ifindex, struct rn_link *out, bool *ret_immutable,
+			     struct rn_error *err)
+{
+	char what[32];
+	struct immutable_probe p = { .link = out };
+	bool known = false;
+	int r;
+
+	*ret_immutable = false;
+	if (ifindex <= 0)
+		return rn_error_set(err, ENODEV, "invalid interface index %d", ifindex);
+	snprintf(what, sizeof(what), "with index %d", ifindex);
+	r = netlink_immutable(ifindex, what, &p, err);
+	if (r < 0)
+		return r;
+	if (!p.got_link)
+		return rn_error_set(err, ENODEV,
+				    "no netdev with index %d in this network namespace", ifindex);
+	if (out->flags & IFF_LOOPBACK)
+		*ret_immutable = true;
+	else if (p.seen)
+		*ret_immutable = p.immutable;
+	else
+		return ethtool_netns_local(out, &known, ret_immutable, err);
+	return 0;
 }
 
 struct name_probe {
@@ -419,8 +468,8 @@ static int move_back_here(void *arg, struct rn_error *err)
 	return rn_link_move(l.ifindex, l.name, mb->home_fd, mb->name_home, err);
 }
 
-int rn_link_move(int ifindex, const char *name, int nsfd, const char *new_name,
-		 struct rn_error *err)
+static int link_move(int ifindex, const char *name, int nsfd, const char *new_name,
+		     bool probe_first, struct rn_error *err)
 {
 	_cleanup_link_ struct rtnl_link *changes = rtnl_link_alloc();
 	struct name_probe probe = { .name = new_name ? new_name : name };
@@ -438,16 +487,19 @@ int rn_link_move(int ifindex, const char *name, int nsfd, const char *new_name,
 	}
 	/*
 	 * The kernel moves first and renames after: a clash on the new name
-	 * fails the rename with the netdev already moved. Check first.
+	 * fails the rename with the netdev already moved. Check first (unless
+	 * the caller just did, rn_link_move_unchecked).
 	 */
-	r = rn_netns_run(nsfd, probe_name_here, &probe, err);
-	if (r < 0)
-		return r;
-	if (probe.found)
-		return rn_error_set(err, EEXIST,
-				    "cannot move netdev %s: the target network namespace already "
-				    "has a netdev named %s",
-				    name, probe.name);
+	if (probe_first) {
+		r = rn_netns_run(nsfd, probe_name_here, &probe, err);
+		if (r < 0)
+			return r;
+		if (probe.found)
+			return rn_error_set(err, EEXIST,
+					    "cannot move netdev %s: the target network namespace "
+					    "already has a netdev named %s",
+					    name, probe.name);
+	}
 	rtnl_link_set_ns_fd(changes, nsfd);
 	r = link_change(ifindex, name, changes, "move", err);
 	if (r < 0 && rn_link_by_index(ifindex, &still_here, &ignored) < 0) {
@@ -472,6 +524,18 @@ int rn_link_move(int ifindex, const char *name, int nsfd, const char *new_name,
 				    name, why);
 	}
 	return r;
+}
+
+int rn_link_move(int ifindex, const char *name, int nsfd, const char *new_name,
+		 struct rn_error *err)
+{
+	return link_move(ifindex, name, nsfd, new_name, true, err);
+}
+
+int rn_link_move_unchecked(int ifindex, const char *name, int nsfd, const char *new_name,
+			   struct rn_error *err)
+{
+	return link_move(ifindex, name, nsfd, new_name, false, err);
 }
 
 int rn_link_rename(int ifindex, const char *name, const char *new_name, struct rn_error *err)
@@ -684,21 +748,74 @@ int rn_link_default_route_ifindex(int *ret_ifindex, struct rn_error *err)
 	return 0;
 }
 
+struct default_probe {
+	int ifindex;
+	bool found;
+};
+
+static int default_route_cb(struct nl_msg *msg, void *arg)
+{
+	struct default_probe *p = arg;
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
+	struct rtmsg *rtm = nlmsg_data(nlh);
+	struct nlattr *tb[RTA_MAX + 1];
+	uint32_t table;
+
+	if (nlh->nlmsg_type != RTM_NEWROUTE ||
+	    nlmsg_parse(nlh, sizeof(*rtm), tb, RTA_MAX, NULL) < 0 || rtm->rtm_dst_len != 0)
+		return NL_SKIP;
+	table = tb[RTA_TABLE] ? nla_get_u32(tb[RTA_TABLE]) : rtm->rtm_table;
+	if (table != RT_TABLE_MAIN)
+		return NL_SKIP;
+	if (tb[RTA_OIF] && (int)nla_get_u32(tb[RTA_OIF]) == p->ifindex)
+		p->found = true;
+	if (tb[RTA_MULTIPATH]) {
+		struct rtnexthop *nh = nla_data(tb[RTA_MULTIPATH]);
+		int left = nla_len(tb[RTA_MULTIPATH]);
+
+		while (left >= (int)sizeof(*nh) && nh->rtnh_len >= sizeof(*nh) &&
+		       nh->rtnh_len <= left) {
+			if (nh->rtnh_ifindex == p->ifindex)
+				p->found = true;
+			left -= RTNH_ALIGN(nh->rtnh_len);
+			nh = RTNH_NEXT(nh);
+		}
+	}
+	return NL_OK;
+}
+
+/*
+ * Does a default route of the main table go through ifindex? One dump of
+ * family's routes, which the kernel filters (strict checking, 4.20+) to
+ * the main table's routes through ifindex: a node's full routing table is
+ * walked in the kernel, not copied out. Kernels that do not filter send
+ * every route; the callback tells them apart either way.
+ */
 static int default_route_in(struct nl_sock *sk, int family, int ifindex, bool *ret,
 			    struct rn_error *err)
 {
-	_cleanup_cache_ struct nl_cache *cache = NULL;
-	struct rtnl_route *route;
+	struct rtmsg rtm = { .rtm_family = (unsigned char)family, .rtm_table = RT_TABLE_MAIN };
+	struct default_probe p = { .ifindex = ifindex };
+	struct nl_msg *msg;
 	int r;
 
-	r = rtnl_route_alloc_cache(sk, family, 0, &cache);
+	msg = nlmsg_alloc_simple(RTM_GETROUTE, NLM_F_DUMP);
+	if (!msg)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	r = nlmsg_append(msg, &rtm, sizeof(rtm), NLMSG_ALIGNTO);
+	if (r == 0)
+		r = nla_put_u32(msg, RTA_OIF, (uint32_t)ifindex);
+	if (r == 0)
+		r = nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, default_route_cb, &p);
+	if (r == 0)
+		r = nl_send_auto(sk, msg);
+	nlmsg_free(msg);
+	if (r >= 0)
+		r = nl_recvmsgs_default(sk);
 	if (r < 0)
 		return nl_fail(err, r, "cannot list routes");
-	for (route = next_default_route(cache, NULL); route;
-	     route = next_default_route(cache, route))
-		for (int i = 0; i < rtnl_route_get_nnexthops(route); i++)
-			if (rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(route, i)) == ifindex)
-				*ret = true;
+	if (p.found)
+		*ret = true;
 	return 0;
 }
 
@@ -711,6 +828,10 @@ int rn_link_has_default_route(int ifindex, bool *ret, struct rn_error *err)
 	r = route_sock(&sk, err);
 	if (r < 0)
 		return r;
+	nl_socket_disable_auto_ack(sk);
+	/* best effort: a kernel without it (before 4.20) dumps everything */
+	(void)setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_GET_STRICT_CHK, &(int){ 1 },
+			 sizeof(int));
 	r = default_route_in(sk, AF_INET, ifindex, ret, err);
 	if (r < 0)
 		return r;

@@ -251,11 +251,30 @@ static void *netns_thread(void *data)
 	return NULL;
 }
 
+/* nsfd is the calling thread's own netns (1), another (0); -errno when it cannot tell. */
+static int netns_is_mine(int nsfd)
+{
+	struct stat mine, other;
+
+	if (stat("/proc/thread-self/ns/net", &mine) < 0 || fstat(nsfd, &other) < 0)
+		return -errno;
+	return mine.st_dev == other.st_dev && mine.st_ino == other.st_ino;
+}
+
 static int run_job(struct netns_job *job)
 {
 	pthread_t thread;
 	int r;
 
+	/*
+	 * Already there (a move from the home netns, say): setns would change
+	 * nothing, so the work runs here, without a thread. sysfs work still
+	 * gets its own thread: it needs a private mount namespace.
+	 */
+	if (!job->own_sysfs && netns_is_mine(job->nsfd) == 1) {
+		job->entered = true;
+		return job->fn(job->arg, job->err);
+	}
 	r = pthread_create(&thread, NULL, netns_thread, job);
 	if (r != 0)
 		return rn_error_errno(job->err, r,

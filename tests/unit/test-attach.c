@@ -320,6 +320,14 @@ int __wrap_rn_link_move(int ifindex, const char *name, int nsfd, const char *new
 	return 0;
 }
 
+int __wrap_rn_link_move_unchecked(int ifindex, const char *name, int nsfd, const char *new_name,
+				  struct rn_error *err);
+int __wrap_rn_link_move_unchecked(int ifindex, const char *name, int nsfd, const char *new_name,
+				  struct rn_error *err)
+{
+	return __wrap_rn_link_move(ifindex, name, nsfd, new_name, err);
+}
+
 int __wrap_rn_link_rename(int ifindex, const char *name, const char *new_name,
 			  struct rn_error *err);
 int __wrap_rn_link_rename(int ifindex, const char *name, const char *new_name, struct rn_error *err)
@@ -442,6 +450,26 @@ int __wrap_rn_move_rdma_dev(const char *name, int from_nsfd, int to_nsfd, struct
 	if (!d || d->ns != ns_of(from_nsfd))
 		return rn_error_set(err, ENODEV, "test: no RDMA device %s there", name);
 	d->ns = ns_of(to_nsfd);
+	W.changes++;
+	return 0;
+}
+
+/* In the calling thread's netns (W.cur), as the kernel's RDMA_NLDEV_CMD_SET with a netns fd. */
+int __wrap_rn_rdma_dev_set_netns(struct rn_rdma *rdma, uint32_t index, const char *name, int nsfd,
+				 struct rn_error *err);
+int __wrap_rn_rdma_dev_set_netns(struct rn_rdma *rdma, uint32_t index, const char *name, int nsfd,
+				 struct rn_error *err)
+{
+	struct fake_rdma *d = rdma_named(name);
+	int r = fault("rdma_dev_set_netns", err);
+
+	(void)index;
+	CHECK(rdma == fake_rdma_sock);
+	if (r < 0)
+		return r;
+	if (!d || d->ns != W.cur)
+		return rn_error_set(err, ENODEV, "test: no RDMA device %s there", name);
+	d->ns = ns_of(nsfd);
 	W.changes++;
 	return 0;
 }
@@ -784,15 +812,20 @@ static void each_failing_kernel_call_is_an_error_the_next_del_repairs(void)
 {
 	static const struct kernel_fault faults[] = {
 		{ "netns_open_self", 1, false, "netns_open_self failed" },
-		{ "rdma_dump_in", 1, false,
+		{ "rdma_dev_dump", 1, false,
 		  "cannot list the RDMA devices in the pod: fake kernel" },
-		{ "move_rdma_dev", 1, false, "cannot bring RDMA device mlx5_0 home: fake kernel" },
-		{ "link_by_name", 1, false, "cannot look for netdev net1 in the pod: fake kernel" },
+		{ "rdma_dev_set_netns", 1, false,
+		  "cannot bring RDMA device mlx5_0 home: fake kernel" },
+		/* before entering the pod: are the host names free at home? */
+		{ "link_by_name", 1, false, "cannot look for netdev ens1f0 on the host: fake" },
+		{ "link_by_name", 2, false, "cannot look for netdev ens1f1 on the host: fake" },
+		{ "link_by_name", 3, false, "cannot look for netdev net1 in the pod: fake kernel" },
 		{ "link_move", 1, false, "link_move failed" },
 		{ "link_move", 2, false, "link_move failed" },
 		{ "rdma_open", 1, false, "rdma_open failed" },
-		{ "rdma_dev_dump", 1, false, "rdma_dev_dump failed" },
-		{ "link_by_name", 3, false, "cannot look for netdev ens1f0 on the host: fake" },
+		{ "rdma_open", 2, false, "rdma_open failed" },
+		{ "rdma_dev_dump", 2, false, "rdma_dev_dump failed" },
+		{ "link_by_name", 5, false, "cannot look for netdev ens1f0 on the host: fake" },
 		{ "link_set_alias", 1, false, "link_set_alias failed" },
 		{ "link_set_up", 1, false, "link_set_up failed" },
 		{ "link_by_mac", 1, true, "cannot look for netdev ens1f0 on the host: fake" },
