@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What attach.c lends the other attach files (attach_plan.c, attach_home.c). */
+#ifndef RDMANS_ATTACH_PRIVATE_H
+#define RDMANS_ATTACH_PRIVATE_H
+
+#include <stdbool.h>
+
+#include "rdmans/attach.h"
+#include "rdmans/error.h"
+#include "rdmans/rdma_nl.h"
+
+/* Tells the caller's step function what was just changed ("moved netdev eth1"). */
+__attribute__((format(printf, 4, 5))) int
+rn_attach_run_step(rn_attach_step_fn step, void *arg, struct rn_error *err, const char *fmt, ...);
+/* The RDMA devices of this netns; no RDMA netlink is an empty list, not an error. */
+int rn_attach_rdma_dump_here(struct rn_rdma_devs *devs, bool *kernel, bool *exclusive,
+			     struct rn_error *err);
+/* Device `name` of devs, NULL when it is not there. */
+const struct rn_rdma_dev *rn_attach_devs_find(const struct rn_rdma_devs *devs, const char *name);
+
+#endif
