@@ -95,12 +95,10 @@ int rn_netns_sysfs_fd(struct rn_error *err);
  * netns, 0 when it shows another, negative errno when it cannot tell. As root
  * the answer is exact (a sysfs made for this netns shares the superblock of
  * every other mount of it); without CAP_SYS_ADMIN the netdevs of /sys/class/net
- * are checked against this netns's (name and ifindex, both ways). A root set
+ * are checked against this netns's (rn_sysfs_netdevs_agree). A root set
  * by $RDMANS_SYSFS_ROOT or rn_sysfs_set_root() is taken as it is.
  */
 int rn_netns_sysfs_is_own(struct rn_error *err);
-/* 1 when the netdevs under ROOT/class/net are exactly this netns's (names, ifindexes); 0 when not. */
-int rn_netns_sysfs_netdevs_agree(const char *root, struct rn_error *err);
 
 /*
  * Runs fn(arg, err) where sysfs shows the calling thread's own netns: on this

@@ -92,6 +92,11 @@ void rn_sysfs_rdma_facts_free(struct rn_sysfs_rdma_facts *f);
 
 /* Every netdev under class/net (none when it is absent), sorted. Free *ret with free(). */
 int rn_sysfs_netdev_list(char (**ret)[IF_NAMESIZE], size_t *ret_n, struct rn_error *err);
+/*
+ * 1 when the netdevs under ROOT/class/net are exactly this thread's netns's
+ * (names and ifindexes, both ways); 0 when not: the sysfs shows another netns.
+ */
+int rn_sysfs_netdevs_agree(const char *root, struct rn_error *err);
 
 /* ---- counters (DEV/hw_counters, DEV/ports/P/hw_counters, DEV/ports/P/counters) ---- */
 

@@ -584,47 +584,6 @@ int rn_netns_path_ino(const char *path, uint64_t *ret)
 	return 0;
 }
 
-int rn_netns_sysfs_netdevs_agree(const char *root, struct rn_error *err)
-{
-	_cleanup_closedir_ DIR *d = NULL;
-	struct if_nameindex *ifs;
-	struct dirent *de;
-	char dir[PATH_MAX], path[PATH_MAX], text[32];
-	size_t in_sysfs = 0, here = 0;
-	bool agree = true;
-
-	if (rn_path(dir, sizeof(dir), "%s/class/net", root) < 0)
-		return rn_error_set(err, ENAMETOOLONG, "sysfs root %s is too long", root);
-	d = opendir(dir);
-	if (!d)
-		return rn_error_errno(err, errno, "cannot list %s", dir);
-	while (agree && (de = readdir(d))) {
-		char *end;
-		unsigned long idx;
-
-		if (de->d_name[0] == '.')
-			continue;
-		in_sysfs++;
-		if (rn_path(path, sizeof(path), "%s/%s/ifindex", dir, de->d_name) < 0 ||
-		    rn_read_line(path, text, sizeof(text)) < 0) {
-			agree = false;
-			break;
-		}
-		errno = 0;
-		idx = strtoul(text, &end, 10);
-		/* if_nametoindex() asks this thread's netns */
-		agree = !errno && end != text && !*end && idx == if_nametoindex(de->d_name);
-	}
-	ifs = if_nameindex();
-	if (!ifs)
-		return rn_error_errno(err, errno,
-				      "cannot list the netdevs of this network namespace");
-	for (struct if_nameindex *i = ifs; i->if_index; i++)
-		here++;
-	if_freenameindex(ifs);
-	return agree && here == in_sysfs;
-}
-
 int rn_netns_sysfs_is_own(struct rn_error *err)
 {
 	const char *root = rn_sysfs_root();
@@ -636,7 +595,7 @@ int rn_netns_sysfs_is_own(struct rn_error *err)
 	/* sysfs keeps one superblock per netns: a new mount of ours has /sys's st_dev iff /sys is ours */
 	mnt = rn_netns_sysfs_fd(NULL);
 	if (mnt < 0)
-		return rn_netns_sysfs_netdevs_agree(root, err);
+		return rn_sysfs_netdevs_agree(root, err);
 	if (stat(root, &a) < 0)
 		return rn_error_errno(err, errno, "cannot inspect %s", root);
 	if (fstat(mnt, &b) < 0)

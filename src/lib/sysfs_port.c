@@ -373,3 +373,44 @@ int rn_sysfs_counters_read(const char *dev, uint32_t port, const char *set, rn_s
 	}
 	return 0;
 }
+
+int rn_sysfs_netdevs_agree(const char *root, struct rn_error *err)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct if_nameindex *ifs;
+	struct dirent *de;
+	char dir[PATH_MAX], path[PATH_MAX], text[32];
+	size_t in_sysfs = 0, here = 0;
+	bool agree = true;
+
+	if (rn_path(dir, sizeof(dir), "%s/class/net", root) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "sysfs root %s is too long", root);
+	d = opendir(dir);
+	if (!d)
+		return rn_error_errno(err, errno, "cannot list %s", dir);
+	while (agree && (de = readdir(d))) {
+		char *end;
+		unsigned long idx;
+
+		if (de->d_name[0] == '.')
+			continue;
+		in_sysfs++;
+		if (rn_path(path, sizeof(path), "%s/%s/ifindex", dir, de->d_name) < 0 ||
+		    rn_read_line(path, text, sizeof(text)) < 0) {
+			agree = false;
+			break;
+		}
+		errno = 0;
+		idx = strtoul(text, &end, 10);
+		/* if_nametoindex() asks this thread's netns */
+		agree = !errno && end != text && !*end && idx == if_nametoindex(de->d_name);
+	}
+	ifs = if_nameindex();
+	if (!ifs)
+		return rn_error_errno(err, errno,
+				      "cannot list the netdevs of this network namespace");
+	for (struct if_nameindex *i = ifs; i->if_index; i++)
+		here++;
+	if_freenameindex(ifs);
+	return agree && here == in_sysfs;
+}

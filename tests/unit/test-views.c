@@ -22,6 +22,7 @@
 
 #include "fakesys.h"
 #include "rdmans/netns.h"
+#include "rdmans/sysfs.h"
 #include "rdmans/util.h"
 #include "test.h"
 
@@ -68,7 +69,7 @@ static void sysfs_of_this_netns_agrees(void)
 	struct rn_error err = { 0 };
 	char *root = tree_of_here();
 
-	CHECK_INT(rn_netns_sysfs_netdevs_agree(root, &err), 1);
+	CHECK_INT(rn_sysfs_netdevs_agree(root, &err), 1);
 	CHECK(!rn_error_isset(&err));
 	fakesys_free(root);
 }
@@ -80,7 +81,7 @@ static void sysfs_with_another_netdev_is_another_netns(void)
 
 	/* the host's eth2 seen from a pod's netns, as under nsenter -n */
 	fakesys_write(root, "class/net/rn-elsewhere0/ifindex", "4242");
-	CHECK_INT(rn_netns_sysfs_netdevs_agree(root, &err), 0);
+	CHECK_INT(rn_sysfs_netdevs_agree(root, &err), 0);
 	fakesys_free(root);
 }
 
@@ -98,9 +99,9 @@ static void sysfs_missing_a_netdev_is_another_netns(void)
 		for (struct if_nameindex *i = ifs; i && i->if_index; i++)
 			n++;
 		if_freenameindex(ifs);
-		CHECK_INT(rn_netns_sysfs_netdevs_agree(root, &err), n == 1);
+		CHECK_INT(rn_sysfs_netdevs_agree(root, &err), n == 1);
 	} else {
-		CHECK_INT(rn_netns_sysfs_netdevs_agree(root, &err), 0);
+		CHECK_INT(rn_sysfs_netdevs_agree(root, &err), 0);
 	}
 	fakesys_free(root);
 }
@@ -112,7 +113,7 @@ static void sysfs_with_a_different_ifindex_is_another_netns(void)
 
 	/* same names, another numbering: lo is 1 in every netns, so renumber it */
 	fakesys_write(root, "class/net/lo/ifindex", "7");
-	CHECK_INT(rn_netns_sysfs_netdevs_agree(root, &err), 0);
+	CHECK_INT(rn_sysfs_netdevs_agree(root, &err), 0);
 	fakesys_free(root);
 }
 
@@ -124,7 +125,7 @@ static void sysfs_without_class_net_is_an_error(void)
 
 	snprintf(path, sizeof(path), "%s/class/net", root);
 	(void)rmdir(path);
-	CHECK(rn_netns_sysfs_netdevs_agree(root, &err) < 0);
+	CHECK(rn_sysfs_netdevs_agree(root, &err) < 0);
 	CHECK_CONTAINS(err.msg, "cannot list");
 	fakesys_free(root);
 }
