@@ -154,9 +154,9 @@ static int add_rdma_of_netdev(struct rn_attach_plan *plan, const struct rn_rdma_
 	if (r < 0 || plan->n_rdma > 0 || !kernel)
 		return r; /* no RDMA netlink: no ib_core, so no RDMA device in sysfs either */
 	plan->sysfs_walked = true;
-	if (prev && prev->sysfs_walked && same_view(prev, plan))
-		return plan_add_rdma_names(plan, (char(*)[RN_RDMA_NAME_MAX])prev->rdma,
-					   prev->n_rdma, err);
+	/* only a walk that found nothing is taken over: the digest does not cover a tie's files */
+	if (prev && prev->sysfs_walked && prev->n_rdma == 0 && same_view(prev, plan))
+		return 0;
 	r = rn_sysfs_rdma_by_netdev(plan->netdevs[0].name, names, RN_ATTACH_MAX, &n, err);
 	if (r == -ENODEV || r == -ENOENT) {
 		rn_error_clear(err);

@@ -630,8 +630,8 @@ static int etcd_probe(struct rn_ipam_store *s, const char *scope, const char *po
 	*ret_n = 0;
 	if (!from || !to)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	/* read with the attachment (att_get_ahead): answered once, from that read */
-	for (i = 0; i < RN_IPAM_MAX_RANGES; i++) {
+	/* read with the attachment (att_get_ahead): answered once, from that read, within its ADD */
+	for (i = 0; s->read_ahead && i < RN_IPAM_MAX_RANGES; i++) {
 		struct read_ahead *a = &e->ahead[i];
 
 		if (a->from && a->family == family && a->first == first && a->last == last &&
