@@ -621,9 +621,6 @@ static int etcd_probe(struct rn_ipam_store *s, const char *scope, const char *po
 	_cleanup_free_ char *from = addr_key(e, scope, pool, family, first);
 	_cleanup_free_ char *to = addr_key(e, scope, pool, family, last);
 	_cleanup_json_ json_t *body = NULL, *ans = NULL;
-	_cleanup_free_ rn_u128 *taken = NULL;
-	json_t *kvs, *kv;
-	size_t i, n = 0;
 	int r;
 
 	*ret_taken = NULL;
@@ -631,7 +628,7 @@ static int etcd_probe(struct rn_ipam_store *s, const char *scope, const char *po
 	if (!from || !to)
 		return rn_error_set(err, ENOMEM, "out of memory");
 	/* read with the attachment (att_get_ahead): answered once, from that read, within its ADD */
-	for (i = 0; s->read_ahead && i < RN_IPAM_MAX_RANGES; i++) {
+	for (size_t i = 0; s->read_ahead && i < RN_IPAM_MAX_RANGES; i++) {
 		struct read_ahead *a = &e->ahead[i];
 
 		if (a->from && a->family == family && a->first == first && a->last == last &&
@@ -657,24 +654,7 @@ static int etcd_probe(struct rn_ipam_store *s, const char *scope, const char *po
 	r = request(e, "/v3/kv/range", body, true, &ans, err);
 	if (r < 0)
 		return r;
-	kvs = json_object_get(ans, "kvs");
-	taken = calloc(json_array_size(kvs) + 1, sizeof(*taken));
-	if (!taken)
-		return rn_error_set(err, ENOMEM, "out of memory");
-	json_array_foreach (kvs, i, kv) {
-		_cleanup_free_ char *key = NULL;
-		const char *k = json_string_value(json_object_get(kv, "key"));
-		int fam;
-		rn_u128 v;
-
-		if (!k || b64_decode(k, &key, NULL) < 0)
-			continue;
-		if (parse_hex_key(key, &fam, &v) == 0 && fam == family && v >= first && v <= last)
-			taken[n++] = v;
-	}
-	*ret_taken = TAKE_PTR(taken);
-	*ret_n = n;
-	return 0;
+	return kvs_taken(ans, family, first, last, ret_taken, ret_n, err);
 }
 
 static json_t *compare_version(const char *key, uint64_t version)
