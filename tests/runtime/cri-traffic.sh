@@ -117,7 +117,7 @@ pair_run() {
 	[ "$fam" = ipv6 ] && vm_check "$fam: nccl.conf says AF_INET6" vm_expect_eq AF_INET6 "$(ncclval "$conf" NCCL_IB_ADDR_FAMILY)"
 
 	# rdmans ping: the server is container A's process
-	ctr_up "$podA" ping-server "$RIMG" '["rdmans", "ping", "--server"]' || return
+	ctr_up "$podA" ping-server "$RIMG" '["rdmans", "ping", "--server", "--timeout", "30"]' || return
 	srv=$CID
 	in_ctr "$srv" cat /etc/nccl.conf
 	hcaA=$(ncclval "$OUT" NCCL_IB_HCA)
@@ -126,7 +126,7 @@ pair_run() {
 		sh -c 'case "$1" in "=rxe"*) [ "$1" != "$2" ] ;; *) exit 1 ;; esac' _ "$hcaA" "$hca"
 	vm_poll 120 vm_cm_listening rdmans
 	rt_here "$fam: rdmans ping from pod B to pod A ($addrA), on nccl.conf's device and GID" \
-		in_ctr "$cb" rdmans ping "$addrA" --count 50 --bw-count 50
+		in_ctr "$cb" rdmans ping "$addrA" --count 50 --bw-count 50 --timeout 30
 	vm_diag "$OUT"
 	vm_check "  it used nccl.conf's device ${hca#=} and GID index $gid" vm_expect_contains "$OUT" "${hca#=} port 1, GID index $gid"
 	cri stopc "$srv" >/dev/null

@@ -107,7 +107,7 @@ pair_run() {
 	fi
 
 	# rdmans ping: the server is a container of pod A
-	ctr_up "$fam-a" "$fam-ping-server" rdmans ping --server || return
+	ctr_up "$fam-a" "$fam-ping-server" rdmans ping --server --timeout 30 || return
 	confA=$(podman exec "$fam-ping-server" cat /etc/nccl.conf 2>&1)
 	hcaA=$(ncclval "$confA" NCCL_IB_HCA)
 	gidA=$(ncclval "$confA" NCCL_IB_GID_INDEX)
@@ -115,7 +115,7 @@ pair_run() {
 		sh -c 'case "$1" in "=rxe"*_eth0) [ "$1" != "$2" ] ;; *) exit 1 ;; esac' _ "$hcaA" "$hca"
 	vm_poll 120 vm_cm_listening rdmans
 	vm_run_code 0 "$fam: rdmans ping from pod B to pod A ($addrA), on nccl.conf's device and GID" \
-		timeout 120 podman exec "$fam-client" rdmans ping "$addrA" --count 50 --bw-count 50
+		timeout 120 podman exec "$fam-client" rdmans ping "$addrA" --count 50 --bw-count 50 --timeout 30
 	vm_diag "$OUT"
 	vm_check "  it used nccl.conf's device ${hca#=} and GID index $gid" vm_expect_contains "$OUT" "${hca#=} port 1, GID index $gid"
 	podman rm -f -t 0 "$fam-ping-server" >/dev/null

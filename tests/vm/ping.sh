@@ -43,7 +43,10 @@ vm_poll 20 sh -c 'grep -q "fd77" /sys/class/infiniband/rxeB/ports/1/gids/* 2>/de
 vm_check "rdmans env in B names rxeB" ip netns exec B "$R" env
 vm_expect_contains "$VM_OUT" "NCCL_IB_HCA==rxeB" "rdmans env" || vm_not_ok "env names rxeB"
 
-SMALL=(--count 200 --bw-count 200)
+# --timeout 30: emulated soft-RoCE on a loaded machine can stall for seconds (a run once saw
+# "went silent for 3.0 s", the default meant for a real fabric); the failure cases below set
+# their own bounds.
+SMALL=(--count 200 --bw-count 200 --timeout 30)
 
 # once the server in A listens (its rdma_cm id, bounded wait), one ping answers
 wait_server() {
@@ -51,7 +54,7 @@ wait_server() {
 	ip netns exec B "$R" ping 10.77.0.1 --count 1 --bw-count 1
 }
 
-"$R" ping --server --netns A >"$T/server.log" 2>&1 &
+"$R" ping --server --netns A --timeout 30 >"$T/server.log" 2>&1 &
 SERVER=$!
 vm_check "the server in A answers" wait_server
 
