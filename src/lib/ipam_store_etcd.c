@@ -438,43 +438,6 @@ static json_t *range_body(const char *key, const char *end, size_t end_len, bool
 }
 
 /* Value and mod_revision of one key; -ENOENT when absent. */
-static int get_one(struct etcd_store *e, const char *key, char **ret_text, uint64_t *ret_version,
-		   struct rn_error *err)
-{
-	_cleanup_json_ json_t *body = range_body(key, NULL, 0, false, 0), *ans = NULL;
-	json_t *kv;
-	int r;
-
-	r = request(e, "/v3/kv/range", body, true, &ans, err);
-	if (r < 0)
-		return r;
-	kv = json_array_get(json_object_get(ans, "kvs"), 0);
-	if (!kv)
-		return -ENOENT;
-	if (ret_version)
-		*ret_version = json_u64(json_object_get(kv, "mod_revision"));
-	if (ret_text) {
-		const char *v = json_string_value(json_object_get(kv, "value"));
-
-		if (b64_decode(v ? v : "", ret_text, NULL) < 0)
-			return rn_error_set(err, EBADMSG, "etcd key %s: value is not base64", key);
-	}
-	return 0;
-}
-
-static int etcd_ping(struct rn_ipam_store *s, struct rn_error *err)
-{
-	struct etcd_store *e = to_etcd(s);
-	_cleanup_json_ json_t *body = NULL, *ans = NULL;
-	_cleanup_free_ char *key = NULL;
-
-	/* a read under our prefix proves the endpoint, the login and the role */
-	if (asprintf(&key, "%s/", e->prefix) < 0)
-		return rn_error_set(err, ENOMEM, "out of memory");
-	body = range_body(key, NULL, 0, true, 1);
-	return request(e, "/v3/kv/range", body, true, &ans, err);
-}
-
 /* The value and mod_revision of a range answer's first kv; -ENOENT when none. */
 static int kv_value(const char *key, json_t *range_ans, char **ret_text, uint64_t *ret_version,
 		    struct rn_error *err)
@@ -492,6 +455,31 @@ static int kv_value(const char *key, json_t *range_ans, char **ret_text, uint64_
 			return rn_error_set(err, EBADMSG, "etcd key %s: value is not base64", key);
 	}
 	return 0;
+}
+
+static int get_one(struct etcd_store *e, const char *key, char **ret_text, uint64_t *ret_version,
+		   struct rn_error *err)
+{
+	_cleanup_json_ json_t *body = range_body(key, NULL, 0, false, 0), *ans = NULL;
+	int r;
+
+	r = request(e, "/v3/kv/range", body, true, &ans, err);
+	if (r < 0)
+		return r;
+	return kv_value(key, ans, ret_text, ret_version, err);
+}
+
+static int etcd_ping(struct rn_ipam_store *s, struct rn_error *err)
+{
+	struct etcd_store *e = to_etcd(s);
+	_cleanup_json_ json_t *body = NULL, *ans = NULL;
+	_cleanup_free_ char *key = NULL;
+
+	/* a read under our prefix proves the endpoint, the login and the role */
+	if (asprintf(&key, "%s/", e->prefix) < 0)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	body = range_body(key, NULL, 0, true, 1);
+	return request(e, "/v3/kv/range", body, true, &ans, err);
 }
 
 /* The addresses of family in [first, last] among a range answer's keys, ascending. */
