@@ -35,7 +35,23 @@ fi
 # One closing line for people and CI: N passed, N failed, N skipped (meson tests).
 python3 - "$build/meson-logs/testlog.json" <<'PY' || rc=1
 import json, sys
-res = [json.loads(l)["result"] for l in open(sys.argv[1]) if l.strip()]
+tests = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+res = [t["result"] for t in tests]
+# What each failed TAP test said at its failures (the "not ok" line and the
+# diagnostics after it), so that a CI log's tail shows the cause.
+for t in tests:
+    if t["result"] in ("OK", "EXPECTEDFAIL", "SKIP"):
+        continue
+    lines = t.get("stdout", "").splitlines()
+    shown = []
+    for i, l in enumerate(lines):
+        if l.startswith("not ok"):
+            shown.append(l)
+            shown += [d for d in lines[i + 1:i + 25] if d.startswith("#")][:20]
+    print(f"--- {t['name']}: {t['result']} after {t['duration']:.0f} s ---")
+    print("\n".join(shown[-60:] or lines[-30:]))
+print("durations: " + ", ".join(f"{t['name'].split(' / ')[-1]} {t['duration']:.0f}"
+                                 for t in sorted(tests, key=lambda t: -t["duration"])[:12]))
 ok = sum(r in ("OK", "EXPECTEDFAIL") for r in res)
 skip = sum(r == "SKIP" for r in res)
 fail = len(res) - ok - skip

@@ -27,6 +27,7 @@
 
 #define QDEPTH 64
 #define DEFAULT_TIMEOUT_MS 3000
+#define RESOLVE_TRY_MS 1000
 #define RDMA_CM_NODE "/dev/infiniband/rdma_cm"
 
 enum { WR_SEND = 1, WR_RECV, WR_WRITE };
@@ -341,16 +342,9 @@ static int next_event(struct ping *p, int timeout_ms, struct cm_ev *out, const c
 	return 0;
 }
 
-/* Waits for `want`; any other event is the failure it names. */
-static int expect_event(struct ping *p, enum rdma_cm_event_type want, const char *step,
-			struct cm_ev *ev, struct rn_error *err)
+/* The failure an event other than the awaited one names. */
+static int event_error(struct ping *p, struct cm_ev *ev, const char *step, struct rn_error *err)
 {
-	int r = next_event(p, (int)p->timeout_ms + 500, ev, step, err);
-
-	if (r < 0)
-		return r;
-	if (ev->type == want)
-		return 0;
 	switch (ev->type) {
 	case RDMA_CM_EVENT_ADDR_ERROR:
 		if (ev->status == -ENODEV)
@@ -392,6 +386,17 @@ static int expect_event(struct ping *p, enum rdma_cm_event_type want, const char
 		return rn_error_set(err, EPROTO, "%s: unexpected rdma_cm event %s (status %d)",
 				    step, event_name(ev->type), ev->status);
 	}
+}
+
+/* Waits for `want`; any other event is the failure it names. */
+static int expect_event(struct ping *p, enum rdma_cm_event_type want, const char *step,
+			struct cm_ev *ev, struct rn_error *err)
+{
+	int r = next_event(p, (int)p->timeout_ms + 500, ev, step, err);
+
+	if (r < 0)
+		return r;
+	return ev->type == want ? 0 : event_error(p, ev, step, err);
 }
 
 static int make_channel(struct ping *p, struct rn_error *err)
@@ -731,6 +736,49 @@ static void defaults(const struct rn_ping_opts *o, struct rn_ping_wire *w)
 	w->len = w->lat_size > w->bw_size ? w->lat_size : w->bw_size;
 }
 
+/*
+ * rdma_resolve_addr, asked again each RESOLVE_TRY_MS until the timeout. The
+ * kernel looks at a pending neighbour again only when a neighbour update
+ * reaches it or at the request's own deadline (drivers/infiniband/core/addr.c);
+ * soft-RoCE pods on 7.2 were seen to miss the update, so that one 30 s request
+ * waited out its 30 s for a peer whose ARP answer had come at once.
+ */
+static int resolve_addr(struct ping *p, struct sockaddr *src, struct sockaddr *dst,
+			struct rn_error *err)
+{
+	const char *step = "resolving the address";
+	uint64_t deadline = now_ns() + (uint64_t)p->timeout_ms * 1000000u;
+
+	for (;;) {
+		uint64_t now = now_ns();
+		unsigned left = now < deadline ? (unsigned)((deadline - now) / 1000000u) : 0;
+		unsigned try_ms = left < RESOLVE_TRY_MS ? left : RESOLVE_TRY_MS;
+		struct cm_ev ev;
+		int r;
+
+		if (rdma_resolve_addr(p->id, src, dst, try_ms ? (int)try_ms : 1) != 0) {
+			if (errno == ENODEV)
+				return no_device(step, err);
+			if (errno == EADDRNOTAVAIL)
+				return rn_error_set(err, EADDRNOTAVAIL,
+						    "the source address (GID index %d of %s) is "
+						    "not an address of this netns",
+						    p->o->gid_index, p->o->dev ? p->o->dev : "?");
+			return rn_error_set(err, errno == ENETUNREACH ? EHOSTUNREACH : errno,
+					    "cannot resolve %s: %s", p->peer, strerror(errno));
+		}
+		/* the kernel answers within try_ms; a loaded machine may hand it over late */
+		r = next_event(p, (int)(left > try_ms ? left : try_ms) + 500, &ev, step, err);
+		if (r < 0)
+			return r;
+		if (ev.type == RDMA_CM_EVENT_ADDR_RESOLVED)
+			return 0;
+		if (ev.type != RDMA_CM_EVENT_ADDR_ERROR || ev.status != -ETIMEDOUT ||
+		    now_ns() >= deadline)
+			return event_error(p, &ev, step, err);
+	}
+}
+
 int rn_ping_client(const struct rn_ping_opts *o, struct rn_ping_result *res, struct rn_error *err)
 {
 	_cleanup_(ping_free) struct ping p = { .o = o, .peer = o->peer };
@@ -770,19 +818,8 @@ int rn_ping_client(const struct rn_ping_opts *o, struct rn_ping_result *res, str
 	if (rdma_create_id(p.ch, &p.id, NULL, RDMA_PS_TCP) != 0)
 		return errno == ENODEV ? no_device("rdma_create_id", err)
 				       : rn_error_errno(err, errno, "rdma_create_id");
-	if (rdma_resolve_addr(p.id, have_src ? (struct sockaddr *)&src : NULL,
-			      (struct sockaddr *)&dst, (int)p.timeout_ms) != 0) {
-		if (errno == ENODEV)
-			return no_device("resolving the address", err);
-		if (errno == EADDRNOTAVAIL)
-			return rn_error_set(err, EADDRNOTAVAIL,
-					    "the source address (GID index %d of %s) is not an "
-					    "address of this netns",
-					    o->gid_index, o->dev ? o->dev : "?");
-		return rn_error_set(err, errno == ENETUNREACH ? EHOSTUNREACH : errno,
-				    "cannot resolve %s: %s", o->peer, strerror(errno));
-	}
-	r = expect_event(&p, RDMA_CM_EVENT_ADDR_RESOLVED, "resolving the address", &ev, err);
+	r = resolve_addr(&p, have_src ? (struct sockaddr *)&src : NULL, (struct sockaddr *)&dst,
+			 err);
 	if (r < 0)
 		return r;
 	if (rdma_resolve_route(p.id, (int)p.timeout_ms) != 0)

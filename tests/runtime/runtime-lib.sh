@@ -118,25 +118,30 @@ rt_image() { # rt_image [NAME [CMD-JSON]]: a busybox image (default $IMG), CMD-J
 
 # The image: busybox, rdmans as installed, rping, ib_write_bw, ibv_devinfo, the
 # libraries they load and libibverbs' providers (dlopen()ed: ldd does not name them).
+# The tree is made once per guest and each library copied once, in one cp: a
+# process start costs 50-150 ms under TCG, and a copy per library per binary
+# made this 55 s of a test's time.
+RT_RDMA_TREE=
 rt_rdma_image() { # rt_rdma_image NAME [noprovider]
-	local dir f l
-	dir=$(mktemp -d /tmp/rt-rdma.XXXXXX)
-	hl_rootfs "$dir" && mkdir -p "$dir/etc" "$dir/run" "$dir/usr/bin" "$dir/lib64"
-	for f in "$R" /usr/bin/rping /usr/bin/ib_write_bw /usr/bin/ibv_devinfo; do
-		cp "$f" "$dir/usr/bin/" || return 1
-		for l in $(ldd "$f" | awk '$3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
-			mkdir -p "$dir$(dirname "$l")" && cp -L "$l" "$dir$l"
-		done
-	done
-	if [ "${2:-}" != noprovider ]; then # soft-RoCE's provider, as an image for rxe pods would ship it
-		mkdir -p "$dir/usr/lib/x86_64-linux-gnu/libibverbs" "$dir/etc/libibverbs.d"
-		cp /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so "$dir/usr/lib/x86_64-linux-gnu/libibverbs/"
-		cp /etc/libibverbs.d/rxe.driver "$dir/etc/libibverbs.d/"
+	local bins=("$R" /usr/bin/rping /usr/bin/ib_write_bw /usr/bin/ibv_devinfo) libs prov=()
+	if [ -z "$RT_RDMA_TREE" ]; then
+		local dir
+		dir=$(mktemp -d /tmp/rt-rdma.XXXXXX)
+		hl_rootfs "$dir/base" && mkdir -p "$dir/base/etc" "$dir/base/run" "$dir/base/usr/bin" &&
+			cp "${bins[@]}" "$dir/base/usr/bin/" || return 1
+		# ldd of several files heads each list with "FILE:"; the libraries are the indented lines
+		libs=$(ldd "${bins[@]}" | awk '/^\t/ && $3 ~ /^\// { print $3 } /^\t/ && $1 ~ /^\// { print $1 }' | sort -u)
+		[ -n "$libs" ] || return 1
+		# shellcheck disable=SC2086 # one path per word
+		cp -L --parents $libs "$dir/base/" || return 1
+		# soft-RoCE's provider, as an image for rxe pods would ship it
+		mkdir -p "$dir/prov/usr/lib/x86_64-linux-gnu/libibverbs" "$dir/prov/etc/libibverbs.d" &&
+			cp /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so "$dir/prov/usr/lib/x86_64-linux-gnu/libibverbs/" &&
+			cp /etc/libibverbs.d/rxe.driver "$dir/prov/etc/libibverbs.d/" || return 1
+		RT_RDMA_TREE=$dir
 	fi
-	tar -C "$dir" -c . | podman import --quiet - "$1" >/dev/null
-	local rc=$?
-	rm -rf "$dir"
-	return $rc
+	[ "${2:-}" = noprovider ] || prov=(-C "$RT_RDMA_TREE/prov" usr/lib/x86_64-linux-gnu/libibverbs etc/libibverbs.d)
+	tar -c -C "$RT_RDMA_TREE/base" . "${prov[@]}" | podman import --quiet - "$1" >/dev/null
 }
 
 # The in-container script: index of the RoCE v2 GID holding ::ffff:IPV4 in DEV's port 1.
@@ -207,13 +212,12 @@ rt_pause_image() { # the sandbox ("pause") image NAME: the busybox image, sleepi
 	rt_image "$1" '["/bin/sleep", "2147483647"]'
 }
 
-# cri_images IMAGE...: podman's images into containerd's k8s.io namespace (CRI's)
+# cri_images IMAGE...: podman's images into containerd's k8s.io namespace (CRI's),
+# all in one docker archive (uncompressed layers, one podman and one ctr run:
+# under TCG each start and each gzip pass costs seconds)
 cri_images() {
-	local img
-	for img; do
-		podman save --quiet --format oci-archive -o /tmp/img.tar "$img" &&
-			ctr -n k8s.io images import /tmp/img.tar >/dev/null || vm_fail "podman save | ctr images import of $img"
-	done
+	podman save --quiet --multi-image-archive --format docker-archive -o /tmp/img.tar "$@" &&
+		ctr -n k8s.io images import /tmp/img.tar >/dev/null || vm_fail "podman save | ctr images import of $*"
 	rm -f /tmp/img.tar
 }
 
