@@ -21,21 +21,40 @@ tools/check-format.sh
 
 rc=0
 # ASan's leak checker needs ptrace, which namespaces tests may not have; leaks are still reported.
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} \
-UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+logs=$build/meson-logs
+rm -f "$logs/testlog.json" "$logs/hostlog.json"
+if [ $# -gt 0 ]; then
 	meson test -C "$build" --print-errorlogs --num-processes 2 "$@" || rc=$?
-
-# The fuzz targets (tests/fuzz), a few seconds each from their seeds, in a
-# clang build of their own (build-fuzz): they must build and find nothing.
-# Only for the whole run (no meson test arguments); tools/fuzz.sh runs longer.
-if [ $# = 0 ]; then
-	tools/fuzz.sh --all "${RDMANS_FUZZ_SECONDS:-5}" || rc=1
+else
+	# The whole run in two lanes side by side. Guests: the VM suites two at a
+	# time (a guest has one vCPU), the unit tests among them. Host: one at a
+	# time, the tests on this kernel's namespaces (they share netns names,
+	# ports and etcd with each other, never with a guest), then the fuzz
+	# targets (tests/fuzz, a few seconds each from their seeds, in a clang
+	# build of their own: they must build and find nothing; tools/fuzz.sh
+	# runs longer). The host lane's output follows the guests'.
+	host_out=$logs/host-lane.out
+	(
+		r=0
+		meson test -C "$build" --no-rebuild --print-errorlogs --num-processes 1 \
+			--logbase hostlog --suite netns --suite node --suite image || r=1
+		tools/fuzz.sh --all "${RDMANS_FUZZ_SECONDS:-5}" || r=1
+		exit $r
+	) >"$host_out" 2>&1 &
+	host=$!
+	meson test -C "$build" --no-rebuild --print-errorlogs --num-processes 2 \
+		--no-suite netns --no-suite node --no-suite image || rc=$?
+	wait "$host" || rc=1
+	echo "--- the host lane: netns, node, image, fuzz ---"
+	cat "$host_out"
 fi
 
-# One closing line for people and CI: N passed, N failed, N skipped (meson tests).
-python3 - "$build/meson-logs/testlog.json" <<'PY' || rc=1
-import json, sys
-tests = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+# One closing line for people and CI: N passed, N failed, N skipped (meson tests, both lanes).
+python3 - "$logs/testlog.json" "$logs/hostlog.json" <<'PY' || rc=1
+import json, os, sys
+tests = [json.loads(l) for f in sys.argv[1:] if os.path.exists(f) for l in open(f) if l.strip()]
 res = [t["result"] for t in tests]
 # What each failed TAP test said at its failures (the "not ok" line and the
 # diagnostics after it), so that a CI log's tail shows the cause.
