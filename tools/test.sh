@@ -66,7 +66,10 @@ for t in tests:
     for i, l in enumerate(lines):
         if l.startswith("not ok"):
             shown.append(l)
-            shown += [d for d in lines[i + 1:i + 25] if d.startswith("#")][:20]
+            for d in lines[i + 1:i + 21]:
+                if not d.startswith("#"):
+                    break
+                shown.append(d)
     print(f"--- {t['name']}: {t['result']} after {t['duration']:.0f} s ---")
     print("\n".join(shown[-60:] or lines[-30:]))
 print("durations: " + ", ".join(f"{t['name'].split(' / ')[-1]} {t['duration']:.0f}"
