@@ -14,6 +14,11 @@ export RDMA_NETNS_STATE_DIR=/tmp/bench-state CNI_CONTAINERID=bench CNI_NETNS=/va
 	CNI_IFNAME=net1 CNI_PATH=/usr/lib/cni
 conf="{\"cniVersion\":\"1.0.0\",\"name\":\"bench\",\"type\":\"rdma-netns\",\"device\":\"h0\"}"
 
+if [ "${TEST_BENCH_MODE:-rdma}" = perf ]; then
+	# where the CPU goes, rdma-netns against host-device (bench/cni-perf.sh)
+	RDMA_NETNS=$plugin "$(dirname "$0")/cni-perf.sh" "$n"
+	exit 0
+fi
 if [ "${TEST_BENCH_MODE:-rdma}" = veth ]; then
 	# this machine's figures for bench/cni-steps.sh and bench/cni-veth.sh (x3)
 	export RDMA_NETNS=$plugin RDMANS_BENCH_CURRENT=0

@@ -12,6 +12,8 @@
 # traced runs, 5; 0: none) on a veth and on the RDMA device's netdev, then
 # bench/cni-veth.sh CYCLES three times in a row (TEST_BENCH_RUNS; RDMA_NETNS_BASE
 # passes in too).
+# TEST_BENCH_MODE=perf: in the guest, bench/cni-perf.sh CYCLES (perf record of
+# rdma-netns and host-device: where the guest's CPU goes).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_release_build cni-vm.sh src/cni/rdma-netns tests/vm/simhca.ko

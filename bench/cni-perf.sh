@@ -1,0 +1,70 @@
+#!/bin/bash
+# Where the CPU of an ADD+DEL goes, rdma-netns against host-device, on this
+# machine's kernel: perf record (cpu-clock, kernel and user, the loop's
+# processes and threads; not kernel threads) of CYCLES ADD+DEL cycles of each
+# on one veth, as bench/cni-veth.sh runs them. Prints, for each plugin, the
+# samples by command (the plugin, the shell running the loop) and by shared
+# object, and the kernel and user symbols with the most samples. Run
+# in the VM guest by `TEST_BENCH_MODE=perf bench/cni-vm.sh CYCLES` (issue 25:
+# why the guest's ratio differs from the host's). Root; needs perf.
+#   bench/cni-perf.sh [CYCLES]   (default 30)
+#   RDMA_NETNS=path              the plugin (default: build-bench's release build)
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+n=${1:-30}
+[ "$(id -u)" = 0 ] || { echo "cni-perf.sh: needs root" >&2; exit 1; }
+command -v perf >/dev/null || { echo "cni-perf.sh: perf missing (apt-get install linux-perf)" >&2; exit 1; }
+exec 9>/run/lock/rdmans-netns-suite.lock # bench/cni-veth.sh says why
+flock 9
+plugin=${RDMA_NETNS:-$top/build-bench/src/cni/rdma-netns}
+hd=/usr/lib/cni/host-device
+for p in "$plugin" "$hd"; do
+	[ -x "$p" ] || { echo "cni-perf.sh: $p missing" >&2; exit 1; }
+done
+
+tmp=$(mktemp -d /var/tmp/rnp.XXXXXX)
+cleanup() {
+	ip netns del rnb-pod 2>/dev/null || true
+	ip link del rnb0 2>/dev/null || true
+}
+cleanup
+trap 'cleanup; rm -rf "$tmp"' EXIT
+ip link add rnb0 type veth peer name rnb0p
+ip netns add rnb-pod
+export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
+export CNI_CONTAINERID=bench1 CNI_NETNS=/var/run/netns/rnb-pod CNI_IFNAME=net1 CNI_PATH=/usr/lib/cni
+echo '{"cniVersion":"1.0.0","name":"bench","type":"rdma-netns","device":"rnb0","requireRdma":false}' >"$tmp/rn.json"
+echo '{"cniVersion":"1.0.0","name":"bench","type":"host-device","device":"rnb0"}' >"$tmp/hd.json"
+# cycles PLUGIN CONF N: N ADD+DEL, each checked (a failed cycle would profile an error path)
+cat >"$tmp/cycles" <<'EOF'
+for ((i = 0; i < $3; i++)); do
+	CNI_COMMAND=ADD "$1" <"$2" >/dev/null || exit 1
+	CNI_COMMAND=DEL "$1" <"$2" >/dev/null || exit 1
+done
+EOF
+echo 0 >/proc/sys/kernel/kptr_restrict # kernel symbols in the report
+echo -1 >/proc/sys/kernel/perf_event_paranoid
+for k in rn hd; do
+	p=$plugin
+	[ $k = rn ] || p=$hd
+	bash "$tmp/cycles" "$p" "$tmp/$k.json" 2 || { echo "cni-perf.sh: $p fails ADD+DEL" >&2; exit 1; }
+	perf record -q -e cpu-clock -F 1000 -o "$tmp/$k.data" -- bash "$tmp/cycles" "$p" "$tmp/$k.json" "$n" \
+		2>"$tmp/$k.err" || { cat "$tmp/$k.err" >&2; exit 1; }
+done
+
+report() { # report KIND SORT LIMIT: the top LIMIT lines of perf report --sort SORT
+	perf report -q -i "$tmp/$1.data" --stdio --sort "$2" 2>/dev/null | grep -v '^$' | head -n "$3"
+}
+echo "perf record -e cpu-clock -F 1000 of $n ADD+DEL cycles each, $(nproc) CPUs, kernel $(uname -r)"
+for k in rn hd; do
+	total=$(perf report -q -i "$tmp/$k.data" --stdio --sort comm 2>/dev/null | wc -l)
+	samples=$(perf report -i "$tmp/$k.data" --stdio --sort comm 2>/dev/null | sed -n 's/^# Samples: \([0-9kKM.]*\).*/\1/p' | head -n 1)
+	echo
+	echo "== $([ $k = rn ] && echo "rdma-netns ($plugin)" || echo "host-device ($hd)"): $samples samples of 1 ms, $total commands"
+	echo "-- by command"
+	report $k comm 8
+	echo "-- by command and object"
+	report $k comm,dso 12
+	echo "-- symbols (kernel [k] and user [.])"
+	report $k sym 25
+done
