@@ -10,6 +10,7 @@
 #   bench/cni-perf.sh [CYCLES]   (default 30)
 #   RDMA_NETNS=path              the plugin (default: build-bench's release build)
 set -eu
+. "$(dirname "$0")/lib.sh"
 top=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-30}
 [ "$(id -u)" = 0 ] || { echo "cni-perf.sh: needs root" >&2; exit 1; }
@@ -22,19 +23,9 @@ for p in "$plugin" "$hd"; do
 	[ -x "$p" ] || { echo "cni-perf.sh: $p missing" >&2; exit 1; }
 done
 
-tmp=$(mktemp -d /var/tmp/rnp.XXXXXX)
-cleanup() {
-	ip netns del rnb-pod 2>/dev/null || true
-	ip link del rnb0 2>/dev/null || true
-}
-cleanup
-trap 'cleanup; rm -rf "$tmp"' EXIT
-ip link add rnb0 type veth peer name rnb0p
-ip netns add rnb-pod
-export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
-export CNI_CONTAINERID=bench1 CNI_NETNS=/var/run/netns/rnb-pod CNI_IFNAME=net1 CNI_PATH=/usr/lib/cni
-echo '{"cniVersion":"1.0.0","name":"bench","type":"rdma-netns","device":"rnb0","requireRdma":false}' >"$tmp/rn.json"
-echo '{"cniVersion":"1.0.0","name":"bench","type":"host-device","device":"rnb0"}' >"$tmp/hd.json"
+bench_veth_pod
+echo "$conf_rn" >"$tmp/rn.json"
+echo "$conf_hd" >"$tmp/hd.json"
 # cycles PLUGIN CONF N: N ADD+DEL, each checked (a failed cycle would profile an error path)
 cat >"$tmp/cycles" <<'EOF'
 for ((i = 0; i < $3; i++)); do

@@ -21,6 +21,7 @@
 #   RDMANS_BENCH_DEVICE=NAME  move this existing netdev instead of a veth made here
 #                         (the VM's simhca-bound veth with its RDMA device)
 set -eu
+. "$(dirname "$0")/lib.sh"
 top=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-15}
 [ "$(id -u)" = 0 ] || { echo "cni-steps.sh: needs root" >&2; exit 1; }
@@ -38,23 +39,7 @@ base=${RDMA_NETNS_BASE:-}
 hd=${HOST_DEVICE:-/usr/lib/cni/host-device}
 [ -x "$hd" ] || { echo "cni-steps.sh: $hd missing (apt-get install containernetworking-plugins)" >&2; exit 1; }
 
-tmp=$(mktemp -d /var/tmp/rns.XXXXXX)
-dev=${RDMANS_BENCH_DEVICE:-}
-cleanup() {
-	ip netns del rns-pod 2>/dev/null || true
-	[ -n "${RDMANS_BENCH_DEVICE:-}" ] || ip link del rns0 2>/dev/null || true
-}
-cleanup
-trap 'cleanup; rm -rf "$tmp"' EXIT
-if [ -z "$dev" ]; then
-	dev=rns0
-	ip link add rns0 type veth peer name rns0p
-fi
-ip netns add rns-pod
-export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
-export CNI_CONTAINERID=steps1 CNI_NETNS=/var/run/netns/rns-pod CNI_IFNAME=net1 CNI_PATH=/usr/lib/cni
-conf_rn="{\"cniVersion\":\"1.0.0\",\"name\":\"bench\",\"type\":\"rdma-netns\",\"device\":\"$dev\",\"requireRdma\":false}"
-conf_hd="{\"cniVersion\":\"1.0.0\",\"name\":\"bench\",\"type\":\"host-device\",\"device\":\"$dev\"}"
+bench_veth_pod "${RDMANS_BENCH_DEVICE:-}"
 
 kinds="rn hd"
 [ -z "$base" ] || kinds="rn base hd"

@@ -22,6 +22,7 @@
 #   RDMA_NETNS_BASE=path  another rdma-netns to compare with (not run when unset)
 #   RDMANS_BENCH_CURRENT=0  leave out the current world's host-device (the VM guest)
 set -eu
+. "$(dirname "$0")/lib.sh"
 top=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-300}
 [ "$(id -u)" = 0 ] || { echo "cni-veth.sh: needs root" >&2; exit 1; }
@@ -49,19 +50,7 @@ if [ "${RDMANS_BENCH_CURRENT:-1}" != 0 ]; then
 fi
 hd_ver() { "$1" </dev/null 2>&1 | head -n 1 | sed 's/^CNI host-device plugin //'; }
 
-tmp=$(mktemp -d /var/tmp/rnb.XXXXXX)
-cleanup() {
-	ip netns del rnb-pod 2>/dev/null || true
-	ip link del rnb0 2>/dev/null || true
-}
-cleanup
-trap 'cleanup; rm -rf "$tmp"' EXIT
-ip link add rnb0 type veth peer name rnb0p
-ip netns add rnb-pod
-export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
-export CNI_CONTAINERID=bench1 CNI_NETNS=/var/run/netns/rnb-pod CNI_IFNAME=net1 CNI_PATH=/usr/lib/cni
-conf_rn='{"cniVersion":"1.0.0","name":"bench","type":"rdma-netns","device":"rnb0","requireRdma":false}'
-conf_hd='{"cniVersion":"1.0.0","name":"bench","type":"host-device","device":"rnb0"}'
+bench_veth_pod
 self=$$
 printf 'link set dev rnb0 alias rnb0\nlink set dev rnb0 netns rnb-pod name net1\n' >"$tmp/add-host"
 printf 'link set dev net1 up\nlink set dev net1 netns %s name rnb0\n' "$self" >"$tmp/pod"

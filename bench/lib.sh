@@ -1,8 +1,13 @@
 # shellcheck shell=bash
-# Shared by the benchmarks that boot the VM. Source it from bench/NAME.sh:
+# Shared by the benchmarks. Source it from bench/NAME.sh:
 #   bench_release_build NAME TARGET...   needs root; cd to the tree; a release
 #       build in $RDMANS_BENCH_BUILD (build-bench), with TARGETs built; sets
 #       top and build (absolute)
+#   bench_veth_pod [DEVICE]   the netns rnb-pod and the netdev the plugins
+#       move into it: DEVICE, else a veth rnb0 (peer rnb0p) made here. The
+#       netns, the veth and tmp (a directory made here) are gone at exit.
+#       Exports the CNI environment of an ADD as net1; sets dev, and conf_rn
+#       and conf_hd, rdma-netns's and host-device's network config for it
 bench_release_build() {
 	local me=$1
 	shift
@@ -12,4 +17,21 @@ bench_release_build() {
 	build=$top/${RDMANS_BENCH_BUILD:-build-bench}
 	[ -d "$build" ] || meson setup "$build" -Dbuildtype=release >/dev/null
 	ninja -C "$build" "$@" >/dev/null
+}
+
+bench_veth_gone() {
+	ip netns del rnb-pod 2>/dev/null || true
+	[ "$dev" != rnb0 ] || ip link del rnb0 2>/dev/null || true
+}
+bench_veth_pod() {
+	dev=${1:-rnb0}
+	tmp=$(mktemp -d /var/tmp/rnb.XXXXXX)
+	bench_veth_gone
+	trap 'bench_veth_gone; rm -rf "$tmp"' EXIT
+	[ "$dev" != rnb0 ] || ip link add rnb0 type veth peer name rnb0p
+	ip netns add rnb-pod
+	export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
+	export CNI_CONTAINERID=bench1 CNI_NETNS=/var/run/netns/rnb-pod CNI_IFNAME=net1 CNI_PATH=/usr/lib/cni
+	conf_rn="{\"cniVersion\":\"1.0.0\",\"name\":\"bench\",\"type\":\"rdma-netns\",\"device\":\"$dev\",\"requireRdma\":false}"
+	conf_hd="{\"cniVersion\":\"1.0.0\",\"name\":\"bench\",\"type\":\"host-device\",\"device\":\"$dev\"}"
 }
