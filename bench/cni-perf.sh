@@ -39,23 +39,26 @@ for k in rn hd; do
 	p=$plugin
 	[ $k = rn ] || p=$hd
 	bash "$tmp/cycles" "$p" "$tmp/$k.json" 2 || { echo "cni-perf.sh: $p fails ADD+DEL" >&2; exit 1; }
-	perf record -q -e cpu-clock -F 1000 -o "$tmp/$k.data" -- bash "$tmp/cycles" "$p" "$tmp/$k.json" "$n" \
+	perf record -q -e cpu-clock -F "${RDMANS_PERF_FREQ:-1000}" -o "$tmp/$k.data" -- bash "$tmp/cycles" "$p" "$tmp/$k.json" "$n" \
 		2>"$tmp/$k.err" || { cat "$tmp/$k.err" >&2; exit 1; }
 done
 
 report() { # report KIND SORT LIMIT: the top LIMIT lines of perf report --sort SORT
 	perf report -q -i "$tmp/$1.data" --stdio --sort "$2" 2>/dev/null | grep -v '^$' | head -n "$3"
 }
-echo "perf record -e cpu-clock -F 1000 of $n ADD+DEL cycles each, $(nproc) CPUs, kernel $(uname -r)"
+freq=${RDMANS_PERF_FREQ:-1000}
+echo "perf record -e cpu-clock -F $freq of $n ADD+DEL cycles each, $(nproc) CPUs, kernel $(uname -r)"
 for k in rn hd; do
-	total=$(perf report -q -i "$tmp/$k.data" --stdio --sort comm 2>/dev/null | wc -l)
-	samples=$(perf report -i "$tmp/$k.data" --stdio --sort comm 2>/dev/null | sed -n 's/^# Samples: \([0-9kKM.]*\).*/\1/p' | head -n 1)
 	echo
-	echo "== $([ $k = rn ] && echo "rdma-netns ($plugin)" || echo "host-device ($hd)"): $samples samples of 1 ms, $total commands"
-	echo "-- by command"
-	report $k comm 8
-	echo "-- by command and object"
-	report $k comm,dso 12
+	echo "== $([ $k = rn ] && echo "rdma-netns ($plugin)" || echo "host-device ($hd)")"
+	echo "-- by command and object: share of the samples, and CPU ms per ADD+DEL cycle"
+	perf report -q -n -i "$tmp/$k.data" --stdio --sort comm,dso 2>/dev/null | grep -v '^$' |
+		awk -v f="$freq" -v n="$n" '{ pct[NR] = $1; cnt[NR] = $2; $1 = $2 = ""; what[NR] = $0; total += cnt[NR] }
+		END { for (i = 1; i <= NR && i <= 12; i++) printf "  %8s %9.1f ms  %s\n", pct[i], cnt[i] * 1000 / f / n, what[i]
+		      printf "  %8s %9.1f ms   all (%d samples of %d us)\n", "100%", total * 1000 / f / n, total, 1e6 / f }'
 	echo "-- symbols (kernel [k] and user [.])"
 	report $k sym 25
+	echo "-- the plugin's process in user space: symbols by object"
+	perf report -q -i "$tmp/$k.data" --stdio --comms "$(basename "$([ $k = rn ] && echo "$plugin" || echo "$hd")")" \
+		--sort dso,sym 2>/dev/null | grep -v -e '^$' -e 'kernel.kallsyms' | head -n 30
 done

@@ -30,10 +30,17 @@ if [ "${TEST_BENCH_MODE:-rdma}" = veth ]; then
 		RDMANS_BENCH_DEVICE=h0 "$(dirname "$0")/cni-steps.sh" "$steps"
 	fi
 	runs=${TEST_BENCH_RUNS:-3}
-	for ((run = 1; run <= runs; run++)); do
-		echo
-		echo "== bench/cni-veth.sh $n, run $run of $runs"
-		"$(dirname "$0")/cni-veth.sh" "$n"
+	# TEST_BENCH_ASLR="2 0": the runs with address space randomization (the
+	# kernel's default, 2), then without (0): under TCG a translated block is
+	# found again by its virtual address, so randomized code is translated anew
+	# by every process
+	for aslr in ${TEST_BENCH_ASLR:-2}; do
+		echo "$aslr" >/proc/sys/kernel/randomize_va_space
+		for ((run = 1; run <= runs; run++)); do
+			echo
+			echo "== bench/cni-veth.sh $n, run $run of $runs, randomize_va_space=$aslr"
+			"$(dirname "$0")/cni-veth.sh" "$n"
+		done
 	done
 	exit 0
 fi

@@ -11,7 +11,8 @@
 # TEST_BENCH_MODE=veth: in the guest instead, bench/cni-steps.sh (TEST_BENCH_STEPS
 # traced runs, 5; 0: none) on a veth and on the RDMA device's netdev, then
 # bench/cni-veth.sh CYCLES three times in a row (TEST_BENCH_RUNS; RDMA_NETNS_BASE
-# passes in too).
+# passes in too; TEST_BENCH_ASLR="2 0" runs them with address space
+# randomization, then without).
 # TEST_BENCH_MODE=perf: in the guest, bench/cni-perf.sh CYCLES (perf record of
 # rdma-netns and host-device: where the guest's CPU goes).
 set -euo pipefail
