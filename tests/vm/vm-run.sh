@@ -109,7 +109,12 @@ fi
 # against 35-42 s, sha256sum 4.4-5.7 s against 2.4-2.9 s, reading 300
 # libraries over 9p 14-17 s against 9-11 s (the guest's copy routines and
 # page walks are emulated); RDMANS_VM_CPU names another.
-append="console=ttyS0 quiet loglevel=3 panic=-1 mitigations=off ${RDMANS_VM_APPEND:-}"
+# norandmaps: no address space randomization in the guest. TCG finds a
+# translated block again by its virtual address, so every process of a
+# randomized PIE (ours, podman, containerd, libc) was translated anew:
+# current-vm-cni took 198 s with it, 113 s without (bench/cni-profile.md,
+# "Where the CPU goes"). It changes no behaviour the tests look at.
+append="console=ttyS0 quiet loglevel=3 panic=-1 mitigations=off norandmaps ${RDMANS_VM_APPEND:-}"
 # shellcheck disable=SC2054,SC2206 # commas are qemu syntax; QEMU_EXTRA is split on purpose
 qemu=(qemu-system-x86_64 -nodefaults -nographic -no-reboot
 	-accel "${RDMANS_VM_ACCEL:-tcg,thread=multi}" -cpu "${RDMANS_VM_CPU:-Nehalem}"
