@@ -11,12 +11,8 @@
 #   RDMA_NETNS=path              the plugin (default: build-bench's release build)
 set -eu
 . "$(dirname "$0")/lib.sh"
-top=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-30}
-[ "$(id -u)" = 0 ] || { echo "cni-perf.sh: needs root" >&2; exit 1; }
-command -v perf >/dev/null || { echo "cni-perf.sh: perf missing (apt-get install linux-perf)" >&2; exit 1; }
-exec 9>/run/lock/rdmans-netns-suite.lock # bench/cni-veth.sh says why
-flock 9
+bench_host_start cni-perf.sh perf
 plugin=${RDMA_NETNS:-$top/build-bench/src/cni/rdma-netns}
 hd=/usr/lib/cni/host-device
 for p in "$plugin" "$hd"; do

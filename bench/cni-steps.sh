@@ -22,12 +22,8 @@
 #                         (the VM's simhca-bound veth with its RDMA device)
 set -eu
 . "$(dirname "$0")/lib.sh"
-top=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-15}
-[ "$(id -u)" = 0 ] || { echo "cni-steps.sh: needs root" >&2; exit 1; }
-command -v strace >/dev/null || { echo "cni-steps.sh: needs strace" >&2; exit 1; }
-exec 9>/run/lock/rdmans-netns-suite.lock
-flock 9
+bench_host_start cni-steps.sh strace
 plugin=${RDMA_NETNS:-}
 if [ -z "$plugin" ]; then
 	b=$top/${RDMANS_BENCH_BUILD:-build-bench}

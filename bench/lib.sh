@@ -3,6 +3,9 @@
 #   bench_release_build NAME TARGET...   needs root; cd to the tree; a release
 #       build in $RDMANS_BENCH_BUILD (build-bench), with TARGETs built; sets
 #       top and build (absolute)
+#   bench_host_start NAME TOOL...   needs root and each TOOL; takes the netns
+#       suite's machine-wide lock (veths come and go: a test checking that bad
+#       input changed no host link must not see them); sets top
 #   bench_veth_pod [DEVICE]   the netns rnb-pod and the netdev the plugins
 #       move into it: DEVICE, else a veth rnb0 (peer rnb0p) made here. The
 #       netns, the veth and tmp (a directory made here) are gone at exit.
@@ -34,4 +37,16 @@ bench_veth_pod() {
 	export CNI_CONTAINERID=bench1 CNI_NETNS=/var/run/netns/rnb-pod CNI_IFNAME=net1 CNI_PATH=/usr/lib/cni
 	conf_rn="{\"cniVersion\":\"1.0.0\",\"name\":\"bench\",\"type\":\"rdma-netns\",\"device\":\"$dev\",\"requireRdma\":false}"
 	conf_hd="{\"cniVersion\":\"1.0.0\",\"name\":\"bench\",\"type\":\"host-device\",\"device\":\"$dev\"}"
+}
+
+bench_host_start() {
+	local me=$1 tool
+	shift
+	top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	[ "$(id -u)" = 0 ] || { echo "bench/$me: needs root" >&2; exit 1; }
+	for tool in "$@"; do
+		command -v "$tool" >/dev/null || { echo "bench/$me: needs $tool" >&2; exit 1; }
+	done
+	exec 9>/run/lock/rdmans-netns-suite.lock
+	flock 9
 }
