@@ -29,20 +29,18 @@ for ((i = 0; i < $3; i++)); do
 	CNI_COMMAND=DEL "$1" <"$2" >/dev/null || exit 1
 done
 EOF
-echo 0 >/proc/sys/kernel/kptr_restrict # kernel symbols in the report
-echo -1 >/proc/sys/kernel/perf_event_paranoid
+freq=${RDMANS_PERF_FREQ:-1000}
 for k in rn hd; do
 	p=$plugin
 	[ $k = rn ] || p=$hd
 	bash "$tmp/cycles" "$p" "$tmp/$k.json" 2 || { echo "cni-perf.sh: $p fails ADD+DEL" >&2; exit 1; }
-	perf record -q -e cpu-clock -F "${RDMANS_PERF_FREQ:-1000}" -o "$tmp/$k.data" -- bash "$tmp/cycles" "$p" "$tmp/$k.json" "$n" \
+	perf record -q -e cpu-clock -F "$freq" -o "$tmp/$k.data" -- bash "$tmp/cycles" "$p" "$tmp/$k.json" "$n" \
 		2>"$tmp/$k.err" || { cat "$tmp/$k.err" >&2; exit 1; }
 done
 
 report() { # report KIND SORT LIMIT: the top LIMIT lines of perf report --sort SORT
 	perf report -q -i "$tmp/$1.data" --stdio --sort "$2" 2>/dev/null | grep -v '^$' | head -n "$3"
 }
-freq=${RDMANS_PERF_FREQ:-1000}
 echo "perf record -e cpu-clock -F $freq of $n ADD+DEL cycles each, $(nproc) CPUs, kernel $(uname -r)"
 for k in rn hd; do
 	echo

@@ -23,13 +23,8 @@
 #   RDMANS_BENCH_CURRENT=0  leave out the current world's host-device (the VM guest)
 set -eu
 . "$(dirname "$0")/lib.sh"
-top=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-300}
-[ "$(id -u)" = 0 ] || { echo "cni-veth.sh: needs root" >&2; exit 1; }
-# The netns suite's machine-wide lock (tests/netns/meson.build): veths come and
-# go here, and a test checking that bad input changed no host link must not see them.
-exec 9>/run/lock/rdmans-netns-suite.lock
-flock 9
+bench_host_start cni-veth.sh
 plugin=${RDMA_NETNS:-}
 if [ -z "$plugin" ]; then
 	b=$top/${RDMANS_BENCH_BUILD:-build-bench}

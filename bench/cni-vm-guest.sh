@@ -14,6 +14,9 @@ export RDMA_NETNS_STATE_DIR=/tmp/bench-state CNI_CONTAINERID=bench CNI_NETNS=/va
 	CNI_IFNAME=net1 CNI_PATH=/usr/lib/cni
 conf="{\"cniVersion\":\"1.0.0\",\"name\":\"bench\",\"type\":\"rdma-netns\",\"device\":\"h0\"}"
 
+# The figures are taken with address space randomization, the kernel's default
+# (tests/vm/vm-run.sh boots guests with norandmaps; TEST_BENCH_ASLR below)
+echo 2 >/proc/sys/kernel/randomize_va_space
 if [ "${TEST_BENCH_MODE:-rdma}" = perf ]; then
 	# where the CPU goes, rdma-netns against host-device (bench/cni-perf.sh)
 	RDMA_NETNS=$plugin "$(dirname "$0")/cni-perf.sh" "$n"
