@@ -78,7 +78,7 @@ kinds="rn hd hd19 ip"
 [ -z "$base" ] || kinds="rn base hd hd19 ip"
 if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
 	shm=$(mktemp -d /dev/shm/rnb-state.XXXXXX)
-	trap 'bench_veth_gone; rm -rf "$shm" "$tmp"' EXIT
+	bench_rm_at_exit+=("$shm")
 	state_tmpfs=$shm/state
 	kinds="rn rnt ${kinds#rn }"
 else

@@ -8,7 +8,8 @@
 #       input changed no host link must not see them); sets top
 #   bench_veth_pod [DEVICE]   the netns rnb-pod and the netdev the plugins
 #       move into it: DEVICE, else a veth rnb0 (peer rnb0p) made here. The
-#       netns, the veth and tmp (a directory made here) are gone at exit.
+#       netns, the veth, tmp (a directory made here) and each path added to
+#       bench_rm_at_exit are gone at exit.
 #       Exports the CNI environment of an ADD as net1; sets dev, and conf_rn
 #       and conf_hd, rdma-netns's and host-device's network config for it
 bench_release_build() {
@@ -30,7 +31,8 @@ bench_veth_pod() {
 	dev=${1:-rnb0}
 	tmp=$(mktemp -d /var/tmp/rnb.XXXXXX)
 	bench_veth_gone
-	trap 'bench_veth_gone; rm -rf "$tmp"' EXIT
+	bench_rm_at_exit=()
+	trap 'bench_veth_gone; rm -rf "$tmp" "${bench_rm_at_exit[@]}"' EXIT
 	[ "$dev" != rnb0 ] || ip link add rnb0 type veth peer name rnb0p
 	ip netns add rnb-pod
 	export RDMA_NETNS_STATE_DIR=$tmp/state RDMA_NETNS_DEVINFO_DIR=$tmp/devinfo
