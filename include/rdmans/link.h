@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "rdmans/cleanup.h"
 #include "rdmans/error.h"
 
 struct rn_link {
@@ -24,6 +25,22 @@ struct rn_link {
 	bool up; /* IFF_UP set */
 	bool carrier; /* IFF_LOWER_UP set */
 };
+
+/*
+ * A session: until rn_link_session_end(), this thread's calls share one route
+ * netlink socket (one per netns instead of one per call). The thread must
+ * stay in its netns while the session is open. false when one is open
+ * already: the outer one goes on, and this caller must not end it
+ * (_cleanup_link_session_ does both).
+ */
+bool rn_link_session_begin(void);
+void rn_link_session_end(void);
+static inline void rn_link_session_endp(const bool *began)
+{
+	if (*began)
+		rn_link_session_end();
+}
+#define _cleanup_link_session_ _cleanup_(rn_link_session_endp)
 
 int rn_link_by_name(const char *name, struct rn_link *out, struct rn_error *err);
 int rn_link_by_index(int ifindex, struct rn_link *out, struct rn_error *err);

@@ -15,6 +15,7 @@
 #include "fault.h"
 #include "plugin.h"
 #include "result.h"
+#include "rdmans/link.h"
 #include "rdmans/util.h"
 
 /* ---- the verbs, on the skeleton's call (rdmans/cni_protocol.h) ---- */
@@ -113,6 +114,8 @@ static const struct rn_cni_plugin rdma_netns = {
 
 int cni_main(void)
 {
+	/* This thread stays in the host's netns (rn_netns_run enters others in threads). */
+	_cleanup_link_session_ bool link_session = rn_link_session_begin();
 	int r;
 
 	cni_fault_init();

@@ -198,6 +198,7 @@ static int family_of(const char *addr)
 
 static int configure_here(void *arg, struct rn_error *err)
 {
+	_cleanup_link_session_ bool link_session = rn_link_session_begin();
 	struct conf_job *job = arg;
 	struct rn_link l;
 	int r;
@@ -453,6 +454,7 @@ static bool same_cidr(const char *a, const char *b)
 
 static int verify_here(void *arg, struct rn_error *err)
 {
+	_cleanup_link_session_ bool link_session = rn_link_session_begin();
 	struct verify_job *job = arg;
 	const struct rn_attach_plan *plan = job->plan;
 	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };

@@ -138,6 +138,7 @@ static int fetch_home_probe(struct fetch_job *f, struct rn_error *err)
 /* One entry into a netns: look for the netdev there and send it home under its host name. */
 static int fetch_here(void *arg, struct rn_error *err)
 {
+	_cleanup_link_session_ bool link_session = rn_link_session_begin();
 	struct fetch_job *f = arg;
 	struct find_job job = { .nd = f->nd, .in_pod = true };
 	int r;
@@ -249,6 +250,7 @@ static int rdma_home_here(struct out_pod_job *job, struct rn_error *err)
  */
 static int out_pod_here(void *arg, struct rn_error *err)
 {
+	_cleanup_link_session_ bool link_session = rn_link_session_begin();
 	struct out_pod_job *job = arg;
 	const struct rn_attach_plan *plan = job->plan;
 	int r;

@@ -41,7 +41,22 @@ RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct nl_cache *, nl_cache_free)
 RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct rtnl_addr *, rtnl_addr_put)
 RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct nl_addr *, nl_addr_put)
 RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct rtnl_route *, rtnl_route_put)
-#define _cleanup_sock_ _cleanup_(nl_socket_freep)
+/*
+ * This thread's session (rn_link_session_begin): the socket its calls share
+ * while open, made on first use; poisoned by a failed call (a failed request
+ * may leave messages queued), which the next call replaces.
+ */
+static __thread bool session_open;
+static __thread bool session_poisoned;
+static __thread struct nl_sock *session_sk;
+
+/* A call's socket: freed at the end of the call unless it is the session's. */
+static void sock_release(struct nl_sock **sk)
+{
+	if (*sk && *sk != session_sk)
+		nl_socket_free(*sk);
+}
+#define _cleanup_sock_ _cleanup_(sock_release)
 #define _cleanup_link_ _cleanup_(rtnl_link_putp)
 #define _cleanup_cache_ _cleanup_(nl_cache_freep)
 #define _cleanup_addr_ _cleanup_(rtnl_addr_putp)
@@ -87,13 +102,16 @@ static int nl_fail(struct rn_error *err, int nle, const char *fmt, ...)
 	char what[512];
 	va_list ap;
 
+	session_poisoned = session_open;
+
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	return rn_error_set(err, nle_to_errno(nle), "%s: %s", what, nl_geterror(nle));
 }
 
-static int route_sock(struct nl_sock **ret, struct rn_error *err)
+/* A socket of the call's own, for calls that change its callbacks or acks. */
+static int private_sock(struct nl_sock **ret, struct rn_error *err)
 {
 	_cleanup_sock_ struct nl_sock *sk = nl_socket_alloc();
 	int r;
@@ -106,6 +124,43 @@ static int route_sock(struct nl_sock **ret, struct rn_error *err)
 				    nl_geterror(r));
 	*ret = TAKE_PTR(sk);
 	return 0;
+}
+
+/* The session's socket when a session is open, else one of the call's own. */
+static int route_sock(struct nl_sock **ret, struct rn_error *err)
+{
+	int r;
+
+	if (!session_open)
+		return private_sock(ret, err);
+	if (session_sk && session_poisoned) {
+		nl_socket_free(session_sk);
+		session_sk = NULL;
+	}
+	session_poisoned = false;
+	if (!session_sk) {
+		r = private_sock(&session_sk, err);
+		if (r < 0)
+			return r;
+	}
+	*ret = session_sk;
+	return 0;
+}
+
+bool rn_link_session_begin(void)
+{
+	if (session_open)
+		return false;
+	session_open = true;
+	return true;
+}
+
+void rn_link_session_end(void)
+{
+	nl_socket_free(session_sk);
+	session_sk = NULL;
+	session_open = false;
+	session_poisoned = false;
 }
 
 static void fill_link(struct rtnl_link *l, struct rn_link *out)
@@ -301,7 +356,7 @@ static int netlink_immutable(int ifindex, const char *name, struct immutable_pro
 	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = ifindex };
 	int r;
 
-	r = route_sock(&sk, err);
+	r = private_sock(&sk, err);
 	if (r < 0)
 		return r;
 	nl_socket_disable_auto_ack(sk);
@@ -832,7 +887,7 @@ int rn_link_has_default_route(int ifindex, bool *ret, struct rn_error *err)
 	int r;
 
 	*ret = false;
-	r = route_sock(&sk, err);
+	r = private_sock(&sk, err);
 	if (r < 0)
 		return r;
 	nl_socket_disable_auto_ack(sk);

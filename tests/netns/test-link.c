@@ -3,6 +3,7 @@
  * The link and netns modules against the host kernel: real namespaces and
  * veths (root). Each test builds its own namespaces and removes them.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -231,6 +232,67 @@ static void test_addresses_routes_up(void)
 	teardown_pair();
 }
 
+static int open_fds(void)
+{
+	_cleanup_closedir_ DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	return n;
+}
+
+static void test_session_one_socket_per_thread(void)
+{
+	struct rn_error err = { 0 };
+	_cleanup_close_ int a = -1;
+	struct lookup_job job = { .name = "rnt-veth1" };
+	struct rn_link l;
+	int base;
+
+	setup_pair();
+	sh("ip link set rnt-veth1 netns rnt-a");
+	a = rn_netns_open_name("rnt-a", &err);
+	base = open_fds();
+	{
+		_cleanup_link_session_ bool outer = rn_link_session_begin();
+
+		CHECK(outer);
+		CHECK_INT(open_fds(), base); /* made on first use */
+		CHECK_INT(rn_link_by_name("rnt-veth0", &l, &err), 0);
+		CHECK_INT(open_fds(), base + 1);
+		{
+			_cleanup_link_session_ bool inner = rn_link_session_begin();
+
+			CHECK(!inner); /* the outer session goes on past this scope */
+			CHECK_INT(rn_link_set_up(l.ifindex, l.name, true, &err), 0);
+			CHECK_INT(rn_link_addr_add(l.ifindex, l.name, "10.79.0.2/24", &err), 0);
+		}
+		CHECK_INT(rn_link_route_add(l.ifindex, l.name, "10.80.0.0/16", "10.79.0.1", &err),
+			  0);
+		CHECK_INT(open_fds(), base + 1);
+		/* a refused request: the next call gets a fresh socket, the old one closed */
+		CHECK_INT(rn_link_route_add(l.ifindex, l.name, "10.80.0.0/16", "10.79.0.1", &err),
+			  -EEXIST);
+		CHECK_INT(rn_link_by_name("rnt-veth0", &l, &err), 0);
+		CHECK(l.up);
+		CHECK_INT(open_fds(), base + 1);
+		/* "not there" is an answer, not a failure of the socket */
+		CHECK_INT(rn_link_by_name("rnt-veth1", &l, &err), -ENODEV);
+		CHECK_INT(rn_link_by_name("rnt-veth0", &l, &err), 0);
+		CHECK_INT(open_fds(), base + 1);
+		/* another thread, in another netns, uses a socket of its own there */
+		CHECK_INT(rn_netns_run(a, lookup_here, &job, &err), 0);
+		CHECK_STR(job.link.name, "rnt-veth1");
+		CHECK_INT(open_fds(), base + 1);
+	}
+	CHECK_INT(open_fds(), base);
+	/* without a session: a socket per call, none left open */
+	CHECK_INT(rn_link_by_name("rnt-veth0", &l, &err), 0);
+	CHECK_INT(open_fds(), base);
+	teardown_pair();
+}
+
 static void test_netns_list_finds_named_and_pid_namespaces(void)
 {
 	struct rn_error err = { 0 };
@@ -261,6 +323,7 @@ int main(void)
 		T(test_move_and_rename_in_one_step),
 		T(test_move_name_clash_changes_nothing),
 		T(test_addresses_routes_up),
+		T(test_session_one_socket_per_thread),
 		T(test_netns_list_finds_named_and_pid_namespaces),
 	};
 
