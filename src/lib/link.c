@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The only module that uses libnl. Each call opens its own route socket, so
- * the socket belongs to the netns of the calling thread.
+ * The only module that uses libnl. Each call opens a route socket in the
+ * netns of the calling thread, or takes the thread's session socket
+ * (rn_link_session_begin), made there too: a thread in a session stays in
+ * its netns.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -50,7 +52,11 @@ static __thread bool session_open;
 static __thread bool session_poisoned;
 static __thread struct nl_sock *session_sk;
 
-/* A call's socket: freed at the end of the call unless it is the session's. */
+/*
+ * A call's socket: freed at the end of the call unless it is the session's.
+ * No call holding the session's socket makes another rn_link_* call: that
+ * one could replace a poisoned socket under it.
+ */
 static void sock_release(struct nl_sock **sk)
 {
 	if (*sk && *sk != session_sk)
