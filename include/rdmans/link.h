@@ -40,7 +40,8 @@ static inline void rn_link_session_endp(const bool *began)
 	if (*began)
 		rn_link_session_end();
 }
-#define _cleanup_link_session_ _cleanup_(rn_link_session_endp)
+/* "unused": a session is held for its scope, never read (clang warns otherwise) */
+#define _cleanup_link_session_ _cleanup_(rn_link_session_endp) __attribute__((unused))
 
 int rn_link_by_name(const char *name, struct rn_link *out, struct rn_error *err);
 int rn_link_by_index(int ifindex, struct rn_link *out, struct rn_error *err);

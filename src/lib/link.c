@@ -37,7 +37,6 @@
 /* linux/if_link.h of kernel 6.15 (u8); older headers lack it */
 #define RN_IFLA_NETNS_IMMUTABLE 67
 
-RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct nl_sock *, nl_socket_free)
 RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct rtnl_link *, rtnl_link_put)
 RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct nl_cache *, nl_cache_free)
 RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct rtnl_addr *, rtnl_addr_put)
