@@ -24,12 +24,14 @@ typedef int (*rn_attach_step_fn)(void *arg, const char *what, struct rn_error *e
 
 /*
  * Moves the plan's RDMA devices, then (main mode) its netdevs, into the
- * pod; netdevs[0] is renamed in the same step and keeps its host name in
- * its alias. Checks the pod for clashing names before changing anything.
+ * pod; netdevs[0] is renamed in the same step, keeps its host name in its
+ * alias and, with `up`, is brought up there too. *ret_up says whether it is
+ * up (false: the kernel refused; rn_attach_configure() tries again and
+ * says why). Checks the pod for clashing names before changing anything.
  * On failure it stops where it is: undo with rn_attach_move_out().
  */
-int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, rn_attach_step_fn step,
-		      void *arg, struct rn_error *err);
+int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, bool up, bool *ret_up,
+		      rn_attach_step_fn step, void *arg, struct rn_error *err);
 
 struct rn_attach_ip {
 	char cidr[64]; /* "10.0.0.5/24" */
@@ -41,9 +43,13 @@ struct rn_attach_route {
 	char gw[64]; /* "" for the gateway of the address of the same family, or on-link */
 };
 
-/* In the pod: brings `ifname` up, adds the addresses, then the routes. */
-int rn_attach_configure(int pod_nsfd, const char *ifname, const struct rn_attach_ip *ips,
-			size_t n_ips, const struct rn_attach_route *routes, size_t n_routes,
+/*
+ * In the pod: brings `ifname` up (unless is_up: rn_attach_move_in() did),
+ * adds the addresses, then the routes. Nothing to do is no entry into the pod.
+ */
+int rn_attach_configure(int pod_nsfd, const char *ifname, bool is_up,
+			const struct rn_attach_ip *ips, size_t n_ips,
+			const struct rn_attach_route *routes, size_t n_routes,
 			rn_attach_step_fn step, void *arg, struct rn_error *err);
 
 /*

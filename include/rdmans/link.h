@@ -76,6 +76,24 @@ int rn_link_move(int ifindex, const char *name, int nsfd, const char *new_name,
  */
 int rn_link_move_unchecked(int ifindex, const char *name, int nsfd, const char *new_name,
 			   struct rn_error *err);
+/*
+ * What a move also sets, in the same RTM_NEWLINK. The kernel moves the
+ * netdev first and applies the rest in the target netns, so nothing is
+ * left to do there (no thread, no socket).
+ */
+struct rn_link_move_to {
+	const char *name; /* rename it there; NULL keeps its name */
+	const char *alias; /* NULL leaves the alias; "" clears it */
+	bool up; /* bring it up there */
+};
+/*
+ * rn_link_move_unchecked() with the alias and up state of `to`. A kernel
+ * that moved and renamed the netdev but refused the alias or the up state
+ * gives 0 with *ret_partial true: the caller sets those itself, and gets
+ * the kernel's own error for them. Otherwise *ret_partial is false.
+ */
+int rn_link_move_to(int ifindex, const char *name, int nsfd, const struct rn_link_move_to *to,
+		    bool *ret_partial, struct rn_error *err);
 int rn_link_rename(int ifindex, const char *name, const char *new_name, struct rn_error *err);
 int rn_link_set_alias(int ifindex, const char *name, const char *alias, struct rn_error *err);
 int rn_link_set_up(int ifindex, const char *name, bool up, struct rn_error *err);

@@ -436,6 +436,7 @@ static int add_steps(struct add_job *job)
 	const char *addrs[32];
 	char devinfo[PATH_MAX];
 	size_t n_addrs;
+	bool up;
 	int r;
 
 	if (cni_devinfo_path(ctx, devinfo, sizeof(devinfo)) < 0)
@@ -457,11 +458,12 @@ static int add_steps(struct add_job *job)
 			return -1;
 		cni_fault_point("IPAM ADD");
 	}
-	r = rn_attach_move_in(&job->plan, job->pod, cni_step, NULL, &err);
+	r = rn_attach_move_in(&job->plan, job->pod, !ctx->conf.prev_result, &up, cni_step, NULL,
+			      &err);
 	if (r < 0)
 		return kernel_fail(ctx, &err);
 	if (!ctx->conf.prev_result) {
-		r = rn_attach_configure(job->pod, ctx->ifname, job->ipam.ips, job->ipam.n_ips,
+		r = rn_attach_configure(job->pod, ctx->ifname, up, job->ipam.ips, job->ipam.n_ips,
 					job->ipam.routes, job->ipam.n_routes, cni_step, NULL, &err);
 		if (r < 0)
 			return kernel_fail(ctx, &err);

@@ -118,12 +118,13 @@ static int name_probe_here(void *arg, struct rn_error *err)
 	return 0;
 }
 
-int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, rn_attach_step_fn step,
-		      void *arg, struct rn_error *err)
+int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, bool up, bool *ret_up,
+		      rn_attach_step_fn step, void *arg, struct rn_error *err)
 {
 	_cleanup_close_ int home = -1;
 	int r;
 
+	*ret_up = false;
 	home = rn_netns_open_self(err);
 	if (home < 0)
 		return home;
@@ -156,8 +157,13 @@ int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, rn_attach
 		return 0;
 	for (size_t i = 0; i < plan->n_netdevs; i++) {
 		const struct rn_attach_netdev *nd = &plan->netdevs[i];
+		const struct rn_link_move_to to = {
+			.name = strcmp(nd->name, nd->pod_name) ? nd->pod_name : NULL,
+			.up = up && i == 0,
+		};
+		bool partial;
 
-		if (strcmp(nd->name, nd->pod_name) != 0) {
+		if (to.name) {
 			/* Remembered by the netdev itself, as host-device does. */
 			r = rn_link_set_alias(nd->ifindex, nd->name, nd->name, err);
 			if (r < 0)
@@ -167,11 +173,11 @@ int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, rn_attach
 				return r;
 		}
 		/* the pod was just looked at for pod_name (above) */
-		r = rn_link_move_unchecked(nd->ifindex, nd->name, pod_nsfd,
-					   strcmp(nd->name, nd->pod_name) ? nd->pod_name : NULL,
-					   err);
+		r = rn_link_move_to(nd->ifindex, nd->name, pod_nsfd, &to, &partial, err);
 		if (r < 0)
 			return r;
+		if (i == 0)
+			*ret_up = to.up && !partial;
 		r = rn_attach_run_step(step, arg, err, "moved netdev %s", nd->name);
 		if (r < 0)
 			return r;
@@ -183,6 +189,7 @@ int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, rn_attach
 
 struct conf_job {
 	const char *ifname;
+	bool is_up;
 	const struct rn_attach_ip *ips;
 	size_t n_ips;
 	const struct rn_attach_route *routes;
@@ -206,12 +213,14 @@ static int configure_here(void *arg, struct rn_error *err)
 	r = rn_link_by_name(job->ifname, &l, err);
 	if (r < 0)
 		return r;
-	r = rn_link_set_up(l.ifindex, l.name, true, err);
-	if (r < 0)
-		return r;
-	r = rn_attach_run_step(job->step, job->arg, err, "brought the pod interface up");
-	if (r < 0)
-		return r;
+	if (!job->is_up) {
+		r = rn_link_set_up(l.ifindex, l.name, true, err);
+		if (r < 0)
+			return r;
+		r = rn_attach_run_step(job->step, job->arg, err, "brought the pod interface up");
+		if (r < 0)
+			return r;
+	}
 	for (size_t i = 0; i < job->n_ips; i++) {
 		r = rn_link_addr_add(l.ifindex, l.name, job->ips[i].cidr, err);
 		if (r < 0)
@@ -243,11 +252,13 @@ static int configure_here(void *arg, struct rn_error *err)
 	return 0;
 }
 
-int rn_attach_configure(int pod_nsfd, const char *ifname, const struct rn_attach_ip *ips,
-			size_t n_ips, const struct rn_attach_route *routes, size_t n_routes,
+int rn_attach_configure(int pod_nsfd, const char *ifname, bool is_up,
+			const struct rn_attach_ip *ips, size_t n_ips,
+			const struct rn_attach_route *routes, size_t n_routes,
 			rn_attach_step_fn step, void *arg, struct rn_error *err)
 {
 	struct conf_job job = { .ifname = ifname,
+				.is_up = is_up,
 				.ips = ips,
 				.n_ips = n_ips,
 				.routes = routes,
@@ -255,6 +266,8 @@ int rn_attach_configure(int pod_nsfd, const char *ifname, const struct rn_attach
 				.step = step,
 				.arg = arg };
 
+	if (is_up && n_ips == 0 && n_routes == 0)
+		return 0;
 	return rn_netns_run(pod_nsfd, configure_here, &job, err);
 }
 

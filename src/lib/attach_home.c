@@ -112,6 +112,7 @@ struct fetch_job {
 	int home_fd;
 	bool home_taken; /* the home netns has a netdev named nd->name (fetch_home_probe) */
 	bool found; /* in the netns entered (as link); sent home unless an error says otherwise */
+	bool restored; /* and its alias and up state are as before the attach */
 	struct rn_link link;
 };
 
@@ -135,12 +136,17 @@ static int fetch_home_probe(struct fetch_job *f, struct rn_error *err)
 	return 0;
 }
 
-/* One entry into a netns: look for the netdev there and send it home under its host name. */
+/*
+ * One entry into a netns: look for the netdev there and send it home under
+ * its host name, with its alias and up state as before the attach.
+ */
 static int fetch_here(void *arg, struct rn_error *err)
 {
 	_cleanup_link_session_ bool link_session = rn_link_session_begin();
 	struct fetch_job *f = arg;
 	struct find_job job = { .nd = f->nd, .in_pod = true };
+	struct rn_link_move_to to = { .alias = f->nd->alias, .up = f->nd->was_up };
+	bool partial;
 	int r;
 
 	r = find_here(&job, err);
@@ -153,8 +159,11 @@ static int fetch_here(void *arg, struct rn_error *err)
 				    "cannot move netdev %s: the target network namespace already "
 				    "has a netdev named %s",
 				    job.link.name, f->nd->name);
-	return rn_link_move_unchecked(job.link.ifindex, job.link.name, f->home_fd,
-				      strcmp(job.link.name, f->nd->name) ? f->nd->name : NULL, err);
+	if (strcmp(job.link.name, f->nd->name) != 0)
+		to.name = f->nd->name;
+	r = rn_link_move_to(job.link.ifindex, job.link.name, f->home_fd, &to, &partial, err);
+	f->restored = r == 0 && !partial;
+	return r;
 }
 
 /* At home: its host name, alias and up/down as before the attach. */
@@ -297,8 +306,10 @@ static int out_from_pod(const struct rn_attach_plan *plan, int pod_fd, int home_
 					     plan->netdevs[i].name);
 	}
 	r = rn_netns_run(pod_fd, out_pod_here, &job, err);
-	for (size_t i = 0; i < job.reached; i++)
+	for (size_t i = 0; i < job.reached; i++) {
 		os->netdev_seen_in_pod[i] = job.fetch[i].found;
+		os->netdev_done[i] = job.fetch[i].restored; /* nothing left to do at home */
+	}
 	if (r >= 0 || job.rdma_failed || job.reached == 0)
 		return r;
 	{

@@ -528,22 +528,35 @@ static int move_back_here(void *arg, struct rn_error *err)
 	return rn_link_move(l.ifindex, l.name, mb->home_fd, mb->name_home, err);
 }
 
-static int link_move(int ifindex, const char *name, int nsfd, const char *new_name,
-		     bool probe_first, struct rn_error *err)
+/* Whether the netdev that left as ifindex is in nsfd's netns under `name` (same ifindex). */
+static bool arrived_as(int nsfd, int ifindex, const char *name)
+{
+	struct name_probe probe = { .name = name };
+	struct rn_error ignored = { 0 };
+
+	return rn_netns_run(nsfd, probe_name_here, &probe, &ignored) == 0 && probe.found &&
+	       probe.ifindex == ifindex;
+}
+
+static int link_move(int ifindex, const char *name, int nsfd, const struct rn_link_move_to *to,
+		     bool probe_first, bool *ret_partial, struct rn_error *err)
 {
 	_cleanup_link_ struct rtnl_link *changes = rtnl_link_alloc();
-	struct name_probe probe = { .name = new_name ? new_name : name };
+	const char *final_name = to->name ? to->name : name;
+	struct name_probe probe = { .name = final_name };
 	struct rn_link still_here;
 	struct rn_error ignored = { 0 };
 	int r;
 
+	if (ret_partial)
+		*ret_partial = false;
 	if (!changes)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	if (new_name) {
-		r = rn_name_check("netdev", new_name, IF_NAMESIZE - 1, err);
+	if (to->name) {
+		r = rn_name_check("netdev", to->name, IF_NAMESIZE - 1, err);
 		if (r < 0)
 			return r;
-		rtnl_link_set_name(changes, new_name);
+		rtnl_link_set_name(changes, to->name);
 	}
 	/*
 	 * The kernel moves first and renames after: a clash on the new name
@@ -560,9 +573,19 @@ static int link_move(int ifindex, const char *name, int nsfd, const char *new_na
 					    "already has a netdev named %s",
 					    name, probe.name);
 	}
+	if (to->alias)
+		rtnl_link_set_ifalias(changes, to->alias);
+	if (to->up)
+		rtnl_link_set_flags(changes, IFF_UP);
 	rtnl_link_set_ns_fd(changes, nsfd);
 	r = link_change(ifindex, name, changes, "move", err);
 	if (r < 0 && rn_link_by_index(ifindex, &still_here, &ignored) < 0) {
+		/* Moved and renamed, then the alias or the up state refused: the caller sets them. */
+		if (ret_partial && (to->alias || to->up) && arrived_as(nsfd, ifindex, final_name)) {
+			rn_error_clear(err);
+			*ret_partial = true;
+			return 0;
+		}
 		/* Half done (moved, not renamed): bring it back under its old name. */
 		_cleanup_close_ int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 		struct move_back mb = { .name_there = name, .name_home = name, .home_fd = home };
@@ -589,13 +612,23 @@ static int link_move(int ifindex, const char *name, int nsfd, const char *new_na
 int rn_link_move(int ifindex, const char *name, int nsfd, const char *new_name,
 		 struct rn_error *err)
 {
-	return link_move(ifindex, name, nsfd, new_name, true, err);
+	const struct rn_link_move_to to = { .name = new_name };
+
+	return link_move(ifindex, name, nsfd, &to, true, NULL, err);
 }
 
 int rn_link_move_unchecked(int ifindex, const char *name, int nsfd, const char *new_name,
 			   struct rn_error *err)
 {
-	return link_move(ifindex, name, nsfd, new_name, false, err);
+	const struct rn_link_move_to to = { .name = new_name };
+
+	return link_move(ifindex, name, nsfd, &to, false, NULL, err);
+}
+
+int rn_link_move_to(int ifindex, const char *name, int nsfd, const struct rn_link_move_to *to,
+		    bool *ret_partial, struct rn_error *err)
+{
+	return link_move(ifindex, name, nsfd, to, false, ret_partial, err);
 }
 
 int rn_link_rename(int ifindex, const char *name, const char *new_name, struct rn_error *err)

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,13 @@ struct move_job {
 	int nsfd;
 };
 
+static int bring_up_here(void *arg, struct rn_error *err)
+{
+	struct lookup_job *job = arg;
+
+	return rn_link_set_up(job->link.ifindex, job->link.name, true, err);
+}
+
 static int move_here(void *arg, struct rn_error *err)
 {
 	struct move_job *job = arg;
@@ -193,6 +201,125 @@ static void test_move_name_clash_changes_nothing(void)
 	CHECK_CONTAINS(err.msg, "already has a netdev named net1");
 	/* still here, same name */
 	CHECK_INT(rn_link_by_name("rnt-veth1", &l, &err), 0);
+	teardown_pair();
+}
+
+struct move_to_job {
+	const char *name;
+	struct rn_link_move_to to;
+	int nsfd;
+	bool partial;
+	int udp_port; /* hold this UDP port here first (fd in udp_fd) */
+	int udp_fd;
+};
+
+static int move_to_here(void *arg, struct rn_error *err)
+{
+	struct move_to_job *job = arg;
+	struct rn_link l;
+	int r;
+
+	r = rn_link_by_name(job->name, &l, err);
+	if (r < 0)
+		return r;
+	return rn_link_move_to(l.ifindex, l.name, job->nsfd, &job->to, &job->partial, err);
+}
+
+static void test_move_to_sets_alias_and_up_in_the_move(void)
+{
+	struct rn_error err = { 0 };
+	_cleanup_close_ int a = -1, self = -1;
+	struct rn_link l;
+	struct lookup_job look = { .name = "net1" };
+	bool partial = true;
+
+	setup_pair();
+	a = rn_netns_open_name("rnt-a", &err);
+	self = rn_netns_open_self(&err);
+	CHECK_INT(rn_link_by_name("rnt-veth1", &l, &err), 0);
+	CHECK(!l.up);
+	{
+		const struct rn_link_move_to to = { .name = "net1",
+						    .alias = "rnt-veth1",
+						    .up = true };
+
+		CHECK_INT(rn_link_move_to(l.ifindex, l.name, a, &to, &partial, &err), 0);
+		CHECK_STR(err.msg, "");
+		CHECK(!partial);
+	}
+	CHECK_INT(rn_netns_run(a, lookup_here, &look, &err), 0);
+	CHECK_STR(look.link.alias, "rnt-veth1");
+	CHECK(look.link.up);
+	/* home: its name back, the alias cleared, down as it was */
+	{
+		struct move_to_job mv = { .name = "net1",
+					  .to = { .name = "rnt-veth1", .alias = "" },
+					  .nsfd = self,
+					  .partial = true };
+
+		CHECK_INT(rn_netns_run(a, move_to_here, &mv, &err), 0);
+		CHECK(!mv.partial);
+	}
+	CHECK_INT(rn_link_by_name("rnt-veth1", &l, &err), 0);
+	CHECK_STR(l.alias, "");
+	CHECK(!l.up);
+	teardown_pair();
+}
+
+static int hold_udp_port_here(void *arg, struct rn_error *err)
+{
+	struct move_to_job *job = arg;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(job->udp_port) };
+
+	job->udp_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (job->udp_fd < 0 || bind(job->udp_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return rn_error_errno(err, errno, "test: cannot hold UDP port %d", job->udp_port);
+	return 0;
+}
+
+/*
+ * A kernel that moves and renames, then refuses the up state: a vxlan whose
+ * UDP port is taken in its own netns cannot open. That is no error here
+ * (partial): the caller brings it up itself and reports the kernel's reason.
+ */
+static void test_move_to_half_refused_is_partial(void)
+{
+	struct rn_error err = { 0 };
+	_cleanup_close_ int a = -1, b = -1;
+	struct move_to_job mv = { .name = "rnt-vx",
+				  .to = { .name = "net1", .alias = "rnt-vx", .up = true },
+				  .udp_port = 47891,
+				  .udp_fd = -1 };
+	struct lookup_job look = { .name = "net1" };
+
+	setup_pair();
+	sh("ip -n rnt-a link add rnt-vx type vxlan id 5 dstport 47891");
+	a = rn_netns_open_name("rnt-a", &err);
+	b = rn_netns_open_name("rnt-b", &err);
+	mv.nsfd = b;
+	CHECK_INT(rn_netns_run(a, hold_udp_port_here, &mv, &err), 0);
+	CHECK_INT(rn_netns_run(a, move_to_here, &mv, &err), 0);
+	CHECK_STR(err.msg, "");
+	CHECK(mv.partial);
+	CHECK_INT(rn_netns_run(b, lookup_here, &look, &err), 0);
+	CHECK(!look.link.up);
+	/* the caller's own try says why */
+	CHECK(rn_netns_run(b, bring_up_here, &look, &err) < 0); /* libnl says EEXIST */
+	CHECK_CONTAINS(err.msg, "cannot bring up netdev net1");
+	/* without the port held, the same move is whole */
+	close(mv.udp_fd);
+	{
+		struct move_to_job back = { .name = "net1",
+					    .to = { .name = "rnt-vx", .up = true },
+					    .nsfd = a,
+					    .partial = true };
+
+		CHECK_INT(rn_netns_run(b, move_to_here, &back, &err), 0);
+		CHECK(!back.partial);
+	}
+	look.name = "rnt-vx";
+	CHECK_INT(rn_netns_run(a, lookup_here, &look, &err), 0);
+	CHECK(look.link.up);
 	teardown_pair();
 }
 
@@ -322,6 +449,8 @@ int main(void)
 		T(test_run_leaves_caller_in_place),
 		T(test_move_and_rename_in_one_step),
 		T(test_move_name_clash_changes_nothing),
+		T(test_move_to_sets_alias_and_up_in_the_move),
+		T(test_move_to_half_refused_is_partial),
 		T(test_addresses_routes_up),
 		T(test_session_one_socket_per_thread),
 		T(test_netns_list_finds_named_and_pid_namespaces),
