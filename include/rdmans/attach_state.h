@@ -20,7 +20,8 @@ int rn_attach_plan_load(const struct rn_cni_state *st, struct rn_attach_plan *pl
  * Finds the state file in dir (other than `self`) that claims a device of
  * the plan (RDMA device name, netdev MAC) or of the selection (netdev name,
  * MAC, RDMA device, bus id). 1 and its name/state when found, 0 when none;
- * a state file that cannot be read is an error (it may be the owner).
+ * a state file that cannot be read is an error (it may be the owner). A file
+ * of an older boot claims nothing (rn_cni_state_older_boot()).
  */
 int rn_attach_find_owner(const char *dir, const char *self, const struct rn_attach_plan *plan,
 			 const struct rn_attach_select *sel, char *ret_name, size_t len,

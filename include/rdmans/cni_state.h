@@ -26,6 +26,10 @@
  *                                "releasing": a DEL brought the devices home, the IPAM
  *                                release (and the removal of this file) remain
  *   created=UNIX_SECONDS
+ *   boot_id=UUID                 the kernel's boot ID at ADD: a file of an older boot (a
+ *                                reboot undid the ADD) claims no device, and its DEL or GC
+ *                                releases the IPAM allocation alone. A file without one
+ *                                (from before rdma-netns wrote it) counts as this boot's
  *   pod_namespace=NS             K8S_POD_NAMESPACE from CNI_ARGS (absent when not given)
  *   pod_name=NAME                K8S_POD_NAME
  *   pod_uid=UID                  K8S_POD_UID
@@ -119,9 +123,24 @@ int rn_cni_state_write_nosync(const char *dir, const char *name, const struct rn
 			      struct rn_error *err);
 /*
  * Removes dir/name, and the temporary files of its writers that were killed
- * before their rename; a missing file is not an error.
+ * before their rename; a missing file is not an error. Then fsyncs dir, as
+ * a removed file that a power loss brought back would claim its devices
+ * again.
  */
 int rn_cni_state_remove(const char *dir, const char *name, struct rn_error *err);
+/*
+ * The same without the fsync, for a file that records its boot (boot_id):
+ * brought back by a power loss, it is a file of an older boot and claims
+ * nothing.
+ */
+int rn_cni_state_remove_nosync(const char *dir, const char *name, struct rn_error *err);
+
+/*
+ * Whether st was written before the last reboot: it records a boot_id other
+ * than this_boot (rn_kernel_boot_id()). Not when it records none, or when
+ * this_boot is "" (unreadable).
+ */
+bool rn_cni_state_older_boot(const struct rn_cni_state *st, const char *this_boot);
 
 /* Names of every state file in dir, sorted. Free with rn_cni_state_names_free(). */
 int rn_cni_state_list(const char *dir, char ***ret_names, size_t *ret_n, struct rn_error *err);

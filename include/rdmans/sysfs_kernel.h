@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The kernel's own objects: RDMA character devices and modules (sysfs_kernel.c). */
+/* The kernel's own objects: RDMA character devices, modules, the boot ID (sysfs_kernel.c). */
 /* sysfs.h first: it includes this header once its own types are there */
 #include "rdmans/sysfs.h"
 
@@ -33,5 +33,8 @@ int rn_sysfs_rdma_cm(struct rn_sysfs_chardev *out, struct rn_error *err);
 bool rn_sysfs_module_loaded(const char *name);
 /* module/NAME/version into buf; -errno when unreadable. */
 int rn_sysfs_module_version(const char *name, char *buf, size_t len);
+
+/* This boot's ID (/proc/sys/kernel/random/boot_id, a UUID: 37 bytes); -errno when unreadable. */
+int rn_kernel_boot_id(char *buf, size_t len);
 
 #endif

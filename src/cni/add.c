@@ -17,6 +17,7 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/link.h"
 #include "rdmans/netns.h"
+#include "rdmans/sysfs.h"
 #include "rdmans/util.h"
 
 #define LOCK_TIMEOUT_MS 60000
@@ -226,6 +227,7 @@ static int state_init(struct add_job *job, const char *devinfo)
 	struct cni_ctx *ctx = job->ctx;
 	struct rn_cni_state *st = &job->st;
 	struct rn_error err = { 0 };
+	char boot_id[64];
 	const char *key;
 	json_t *v;
 	int r = 0;
@@ -242,6 +244,8 @@ static int state_init(struct add_job *job, const char *devinfo)
 	SET("netns", "%s", ctx->netns);
 	SET("phase", "adding");
 	SET("created", "%lld", (long long)time(NULL));
+	if (rn_kernel_boot_id(boot_id, sizeof(boot_id)) == 0 && boot_id[0])
+		SET("boot_id", "%s", boot_id);
 	if (ctx->args.pod_namespace[0])
 		SET("pod_namespace", "%s", ctx->args.pod_namespace);
 	if (ctx->args.pod_name[0])
@@ -293,8 +297,9 @@ static int state_init(struct add_job *job, const char *devinfo)
  * it on disk or in etcd). Its state file must be on disk before the IPAM
  * ADD, so that GC finds and releases what no runtime will DEL; and the
  * "ready" rewrite too, lest a power loss leave it empty. DEL's removal is
- * always fsync'ed (rn_cni_state_remove): a DEL that reported success must
- * not come back and claim the device again.
+ * not fsync'ed: the file records its boot (boot_id), so one that a power
+ * loss brought back claims no device (rn_attach_find_owner) and its DEL or
+ * GC releases only the lease.
  * Without IPAM, an ADD does no fsync (host-device, the reference plugin,
  * keeps no state at all): two file and two directory fsyncs were 2-6 ms of
  * a 45 ms ADD+DEL on a loaded disk.

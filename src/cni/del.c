@@ -16,6 +16,7 @@
 #include "fault.h"
 #include "result.h"
 #include "rdmans/cleanup.h"
+#include "rdmans/sysfs.h"
 
 #define LOCK_TIMEOUT_MS 60000
 #define GC_GRACE_S 300 /* an ADD younger than this may still be running */
@@ -29,6 +30,8 @@ int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_stat
 	size_t n_locks = 0;
 	const char *devinfo = rn_cni_state_get(st, "devinfo");
 	const char *soft_roce = rn_cni_state_get(st, "soft_roce");
+	char this_boot[64] = "";
+	bool older_boot;
 	int r = -1;
 
 	if (rn_attach_plan_load(st, &plan, &err) < 0)
@@ -37,12 +40,20 @@ int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_stat
 	if (take_locks &&
 	    rn_attach_lock(ctx->state_dir, &plan, LOCK_TIMEOUT_MS, locks, &n_locks, &err) < 0)
 		return cni_fail_lib(ctx, CNI_ERR_TRY_AGAIN, &err);
+	/*
+	 * An attachment of an older boot: the reboot brought its devices home,
+	 * and a pod of this boot may hold them now (its file claims nothing).
+	 * Only its IPAM allocation and its file are left to undo.
+	 */
+	(void)rn_kernel_boot_id(this_boot, sizeof(this_boot));
+	older_boot = rn_cni_state_older_boot(st, this_boot);
 	/* softRoce: the pod's rxe device goes before its netdev leaves (gone with a dead netns) */
-	if (soft_roce && rn_attach_soft_roce_del(soft_roce, &err) < 0) {
+	if (!older_boot && soft_roce && rn_attach_soft_roce_del(soft_roce, &err) < 0) {
 		cni_fail_lib(ctx, RN_CNI_KERNEL, &err);
 		goto out;
 	}
-	if (rn_attach_move_out(&plan, rn_cni_state_get(st, "netns"), ctx->conf.return_timeout_ms,
+	if (!older_boot &&
+	    rn_attach_move_out(&plan, rn_cni_state_get(st, "netns"), ctx->conf.return_timeout_ms,
 			       cni_step, NULL, &err) < 0) {
 		cni_fail_lib(ctx, 0, &err);
 		goto out;
@@ -90,7 +101,10 @@ int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_stat
 	}
 	if (devinfo && cni_devinfo_remove(ctx, devinfo) < 0)
 		goto out;
-	if (rn_cni_state_remove(ctx->state_dir, state_name, &err) < 0) {
+	/* a file that records its boot, brought back by a power loss, claims nothing */
+	if ((rn_cni_state_get(st, "boot_id")
+		     ? rn_cni_state_remove_nosync(ctx->state_dir, state_name, &err)
+		     : rn_cni_state_remove(ctx->state_dir, state_name, &err)) < 0) {
 		cni_fail_lib(ctx, CNI_ERR_IO, &err);
 		goto out;
 	}

@@ -176,13 +176,14 @@ int rn_attach_find_owner(const char *dir, const char *self, const struct rn_atta
 			 struct rn_cni_state *ret_state, struct rn_error *err)
 {
 	struct rn_error rerr = { 0 };
-	char **names = NULL;
+	char **names = NULL, this_boot[64] = "";
 	size_t n = 0;
 	int r, found = 0;
 
 	r = rn_cni_state_list(dir, &names, &n, err);
 	if (r < 0)
 		return r;
+	(void)rn_kernel_boot_id(this_boot, sizeof(this_boot));
 	for (size_t i = 0; i < n && !found; i++) {
 		_cleanup_cni_state_ struct rn_cni_state st = { 0 };
 
@@ -201,7 +202,8 @@ int rn_attach_find_owner(const char *dir, const char *self, const struct rn_atta
 				rerr.msg);
 			break;
 		}
-		if (!state_claims(&st, plan, sel))
+		/* a reboot undid what a file of an older boot describes */
+		if (rn_cni_state_older_boot(&st, this_boot) || !state_claims(&st, plan, sel))
 			continue;
 		found = 1;
 		if (ret_name)

@@ -469,7 +469,7 @@ static void remove_dead_tmps(const char *dir, const char *name)
 	}
 }
 
-int rn_cni_state_remove(const char *dir, const char *name, struct rn_error *err)
+static int state_remove(const char *dir, const char *name, bool durable, struct rn_error *err)
 {
 	char path[PATH_MAX];
 	int r;
@@ -480,8 +480,26 @@ int rn_cni_state_remove(const char *dir, const char *name, struct rn_error *err)
 	if ((rn_fault_io("state file unlink") || unlink(path) < 0) && errno != ENOENT)
 		return rn_error_errno(err, errno, "cannot remove state file %s", path);
 	remove_dead_tmps(dir, name);
-	(void)fsync_dir(dir);
+	if (durable)
+		(void)fsync_dir(dir);
 	return 0;
+}
+
+int rn_cni_state_remove(const char *dir, const char *name, struct rn_error *err)
+{
+	return state_remove(dir, name, true, err);
+}
+
+int rn_cni_state_remove_nosync(const char *dir, const char *name, struct rn_error *err)
+{
+	return state_remove(dir, name, false, err);
+}
+
+bool rn_cni_state_older_boot(const struct rn_cni_state *st, const char *this_boot)
+{
+	const char *boot = rn_cni_state_get(st, "boot_id");
+
+	return boot && this_boot && *this_boot && strcmp(boot, this_boot) != 0;
 }
 
 void rn_cni_state_names_free(char **names, size_t n)

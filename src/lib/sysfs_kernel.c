@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The sysfs reader, the kernel's own objects: RDMA character devices and modules (see sysfs.h). */
+/*
+ * The sysfs reader, the kernel's own objects: RDMA character devices and
+ * modules (see sysfs.h); and, from procfs, the boot ID.
+ */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -92,4 +95,9 @@ int rn_sysfs_module_version(const char *name, char *buf, size_t len)
 	if (r < 0)
 		return r;
 	return rn_read_line(path, buf, len);
+}
+
+int rn_kernel_boot_id(char *buf, size_t len)
+{
+	return rn_read_line("/proc/sys/kernel/random/boot_id", buf, len);
 }

@@ -146,6 +146,34 @@ veth rnc0
 mac0=$(cat /sys/class/net/rnc0/address)
 before=$(snap)
 
+# --- after a reboot: a state file of an older boot claims nothing ------------------------------
+cni_expect_ok "ADD (before a reboot)" ADD "$(conf 1.0.0)"
+st=$(find "$tmp/state" -maxdepth 1 -type f)
+vm_check "state: this boot's ID recorded" vm_expect_eq "$(cat /proc/sys/kernel/random/boot_id)" \
+	"$(sed -n 's/^boot_id=//p' "$st")"
+# what a reboot leaves: the pod's netns gone, the netdev home under its boot name (a physical one
+# would be; our veth stands in), the state file and the lease; the file now of another boot
+ip -n rnc-pod1 link set net1 netns $$ name rnc0
+ip link set rnc0 alias ""
+ip netns del rnc-pod1
+sed -i 's/^boot_id=.*/boot_id=00000000-0000-4000-8000-000000000000/' "$st"
+pod rnc-pod2
+cni_expect_ok "after the reboot, a new pod gets the device before the old pod's DEL" \
+	ADD "$(conf 1.0.0)" CNI_CONTAINERID=rnc-c2 CNI_NETNS=/var/run/netns/rnc-pod2
+cni_expect_ok "the old pod's DEL succeeds" DEL "$(conf 1.0.0)"
+vm_check "... and leaves the device in the new pod" in_pod rnc-pod2 net1
+vm_check "... releasing only the old pod's address" vm_expect_eq "1 1" "$(state_files) $(leases)"
+cni_expect_ok "the new pod's DEL" DEL "$(conf 1.0.0)" CNI_CONTAINERID=rnc-c2 CNI_NETNS=/var/run/netns/rnc-pod2
+ip netns del rnc-pod2
+pod rnc-pod1
+vm_check "reboot: node as before" vm_expect_eq "$before" "$(snap)"
+# its file records its boot: a removal that a power loss undid would claim nothing, so no fsync
+cni_expect_ok "ADD without IPAM" ADD "$(conf 1.0.0 'del(.ipam)')"
+CNI_COMMAND=DEL CNI_CONTAINERID=$CNI_CID CNI_NETNS=$CNI_NS CNI_IFNAME=$CNI_IF CNI_PATH=/usr/lib/cni \
+	strace -f -qq -e trace=fsync,fdatasync -o "$tmp/del.strace" "$CNI_BIN/rdma-netns" \
+	<<<"$(conf 1.0.0 'del(.ipam)')" >/dev/null 2>&1
+vm_check "DEL without IPAM: no fsync" vm_expect_eq "0 $before" "$(grep -c fsync "$tmp/del.strace") $(snap)"
+
 # --- chained after the real host-device plugin ------------------------------------------------
 list=$(jq -nc --arg hl "$HL" '{cniVersion: "1.0.0", name: "rncchain", plugins: [
 	{type: "host-device", device: "rnc0", ipam: {type: "host-local", subnet: "10.196.0.0/24", dataDir: $hl}},

@@ -15,6 +15,7 @@
 
 #include "rdmans/attach.h"
 #include "rdmans/cni_state.h"
+#include "rdmans/sysfs.h"
 #include "test.h"
 
 static char dir[64];
@@ -321,8 +322,46 @@ static void a_held_device_lock_times_out_with_a_clear_error(void)
 	remove_dir();
 }
 
+/* A file of an older boot claims nothing: the reboot undid its ADD. */
+static void a_file_of_an_older_boot_claims_no_device(void)
+{
+	struct rn_error err = { 0 };
+	struct rn_cni_state st = { 0 }, back = { 0 };
+	struct rn_attach_plan p = sample_plan();
+	struct rn_attach_select sel = { .netdev = "ens1f0" };
+	char boot[64];
+
+	CHECK_INT(rn_kernel_boot_id(boot, sizeof(boot)), 0);
+	CHECK_INT(strlen(boot), 36);
+	make_dir();
+	CHECK_INT(rn_cni_state_dir_init(dir, &err), 0);
+	CHECK_INT(rn_attach_plan_save(&p, &st, &err), 0);
+	/* none recorded (a file from before boot_id): this boot's, it claims */
+	CHECK(!rn_cni_state_older_boot(&st, boot));
+	CHECK_INT(rn_cni_state_write(dir, "n:c1:net1", &st, &err), 0);
+	CHECK_INT(rn_attach_find_owner(dir, "x", NULL, &sel, NULL, 0, NULL, &err), 1);
+	/* this boot's: it claims */
+	CHECK_INT(rn_cni_state_set(&st, "boot_id", boot, &err), 0);
+	CHECK(!rn_cni_state_older_boot(&st, boot));
+	CHECK_INT(rn_cni_state_write(dir, "n:c1:net1", &st, &err), 0);
+	CHECK_INT(rn_attach_find_owner(dir, "x", NULL, &sel, NULL, 0, NULL, &err), 1);
+	/* another boot's: it claims nothing */
+	CHECK_INT(rn_cni_state_set(&st, "boot_id", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", &err),
+		  0);
+	CHECK(rn_cni_state_older_boot(&st, boot));
+	CHECK(!rn_cni_state_older_boot(&st, "")); /* this boot's unknown: it may be */
+	CHECK_INT(rn_cni_state_write(dir, "n:c1:net1", &st, &err), 0);
+	CHECK_INT(rn_attach_find_owner(dir, "x", &p, &sel, NULL, 0, NULL, &err), 0);
+	/* removed without the fsync, as any removal: gone */
+	CHECK_INT(rn_cni_state_remove_nosync(dir, "n:c1:net1", &err), 0);
+	CHECK_INT(rn_cni_state_read(dir, "n:c1:net1", &back, &err), -ENOENT);
+	rn_cni_state_free(&st);
+	remove_dir();
+}
+
 RN_TEST_MAIN(T(names_follow_the_cni_rules), T(long_names_are_hashed_and_stay_distinct),
 	     T(values_round_trip_with_escapes), T(readers_skip_comments_and_unknown_lines),
 	     T(list_shows_state_files_only), T(a_world_writable_state_dir_is_refused),
 	     T(a_plan_survives_the_state_file), T(owners_are_found_by_device_mac_and_selection),
+	     T(a_file_of_an_older_boot_claims_no_device),
 	     T(a_held_device_lock_times_out_with_a_clear_error))
