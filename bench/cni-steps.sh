@@ -24,13 +24,7 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 n=${1:-15}
 bench_host_start cni-steps.sh strace
-plugin=${RDMA_NETNS:-}
-if [ -z "$plugin" ]; then
-	b=$top/${RDMANS_BENCH_BUILD:-build-bench}
-	[ -d "$b" ] || meson setup "$b" -Dbuildtype=release >/dev/null
-	ninja -C "$b" src/cni/rdma-netns >/dev/null
-	plugin=$b/src/cni/rdma-netns
-fi
+bench_plugin
 base=${RDMA_NETNS_BASE:-}
 hd=${HOST_DEVICE:-/usr/lib/cni/host-device}
 [ -x "$hd" ] || { echo "cni-steps.sh: $hd missing (apt-get install containernetworking-plugins)" >&2; exit 1; }

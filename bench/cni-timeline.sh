@@ -15,13 +15,7 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 n=${1:-100}
 bench_host_start cni-timeline.sh python3
-plugin=${RDMA_NETNS:-}
-if [ -z "$plugin" ]; then
-	b=$top/${RDMANS_BENCH_BUILD:-build-bench}
-	[ -d "$b" ] || meson setup "$b" -Dbuildtype=release >/dev/null
-	ninja -C "$b" src/cni/rdma-netns >/dev/null
-	plugin=$b/src/cni/rdma-netns
-fi
+bench_plugin
 hd=/usr/lib/cni/host-device
 [ -x "$hd" ] || { echo "cni-timeline.sh: $hd missing" >&2; exit 1; }
 T=/sys/kernel/tracing

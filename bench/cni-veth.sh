@@ -30,13 +30,7 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 n=${1:-300}
 bench_host_start cni-veth.sh
-plugin=${RDMA_NETNS:-}
-if [ -z "$plugin" ]; then
-	b=$top/${RDMANS_BENCH_BUILD:-build-bench}
-	[ -d "$b" ] || meson setup "$b" -Dbuildtype=release >/dev/null
-	ninja -C "$b" src/cni/rdma-netns >/dev/null
-	plugin=$b/src/cni/rdma-netns
-fi
+bench_plugin
 base=${RDMA_NETNS_BASE:-}
 [ -z "$base" ] || [ -x "$base" ] || { echo "cni-veth.sh: RDMA_NETNS_BASE $base is not executable" >&2; exit 1; }
 hd=/usr/lib/cni/host-device

@@ -6,6 +6,7 @@
 #   bench_host_start NAME TOOL...   needs root and each TOOL; takes the netns
 #       suite's machine-wide lock (veths come and go: a test checking that bad
 #       input changed no host link must not see them); sets top
+#   bench_plugin   sets plugin: $RDMA_NETNS, or a release build's (made when missing)
 #   bench_veth_pod [DEVICE]   the netns rnb-pod and the netdev the plugins
 #       move into it: DEVICE, else a veth rnb0 (peer rnb0p) made here. The
 #       netns, the veth, tmp (a directory made here) and each path added to
@@ -21,6 +22,18 @@ bench_release_build() {
 	build=$top/${RDMANS_BENCH_BUILD:-build-bench}
 	[ -d "$build" ] || meson setup "$build" -Dbuildtype=release >/dev/null
 	ninja -C "$build" "$@" >/dev/null
+}
+
+# bench_plugin: sets plugin, $RDMA_NETNS or rdma-netns from a release build in
+# $RDMANS_BENCH_BUILD (build-bench), made when missing (after bench_host_start)
+bench_plugin() {
+	plugin=${RDMA_NETNS:-}
+	if [ -z "$plugin" ]; then
+		local b=$top/${RDMANS_BENCH_BUILD:-build-bench}
+		[ -d "$b" ] || meson setup "$b" -Dbuildtype=release >/dev/null
+		ninja -C "$b" src/cni/rdma-netns >/dev/null
+		plugin=$b/src/cni/rdma-netns
+	fi
 }
 
 bench_veth_gone() {
