@@ -71,12 +71,6 @@ int rn_link_by_index_movable(int ifindex, struct rn_link *out, bool *ret_immutab
 int rn_link_move(int ifindex, const char *name, int nsfd, const char *new_name,
 		 struct rn_error *err);
 /*
- * rn_link_move() for a caller that has just checked that the target netns
- * has no netdev of the final name: no look there first (no thread).
- */
-int rn_link_move_unchecked(int ifindex, const char *name, int nsfd, const char *new_name,
-			   struct rn_error *err);
-/*
  * What a move also sets, in the same RTM_NEWLINK. The kernel moves the
  * netdev first and applies the rest in the target netns, so nothing is
  * left to do there (no thread, no socket).
@@ -87,10 +81,12 @@ struct rn_link_move_to {
 	bool up; /* bring it up there */
 };
 /*
- * rn_link_move_unchecked() with the alias and up state of `to`. A kernel
- * that moved and renamed the netdev but refused the alias or the up state
- * gives 0 with *ret_partial true: the caller sets those itself, and gets
- * the kernel's own error for them. Otherwise *ret_partial is false.
+ * rn_link_move() for a caller that has just checked that the target netns
+ * has no netdev of the final name (no look there first, no thread), with
+ * the alias and up state of `to`. A kernel that moved and renamed the
+ * netdev but refused the alias or the up state gives 0 with *ret_partial
+ * true: the caller sets those itself, and gets the kernel's own error for
+ * them. Otherwise *ret_partial is false.
  */
 int rn_link_move_to(int ifindex, const char *name, int nsfd, const struct rn_link_move_to *to,
 		    bool *ret_partial, struct rn_error *err);

@@ -561,7 +561,7 @@ static int link_move(int ifindex, const char *name, int nsfd, const struct rn_li
 	/*
 	 * The kernel moves first and renames after: a clash on the new name
 	 * fails the rename with the netdev already moved. Check first (unless
-	 * the caller just did, rn_link_move_unchecked).
+	 * the caller just did, rn_link_move_to).
 	 */
 	if (probe_first) {
 		r = rn_netns_run(nsfd, probe_name_here, &probe, err);
@@ -615,14 +615,6 @@ int rn_link_move(int ifindex, const char *name, int nsfd, const char *new_name,
 	const struct rn_link_move_to to = { .name = new_name };
 
 	return link_move(ifindex, name, nsfd, &to, true, NULL, err);
-}
-
-int rn_link_move_unchecked(int ifindex, const char *name, int nsfd, const char *new_name,
-			   struct rn_error *err)
-{
-	const struct rn_link_move_to to = { .name = new_name };
-
-	return link_move(ifindex, name, nsfd, &to, false, NULL, err);
 }
 
 int rn_link_move_to(int ifindex, const char *name, int nsfd, const struct rn_link_move_to *to,

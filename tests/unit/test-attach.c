@@ -320,14 +320,6 @@ int __wrap_rn_link_move(int ifindex, const char *name, int nsfd, const char *new
 	return 0;
 }
 
-int __wrap_rn_link_move_unchecked(int ifindex, const char *name, int nsfd, const char *new_name,
-				  struct rn_error *err);
-int __wrap_rn_link_move_unchecked(int ifindex, const char *name, int nsfd, const char *new_name,
-				  struct rn_error *err)
-{
-	return __wrap_rn_link_move(ifindex, name, nsfd, new_name, err);
-}
-
 /*
  * The move and, in the same request, the alias and up state. A fault of
  * "link_move_rest" is a kernel that moved and renamed, then refused the rest.
