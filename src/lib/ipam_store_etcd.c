@@ -255,6 +255,17 @@ static bool retry_elsewhere(const char *msg, long code)
 
 static int authenticate(struct etcd_store *e, struct rn_error *err);
 
+static int deadline_error(const struct etcd_store *e, const struct rn_error *last,
+			  struct rn_error *err)
+{
+	return rn_error_set(err, ETIMEDOUT,
+			    "etcd did not answer within this call's deadline of %ld ms "
+			    "(ipam.etcd.deadline_ms; each request at most %ld ms, "
+			    "ipam.etcd.timeout_ms)%s%s",
+			    e->deadline_ms, e->timeout_ms, last->msg[0] ? ": last: " : "",
+			    last->msg);
+}
+
 /*
  * POSTs body to path on the first endpoint that answers; *ret is the
  * parsed answer. Etcd's own errors come back as -EACCES (auth, permission)
@@ -265,7 +276,7 @@ static int request(struct etcd_store *e, const char *path, json_t *body, bool wi
 {
 	_cleanup_wipe_ char *text = json_dumps(body, JSON_COMPACT);
 	struct rn_error last = { 0 };
-	bool reauthed = false;
+	bool reauthed = false, cut_by_deadline = false;
 	size_t tries = e->n_endpoints * 2 + 2;
 
 	if (!text)
@@ -290,14 +301,10 @@ static int request(struct etcd_store *e, const char *path, json_t *body, bool wi
 
 		if (e->deadline && left <= 0) {
 			explicit_bzero(text, strlen(text));
-			return rn_error_set(
-				err, ETIMEDOUT,
-				"etcd did not answer within this call's deadline of %ld ms "
-				"(ipam.etcd.deadline_ms; each request at most %ld ms, "
-				"ipam.etcd.timeout_ms)%s%s",
-				e->deadline_ms, e->timeout_ms, last.msg[0] ? ": last: " : "",
-				last.msg);
+			return deadline_error(e, &last, err);
 		}
+		/* the last try may end on the deadline: then that is what the caller hears */
+		cut_by_deadline = e->deadline && left <= e->timeout_ms;
 		if (asprintf(&url, "%s%s", endpoint, path) < 0) {
 			url = NULL;
 			return rn_error_set(err, ENOMEM, "out of memory");
@@ -374,6 +381,8 @@ static int request(struct etcd_store *e, const char *path, json_t *body, bool wi
 				    msg ? msg : "unexpected answer", status);
 	}
 	explicit_bzero(text, strlen(text));
+	if (cut_by_deadline && last.code == ETIMEDOUT)
+		return deadline_error(e, &last, err);
 	if (last.code == EPROTO)
 		return rn_error_set(err, EPROTO,
 				    "no etcd endpoint could be reached over TLS: %s (check the CA, "

@@ -35,9 +35,10 @@ conf_for() { # conf_for ENDPOINT TIMEOUT_MS DEADLINE_MS
 # Only the call that meets a frozen member runs with short timeouts (its
 # deadline is what it must name). Every other call has time to spare: a
 # member writing to a busy disk, or just continued, may take over 500 ms to
-# answer, and that must not decide the test.
+# answer, and that must not decide the test. The frozen call's reads before
+# its write have 3 s, which no read of a member that answers comes near.
 CONF=$(conf_for "$PROXY" 10000 30000)
-FROZEN_CONF=$(conf_for "$PROXY" 500 1500)
+FROZEN_CONF=$(conf_for "$PROXY" 1000 3000)
 # ipam CMD CID: the plugin through the proxy; OUT, RC
 ipam() {
 	RC=0
@@ -70,7 +71,7 @@ recover() {
 	etcdctl_ 0 alarm disarm >/dev/null
 }
 
-declare -A WORDS=([nospace]="etcdserver: mvcc: database space exceeded: its database is over its quota" [frozen]="deadline of 1500 ms"
+declare -A WORDS=([nospace]="etcdserver: mvcc: database space exceeded: its database is over its quota" [frozen]="deadline of 3000 ms"
 	[unavailable]="etcdserver: no leader" [badgateway]="HTTP 502: upstream connect error"
 	[reset]="Connection reset by peer")
 # the CNI code: the store cannot take the write (5, I/O), or try again later (11)

@@ -94,6 +94,17 @@ vm_check "ADD with etcd frozen fails with code 11" vm_expect_eq "1 11" "$rc $(pr
 vm_check "... saying the call's deadline and each request's limit" vm_expect_contains \
 	"$(printf '%s' "$IPAM_OUT" | jq -r .details)" \
 	"etcd did not answer within this call's deadline of 2500 ms (ipam.etcd.deadline_ms; each request at most 1500 ms, ipam.etcd.timeout_ms): last: "
+# four tries of 500 ms fill a 2000 ms deadline: the last try ends on the deadline, and the
+# message must say so (CI of stop 33 heard "no etcd endpoint answered" when it ended there)
+kill -STOP "${ETCD_PIDS[0]}"
+rc=0
+IPAM_OUT=$(printf '%s' "$CONF" | jq -c '.ipam.etcd += {timeout_ms: 500, deadline_ms: 2000}' |
+	CNI_COMMAND=ADD CNI_CONTAINERID=frozen CNI_IFNAME=net1 CNI_NETNS=/var/run/netns/none \
+		CNI_PATH=/nonexistent "$IPAM" 2>>"$IPAM_TMP/stderr") || rc=$?
+kill -CONT "${ETCD_PIDS[0]}"
+vm_check "ADD whose tries end on the deadline fails with code 11, naming the deadline" vm_expect_contains \
+	"$rc $(printf '%s' "$IPAM_OUT" | jq -r '"\(.code) \(.details)"')" \
+	"1 11 etcd did not answer within this call's deadline of 2000 ms (ipam.etcd.deadline_ms; each request at most 500 ms, ipam.etcd.timeout_ms): last: "
 vm_check "ipam.etcd.deadline_ms must be a number" bash -c "printf '%s' '$(printf '%s' "$CONF" | jq -c '.ipam.etcd.deadline_ms = "soon"')' |
 	CNI_COMMAND=ADD CNI_CONTAINERID=x CNI_IFNAME=net1 CNI_PATH=/n '$IPAM' 2>/dev/null | grep -q 'ipam.etcd.deadline_ms must be a number of milliseconds'"
 
