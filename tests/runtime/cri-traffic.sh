@@ -85,6 +85,13 @@ in_ctr() {
 	RC=$(jq -r .exit <<<"$CRI_OUT")
 	[ "$RC" = 0 ]
 }
+# ctr_out CID CMD...: in_ctr, its output printed; 124 when the exec ran out of time
+ctr_out() {
+	in_ctr "$@" && { printf '%s\n' "$OUT"; return 0; }
+	printf '%s\n' "$OUT"
+	[ "$RC" = 255 ] && grep -qiE 'deadline exceeded|timeout' <<<"$OUT" && return 124
+	return "$RC"
+}
 ncclval() { sed -n "s/^$2=//p" <<<"$1"; }
 
 # pair FAMILY HANDLER_A HANDLER_B: pods A and B, the servers in A, the clients in B;
@@ -132,9 +139,9 @@ pair_run() {
 	cri stopc "$srv" >/dev/null
 	vm_poll 120 sh -c '! rdma res show cm_id | grep -q "state LISTEN .* comm rdmans "'
 
-	ctr_up "$podA" rping-server "$RIMG" "[\"rping\", \"-s\", \"-a\", \"$addrA\", \"-C\", \"5\"]" || return
+	ctr_up "$podA" rping-server "$RIMG" "[\"rping\", \"-s\", \"-P\", \"-a\", \"$addrA\", \"-C\", \"5\"]" || return
 	vm_poll 120 vm_cm_listening rping
-	rt_here "$fam: rping from pod B to pod A (5 pings)" in_ctr "$cb" rping -c -a "$addrA" -C 5 -v
+	vm_check_client "$fam: rping from pod B to pod A (5 pings)" ctr_out "$cb" rping -c -a "$addrA" -C 5 -v
 	vm_diag "$(head -n 2 <<<"$OUT")"
 
 	# perftest 25.01 resolves its peer as IPv4 only, with or without -R ("Address

@@ -121,9 +121,9 @@ pair_run() {
 	podman rm -f -t 0 "$fam-ping-server" >/dev/null
 	vm_poll 120 sh -c '! rdma res show cm_id | grep -q "state LISTEN .* comm rdmans "'
 
-	ctr_up "$fam-a" "$fam-rping-server" rping -s -a "$addrA" -C 5 || return
+	ctr_up "$fam-a" "$fam-rping-server" rping -s -P -a "$addrA" -C 5 || return
 	vm_poll 120 vm_cm_listening rping
-	vm_run_code 0 "$fam: rping from pod B to pod A (5 pings)" \
+	vm_check_client "$fam: rping from pod B to pod A (5 pings)" \
 		timeout 120 podman exec "$fam-client" rping -c -a "$addrA" -C 5 -v
 	vm_diag "$(head -n 2 <<<"$OUT")"
 

@@ -48,10 +48,11 @@ vm_poll 120 vm_cm_listening rdmans
 vm_check "rdmans ping between the soft-RoCE pods" ip netns exec spod-b "$R" ping "$addr_a" --count 50 --bw-count 50
 vm_diag "$VM_OUT"
 wait "$SRV" 2>/dev/null
-ip netns exec spod-a rping -s -a "$addr_a" -C 3 >/dev/null 2>&1 &
+ip netns exec spod-a rping -s -P -a "$addr_a" -C 3 >/dev/null 2>&1 &
 RS=$!
 vm_poll 120 vm_cm_listening rping
-vm_check "rping between the soft-RoCE pods" timeout 60 ip netns exec spod-b rping -c -a "$addr_a" -C 3 -v
+vm_check_client "rping between the soft-RoCE pods" timeout 60 ip netns exec spod-b rping -c -a "$addr_a" -C 3 -v
+kill "$RS" 2>/dev/null
 wait "$RS" 2>/dev/null
 
 CNI_CID=aaaaaaaaaaaa1111 CNI_NS=/var/run/netns/spod-a \
