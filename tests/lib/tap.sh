@@ -81,23 +81,39 @@ vm_expect_contains() {
 	return 1
 }
 
-# vm_run_code WANT NAME CMD...: one TAP result: CMD exits with WANT.
-# CMD's stdout is kept in $OUT and its stderr in $ERR for later checks.
-vm_run_code() {
-	local want=$1 name=$2 rc=0 errf
-	shift 2
+# vm_capture CMD...: runs CMD; its stdout in $OUT, its stderr in $ERR, its
+# exit status in $VM_RC
+vm_capture() {
+	local errf
 	errf=$(mktemp)
-	OUT=$("$@" 2>"$errf") || rc=$?
+	VM_RC=0
+	OUT=$("$@" 2>"$errf") || VM_RC=$?
 	ERR=$(cat "$errf")
 	rm -f "$errf"
-	if [ "$rc" = "$want" ]; then
+}
+
+# vm_code_result WANT NAME CMD...: one TAP result for CMD, just captured
+# (vm_capture): it exited with WANT, else its status and output as diagnostics
+vm_code_result() {
+	local want=$1 name=$2
+	shift 2
+	if [ "$VM_RC" = "$want" ]; then
 		vm_ok "$name"
 	else
 		vm_not_ok "$name"
-		vm_diag "command: $* (exit $rc, expected $want)"
+		vm_diag "command: $* (exit $VM_RC, expected $want)"
 		vm_diag "stdout: $OUT"
 		vm_diag "stderr: $ERR"
 	fi
+}
+
+# vm_run_code WANT NAME CMD...: one TAP result: CMD exits with WANT.
+# CMD's stdout is kept in $OUT and its stderr in $ERR for later checks.
+vm_run_code() {
+	local want=$1 name=$2
+	shift 2
+	vm_capture "$@"
+	vm_code_result "$want" "$name" "$@"
 }
 
 # vm_poll SECS CMD...: runs CMD every 0.1 s until it succeeds or SECS pass

@@ -87,8 +87,10 @@ in_ctr() {
 }
 # ctr_out CID CMD...: in_ctr, its output printed; 124 when the exec ran out of time
 ctr_out() {
-	in_ctr "$@" && { printf '%s\n' "$OUT"; return 0; }
+	local rc=0
+	in_ctr "$@" || rc=$?
 	printf '%s\n' "$OUT"
+	[ "$rc" = 0 ] && return 0
 	[ "$RC" = 255 ] && grep -qiE 'deadline exceeded|timeout' <<<"$OUT" && return 124
 	return "$RC"
 }

@@ -59,31 +59,20 @@ vm_cm_listening() {
 # timeout of its own (rping), run under one (CMD exits 124 when it ran out).
 # Under the emulator an rping client hung silent for 120 s once, in one of
 # some 25 fresh-clone runs of the test command (its -v output is
-# block-buffered into a pipe, so nothing showed where). A first try that runs out is reported with the
-# guest's rdma_cm ids and QPs, and a second try decides; the server must be
-# persistent (rping -s -P) to take it. Any other failure fails at once.
+# block-buffered into a pipe, so nothing showed where). A first try that runs
+# out is reported with the guest's rdma_cm ids and QPs, and a second try
+# decides; the server must be persistent (rping -s -P) to take it. Any other
+# failure fails at once.
 vm_check_client() {
-	local name=$1 rc errf
+	local name=$1
 	shift
-	errf=$(mktemp)
-	rc=0
-	OUT=$("$@" 2>"$errf") || rc=$?
-	if [ "$rc" = 124 ]; then
+	vm_capture "$@"
+	if [ "$VM_RC" = 124 ]; then
 		vm_diag "$name: the first try ran out of time, silent; rdma_cm ids: $(rdma res show cm_id 2>&1 |
 			tr '\n' ';'); QPs: $(rdma res show qp 2>&1 | grep -v 'type GSI' | tr '\n' ';'); a second try decides"
-		rc=0
-		OUT=$("$@" 2>"$errf") || rc=$?
+		vm_capture "$@"
 	fi
-	ERR=$(cat "$errf")
-	rm -f "$errf"
-	if [ "$rc" = 0 ]; then
-		vm_ok "$name"
-	else
-		vm_not_ok "$name"
-		vm_diag "command: $* (exit $rc, expected 0)"
-		vm_diag "stdout: $OUT"
-		vm_diag "stderr: $ERR"
-	fi
+	vm_code_result 0 "$name" "$@"
 }
 
 # vm_tcp_listening NETNS PORT: a TCP socket listens on PORT in NETNS (perftest's
