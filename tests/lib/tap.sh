@@ -118,6 +118,14 @@ vm_run_code() {
 
 # vm_poll SECS CMD...: runs CMD every 0.1 s until it succeeds or SECS pass
 # (then once more, so its output and status reach the caller).
+# vm_link_view: ip's link lines (-o link, addr) without the two fields that the
+# kernel's linkwatch updates after the change they follow: the operstate
+# ("state UP") and IFF_RUNNING (which ip shows as NO-CARRIER when it is off). A
+# snapshot taken just after `ip link set ... up` of a veth pair can catch them
+# half-way ("NO-CARRIER,BROADCAST,MULTICAST,UP,LOWER_UP ... state LOWERLAYERDOWN",
+# fresh27). The admin state (UP) and the carrier (LOWER_UP) change at once and stay.
+vm_link_view() { sed -E 's/NO-CARRIER,//; s/ state [A-Z]+//'; }
+
 vm_poll() { # POSIX sh: guest scripts also source this from `sh -c`
 	local tries=$(($1 * 10))
 	shift

@@ -27,7 +27,7 @@ ip netns del rnc-pod 2>/dev/null
 ip netns add rnc-pod
 trap 'ip netns del rnc-pod 2>/dev/null; rm -rf "$tmp"' EXIT
 tmp=$(mktemp -d) && mkdir "$tmp/etc"
-before=$(ip -o link; ip netns list)
+before=$(ip -o link | vm_link_view; ip netns list)
 
 expect_fail "no RDMA netlink: dev" 9 "this kernel has no RDMA netlink" "$RDMANS" dev
 expect_fail "no RDMA netlink: move" 9 "this kernel has no RDMA netlink" "$RDMANS" move irdma0 rnc-pod
@@ -44,7 +44,7 @@ expect_fail "unknown verb" 2 "unknown command 'dev frob'" "$RDMANS" dev frob
 expect_fail "bad mode" 2 "must be 'exclusive' or 'shared'" "$RDMANS" system set netns private
 expect_fail "no CAP_NET_ADMIN / not root" 10 "run as root" setpriv --reuid=65534 --regid=65534 --clear-groups "$RDMANS" move irdma0 1
 
-after=$(ip -o link; ip netns list)
+after=$(ip -o link | vm_link_view; ip netns list)
 vm_check "bad input changed no link or netns" vm_expect_eq "$before" "$after" "links and namespaces"
 
 # --persist writes the boot default even where it cannot apply now.

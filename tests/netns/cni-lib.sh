@@ -85,11 +85,11 @@ cni_vm_setup() {
 
 cni_netns_snap() {
 	local ns
-	ip -o link | grep -E "^[0-9]+: (${2:-$1})" | sed -E 's/^[0-9]+: //'
+	ip -o link | grep -E "^[0-9]+: (${2:-$1})" | sed -E 's/^[0-9]+: //' | vm_link_view
 	ip -o addr | grep -E "^[0-9]+: $1" | grep -v 'inet6 fe80'
 	for ns in $(ip netns list | awk -v p="^$1" '$1 ~ p { print $1 }' | sort); do
 		echo "netns $ns"
-		ip -n "$ns" -o link | sed -E 's/^[0-9]+: //'
+		ip -n "$ns" -o link | sed -E 's/^[0-9]+: //' | vm_link_view
 		ip -n "$ns" -o addr | grep -v 'inet6 fe80'
 		ip -n "$ns" route
 	done

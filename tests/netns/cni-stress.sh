@@ -41,7 +41,7 @@ for ((i = 0; i < NPOD; i++)); do
 		ipam: {type: "rdma-netns-ipam", range: "10.196.0.0/29",
 		       range_start: "10.196.0.1", range_end: "10.196.0.2", dataDir: $d}}' >"$tmp/conf$i"
 done
-host_links() { ip -o link | grep -E '^[0-9]+: rnst' | sed -E 's/^[0-9]+: //; s/ qdisc.*alias/ alias/; s/ qdisc.*//'; }
+host_links() { ip -o link | grep -E '^[0-9]+: rnst' | sed -E 's/^[0-9]+: //; s/ qdisc.*alias/ alias/; s/ qdisc.*//' | vm_link_view; }
 baseline=$(host_links)
 
 # op POD VERB: one plugin run in the background, as a runtime starts it

@@ -323,7 +323,13 @@ ip -n rnc-node link set rncmgmt up
 ip -n rnc-node link set rncmgmtp up
 ip -n rnc-node addr add 10.192.0.2/24 dev rncmgmt
 ip -n rnc-node route add default via 10.192.0.1
-node_snap() { ip -n rnc-node -o link; ip -n rnc-node -o addr | grep -v "inet6 fe80"; ip -n rnc-node route; ip -n rnc-pod1 -o link; snap; }
+node_snap() {
+	ip -n rnc-node -o link | vm_link_view
+	ip -n rnc-node -o addr | grep -v "inet6 fe80"
+	ip -n rnc-node route
+	ip -n rnc-pod1 -o link | vm_link_view
+	snap
+}
 before_node=$(node_snap)
 mgmt=$(conf 1.0.0 '.device = "rncmgmt"' 'del(.ipam)')
 CNI_ERRF=$tmp/err

@@ -82,7 +82,7 @@ vm_check "  the runtime is containerd 2.x" vm_expect_eq "containerd 2" \
 snap() {
 	local i
 	"$R" dev --all-netns
-	for i in 0 1 2 3 4 5 6 7 8; do ip -o link show "h$i" 2>&1 | sed 's/ qlen.*//; s/ link-netnsid.*//'; done
+	for i in 0 1 2 3 4 5 6 7 8; do ip -o link show "h$i" 2>&1 | sed 's/ qlen.*//; s/ link-netnsid.*//' | vm_link_view; done
 	ip -o -4 addr show 2>&1 | grep -v ' lo '
 	ip netns list
 	find /var/lib/cni/rdma-netns /var/run/k8s.cni.cncf.io -type f ! -path '*/locks/*' 2>/dev/null | sort

@@ -194,7 +194,7 @@ rt_setup() {
 
 rt_snap() {
 	"$R" dev --all-netns
-	ip -o link show "$1" 2>&1 | sed 's/ qlen.*//'
+	ip -o link show "$1" 2>&1 | sed 's/ qlen.*//' | vm_link_view
 	ip -o -4 addr show "$1" 2>&1 # (IPv6 link-local comes and goes with DAD: not ours)
 	find /var/lib/cni/rdma-netns /var/run/k8s.cni.cncf.io -type f ! -path '*/locks/*' 2>/dev/null | sort
 	"$R" ipam ls 2>&1

@@ -25,7 +25,7 @@ addrs() {
 		if [[ $line == *"inet6 fe80"* ]]; then skip=1; continue; fi
 		if ((skip)); then skip=0; continue; fi
 		printf '%s\n' "$line"
-	done <<<"$(ip "$@" addr)"
+	done <<<"$(ip "$@" addr | vm_link_view)"
 }
 snap() {
 	local ns f

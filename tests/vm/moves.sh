@@ -8,7 +8,7 @@ R=$RDMANS_BUILD_DIR/src/cli/rdmans
 on_host() { rdma dev show "$1" >/dev/null 2>&1; }
 in_ns() { ip netns exec "$1" rdma dev show "$2" >/dev/null 2>&1; }
 absent_on_host() { ! on_host "$1" && [ ! -e "/sys/class/infiniband/$1" ]; }
-snapshot() { rdma -j dev; ip -o link; ip netns list; }
+snapshot() { rdma -j dev; ip -o link | vm_link_view; ip netns list; }
 
 vm_load_rdma
 vm_load_simhca

@@ -6,7 +6,7 @@ set -u
 . "$RDMANS_VM_LIB"
 R=$RDMANS_BUILD_DIR/src/cli/rdmans
 
-snapshot() { rdma -j dev; rdma -j link; ip -o link; ip netns list; }
+snapshot() { rdma -j dev; rdma -j link; ip -o link | vm_link_view; ip netns list; }
 
 vm_load_rdma
 vm_veth veth0 veth1
