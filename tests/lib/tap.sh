@@ -126,6 +126,22 @@ vm_run_code() {
 # fresh27). The admin state (UP) and the carrier (LOWER_UP) change at once and stay.
 vm_link_view() { sed -E 's/NO-CARRIER,//; s/ state [A-Z]+//'; }
 
+# vm_freeze PID: SIGSTOP, and back once every thread of PID has stopped (state T,
+# or t under a tracer). kill(2) wakes one thread, which then stops the others;
+# until it has run, the rest go on: a server could still answer the request a
+# test sends next (fresh29, the same in etcd-faults.py's freeze()).
+vm_freeze() {
+	{ kill -STOP "$1" && vm_poll 30 vm_all_stopped "$1"; } >/dev/null 2>&1 ||
+		vm_fail "process $1 did not stop within 30 s of SIGSTOP"
+}
+vm_all_stopped() {
+	local f st
+	for f in /proc/"$1"/task/*/stat; do
+		st=$(sed 's/.*) //' "$f" 2>/dev/null | cut -c1)
+		case "$st" in T | t) ;; *) return 1 ;; esac
+	done
+}
+
 vm_poll() { # POSIX sh: guest scripts also source this from `sh -c`
 	local tries=$(($1 * 10))
 	shift

@@ -11,8 +11,9 @@ starts the count again, N=0 only counts) happens:
   nospace      etcd's own NOSPACE alarm is raised on the member (the
                maintenance API), so etcd itself refuses the write, as a
                member over its --quota-backend-bytes does
-  frozen       the member gets SIGSTOP, then the request: it hangs in etcd
-               until the test sends SIGCONT, and etcd then carries it out
+  frozen       the member gets SIGSTOP and, once all its threads have
+               stopped, the request: it hangs in etcd until the test sends
+               SIGCONT, and etcd then carries it out
   unavailable  503 with the gateway's JSON for gRPC Unavailable, what a
                member without a leader answers
   badgateway   502 with a plain-text body, from a load balancer in between
@@ -63,6 +64,27 @@ def upstream(path, body, timeout=120):
             return r.status, r.headers.get("Content-Type", ""), r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.headers.get("Content-Type", ""), e.read()
+
+
+def freeze(pid):
+    """SIGSTOP, and return once every thread of pid has stopped. kill() wakes
+    one thread, which then stops the others; until it has run, the rest go on,
+    and etcd could answer the request sent next (fresh29: a DEL whose frozen
+    write succeeded)."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        states = []
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                    states.append(f.read().rsplit(") ", 1)[1][:1])
+            except (OSError, IndexError):
+                pass  # a thread that exited meanwhile
+        if states and all(s in ("T", "t") for s in states):
+            return
+        time.sleep(0.001)
+    print("etcd-faults: pid %d did not stop within 30 s" % pid, file=sys.stderr)
 
 
 def raise_nospace():
@@ -125,7 +147,7 @@ class Handler(BaseHTTPRequestHandler):
         if first and mode == "nospace":
             raise_nospace()
         if first and mode == "frozen":
-            os.kill(ETCD_PID, signal.SIGSTOP)
+            freeze(ETCD_PID)
         code, ctype, data = upstream(self.path, body)
         try:
             self.answer(code, ctype, data)

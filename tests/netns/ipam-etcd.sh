@@ -84,7 +84,7 @@ vm_check "node-2's address survived GC" bash -c "'$RDMANS' -j ipam ls --etcd '${
 # a frozen etcd (SIGSTOP: connections open, nothing answers): one deadline over the
 # whole call, both figures in the message (issue 26 item 5; it said "timed out after 5001
 # milliseconds" after 4 tries of 5 s)
-kill -STOP "${ETCD_PIDS[0]}"
+vm_freeze "${ETCD_PIDS[0]}"
 FROZEN=$(printf '%s' "$CONF" | jq -c '.ipam.etcd += {timeout_ms: 1500, deadline_ms: 2500}')
 rc=0
 IPAM_OUT=$(printf '%s' "$FROZEN" | CNI_COMMAND=ADD CNI_CONTAINERID=frozen CNI_IFNAME=net1 \
@@ -96,7 +96,7 @@ vm_check "... saying the call's deadline and each request's limit" vm_expect_con
 	"etcd did not answer within this call's deadline of 2500 ms (ipam.etcd.deadline_ms; each request at most 1500 ms, ipam.etcd.timeout_ms): last: "
 # four tries of 500 ms fill a 2000 ms deadline: the last try ends on the deadline, and the
 # message must say so (CI of stop 33 heard "no etcd endpoint answered" when it ended there)
-kill -STOP "${ETCD_PIDS[0]}"
+vm_freeze "${ETCD_PIDS[0]}"
 rc=0
 IPAM_OUT=$(printf '%s' "$CONF" | jq -c '.ipam.etcd += {timeout_ms: 500, deadline_ms: 2000}' |
 	CNI_COMMAND=ADD CNI_CONTAINERID=frozen CNI_IFNAME=net1 CNI_NETNS=/var/run/netns/none \

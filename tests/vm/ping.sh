@@ -169,7 +169,7 @@ vm_expect_contains "$ERR" "RLIMIT_MEMLOCK" "memlock" || vm_not_ok "memlock: caus
 vm_diag "memlock: $ERR"
 
 # a server that stopped answering: the client gives up on its own
-kill -STOP "$SERVER"
+vm_freeze "$SERVER"
 vm_run_code 14 "silent (stopped) server: exit 14, no hang" timeout 60 ip netns exec B "$R" \
 	ping 10.77.0.1 --timeout 2
 vm_diag "silent server: $ERR"
