@@ -116,8 +116,6 @@ vm_run_code() {
 	vm_code_result "$want" "$name" "$@"
 }
 
-# vm_poll SECS CMD...: runs CMD every 0.1 s until it succeeds or SECS pass
-# (then once more, so its output and status reach the caller).
 # vm_link_view: ip's link lines (-o link, addr) without the two fields that the
 # kernel's linkwatch updates after the change they follow: the operstate
 # ("state UP") and IFF_RUNNING (which ip shows as NO-CARRIER when it is off). A
@@ -142,6 +140,8 @@ vm_all_stopped() {
 	done
 }
 
+# vm_poll SECS CMD...: runs CMD every 0.1 s until it succeeds or SECS pass
+# (then once more, so its output and status reach the caller).
 vm_poll() { # POSIX sh: guest scripts also source this from `sh -c`
 	local tries=$(($1 * 10))
 	shift
