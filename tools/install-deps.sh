@@ -10,9 +10,12 @@ packages=(
 	libmicrohttpd-dev # rdmans exporter's HTTP server
 	libcurl4-openssl-dev # rdma-netns-ipam's etcd store (libcurl4 is dlopen()ed at run time)
 	protobuf-c-compiler libprotobuf-c-dev # rdmans-nri's NRI messages (tools/fetch-protos.sh)
+	libgrpc-dev # rdmans-device-plugin's gRPC (grpc's C core), kubelet's messages as above
 	# tests: namespaces, containers, peers
 	iproute2 util-linux jq bc python3-yaml runc strace containernetworking-plugins etcd-server etcd-client
 	openssl # rdma-netns-ipam's TLS tests make their certificates
+	# kubelet's side of the device plugin and PodResources APIs (tests/vm/kubelet.py)
+	python3-grpcio python3-grpc-tools python3-protobuf
 	# CDI spec validation (tests/cdi/validate.py)
 	python3-jsonschema
 	# promtool check metrics on the exporter's output (prometheus: ~96 MB installed)

@@ -11,11 +11,11 @@ tests/vm/prepare.sh
 # the current world: sid's kernel and userland root (cached; about 70 s the first time)
 RDMANS_VM_WORLD=current tests/vm/prepare.sh
 if [ ! -d "$build" ]; then
-	meson setup "$build" -Dwerror=true -Dnri=enabled -Db_sanitize=address,undefined -Db_lundef=false \
+	meson setup "$build" -Dwerror=true -Dnri=enabled -Ddevice_plugin=enabled -Db_sanitize=address,undefined -Db_lundef=false \
 		-Dfault_injection=true
 fi
 # the test build kills rdma-netns at chosen steps (never a release build)
-meson configure "$build" -Dfault_injection=true -Dnri=enabled >/dev/null
+meson configure "$build" -Dfault_injection=true -Dnri=enabled -Ddevice_plugin=enabled >/dev/null
 ninja -C "$build"
 tools/check-format.sh
 

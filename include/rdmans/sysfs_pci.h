@@ -18,6 +18,8 @@
 struct rn_sysfs_pci_fn {
 	char bdf[RN_BUS_ID_MAX];
 	unsigned vendor; /* 0x10de NVIDIA, 0x15b3 Mellanox, ... */
+	unsigned device; /* the vendor's device ID: 0x101d ConnectX-6 Dx, ... */
+	char driver[32]; /* the bound driver's name ("mlx5_core"), "" when none */
 	unsigned pci_class; /* 0x030200 3D controller, 0x020000 Ethernet, 0x020700 InfiniBand */
 	int numa; /* numa_node, -1 when unknown */
 	char path[512]; /* under devices/: "pci0000:16/0000:16:02.0/0000:17:00.0/..." */

@@ -46,6 +46,19 @@ static int pci_fn_read(const char *bdf, struct rn_sysfs_pci_fn *out, struct rn_e
 	if (rn_path(path, sizeof(path), "%s/vendor", real) == 0 &&
 	    rn_read_line(path, text, sizeof(text)) == 0)
 		out->vendor = (unsigned)strtoul(text, NULL, 16);
+	if (rn_path(path, sizeof(path), "%s/device", real) == 0 &&
+	    rn_read_line(path, text, sizeof(text)) == 0)
+		out->device = (unsigned)strtoul(text, NULL, 16);
+	if (rn_path(path, sizeof(path), "%s/driver", real) == 0) {
+		char link[PATH_MAX];
+		ssize_t n = readlink(path, link, sizeof(link) - 1);
+
+		if (n > 0) {
+			link[n] = '\0';
+			(void)rn_strscpy(out->driver, sizeof(out->driver),
+					 strrchr(link, '/') ? strrchr(link, '/') + 1 : link);
+		}
+	}
 	if (rn_path(path, sizeof(path), "%s/class", real) == 0 &&
 	    rn_read_line(path, text, sizeof(text)) == 0)
 		out->pci_class = (unsigned)strtoul(text, NULL, 16);

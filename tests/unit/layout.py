@@ -6,7 +6,8 @@ says which one it belongs to (ipam_*, etcd_* -> rdmans-ipam; *_json and
 cni_protocol (the CNI protocol, in jansson) -> rdmans-json; pod_* -> rdmans-json
 (what a pod's annotations ask: rdmans-hook and rdmans-nri);
 ping* -> rdmans-ping (librdmacm, linked into the CLI only); nri_wire ->
-rdmans-nri-wire (protobuf-c); nri* -> rdmans-nri;
+rdmans-nri-wire (protobuf-c); nri* -> rdmans-nri; kubelet_wire ->
+rdmans-kubelet-wire (grpc, protobuf-c); device_plugin* -> rdmans-device-plugin;
 everything else -> rdmans, the core). Each external library stays inside its
 one module, and sysfs inside src/lib/sysfs*.c. Usage: layout.py SOURCE_ROOT (TAP on stdout).
 """
@@ -35,7 +36,9 @@ owners = {
     "rdma/rdma_cma.h": {"src/lib/ping.c"},  # librdmacm (rdma/rdma_netlink.h is the kernel's uapi)
     "rdma/rdma_verbs.h": {"src/lib/ping.c"},
     # protobuf-c (rdmans-nri's NRI and ttrpc messages); the generated *.pb-c.h include it
-    "protobuf-c/": {"src/lib/nri_wire.c"},
+    "protobuf-c/": {"src/lib/nri_wire.c", "src/lib/kubelet_wire.c"},
+    # grpc's C core (kubelet's device plugin and PodResources APIs)
+    "grpc/": {"src/lib/kubelet_wire.c"},
 }
 pb_c = re.compile(r'^\s*#\s*include\s*"[^"]*\.pb-c\.h"', re.M)
 include = re.compile(r'^\s*#\s*include\s*<([^>]+)>', re.M)
@@ -51,9 +54,10 @@ for prefix, allowed in owners.items():
             if h.startswith(prefix):
                 bad.append(f"{rel} includes <{h}>: only {', '.join(sorted(allowed))} may")
     check(f"<{prefix}...> only in {', '.join(sorted(allowed))}", bad)
-bad = [str(p.relative_to(root)) + " includes a generated *.pb-c.h: only src/lib/nri_wire.c may"
-       for p in sources if str(p.relative_to(root)) != "src/lib/nri_wire.c" and pb_c.search(p.read_text())]
-check("generated protobuf-c headers only in src/lib/nri_wire.c", bad)
+wire_modules = {"src/lib/nri_wire.c", "src/lib/kubelet_wire.c"}
+bad = [str(p.relative_to(root)) + " includes a generated *.pb-c.h: only the wire modules may"
+       for p in sources if str(p.relative_to(root)) not in wire_modules and pb_c.search(p.read_text())]
+check("generated protobuf-c headers only in src/lib/nri_wire.c and src/lib/kubelet_wire.c", bad)
 
 
 # 2. every src/lib/*.c is in exactly one library, the one its name says
@@ -68,6 +72,10 @@ def library_of(name):
         return "rdmans-nri-wire"
     if name.startswith("nri"):
         return "rdmans-nri"
+    if name == "kubelet_wire.c":
+        return "rdmans-kubelet-wire"
+    if name.startswith("device_plugin"):
+        return "rdmans-device-plugin"
     return "rdmans"
 
 
