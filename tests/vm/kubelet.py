@@ -27,12 +27,16 @@ from concurrent import futures
 
 def load_protos():
     proto_dir = os.environ["RDMANS_KUBELET_PROTOS"]
-    out = tempfile.mkdtemp(prefix="kubelet-py-")
-    from grpc_tools import protoc
-    for f in ("deviceplugin.proto", "podresources.proto"):
-        if protoc.main(["protoc", f"-I{proto_dir}", f"--python_out={out}",
-                        f"--grpc_python_out={out}", os.path.join(proto_dir, f)]):
-            sys.exit(f"kubelet.py: protoc failed on {proto_dir}/{f}")
+    # RDMANS_KUBELET_PY: a directory to keep the generated modules in (protoc
+    # runs once, not at every call: each call is a process under TCG)
+    out = os.environ.get("RDMANS_KUBELET_PY") or tempfile.mkdtemp(prefix="kubelet-py-")
+    if not os.path.exists(os.path.join(out, "podresources_pb2_grpc.py")):
+        from grpc_tools import protoc
+        os.makedirs(out, exist_ok=True)
+        for f in ("deviceplugin.proto", "podresources.proto"):
+            if protoc.main(["protoc", f"-I{proto_dir}", f"--python_out={out}",
+                            f"--grpc_python_out={out}", os.path.join(proto_dir, f)]):
+                sys.exit(f"kubelet.py: protoc failed on {proto_dir}/{f}")
     sys.path.insert(0, out)
     import deviceplugin_pb2
     import deviceplugin_pb2_grpc
