@@ -53,8 +53,6 @@ struct rn_dp_config {
 	unsigned strategies;
 };
 
-/* One pool holding every RDMA device, rdmans.io/rdma, answered with CDI devices. */
-void rn_dp_config_default(struct rn_dp_config *cfg);
 /* "cdi-cri,cdi-annotations,device-specs" (any of them) into cfg->strategies. */
 int rn_dp_strategies_parse(const char *text, unsigned *ret, struct rn_error *err);
 

@@ -19,6 +19,17 @@
 #include "rdmans/json_cleanup.h"
 #include "rdmans/util.h"
 
+void rn_dp_config_default(struct rn_dp_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->n_pools = 1;
+	(void)rn_strscpy(cfg->pools[0].name, sizeof(cfg->pools[0].name), RN_DP_DEFAULT_POOL);
+	(void)rn_snprintf(cfg->pools[0].resource, sizeof(cfg->pools[0].resource), "%s/%s",
+			  RN_DP_DEFAULT_PREFIX, RN_DP_DEFAULT_POOL);
+	(void)rn_strscpy(cfg->cdi_kind, sizeof(cfg->cdi_kind), RN_DP_DEFAULT_CDI_KIND);
+	cfg->strategies = RN_DP_CDI_CRI;
+}
+
 static int unknown_keys(json_t *obj, const char *const *known, const char *where,
 			struct rn_error *err)
 {
