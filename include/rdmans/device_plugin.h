@@ -107,4 +107,12 @@ int rn_dp_preferred(const struct rn_dp_inventory *inv, const struct rn_kw_prefer
 int rn_dp_allocate(const struct rn_dp_config *cfg, const struct rn_dp_inventory *inv,
 		   const char *const *ids, size_t n, struct rn_kw_alloc *out, struct rn_error *err);
 
+/*
+ * The RDMA devices behind device IDs as this plugin gives them (kubelet's
+ * PodResources lists them): "mlx5_0,mlx5_3" into names. An ID with no bus
+ * device here is taken as the device's own name.
+ */
+int rn_dp_names_of_ids(const char *const *ids, size_t n, char *names, size_t len,
+		       struct rn_error *err);
+
 #endif

@@ -29,6 +29,16 @@ struct rn_nri_options {
 	const char *name, *idx; /* "rdmans-nri", "50" */
 	const char *state_dir; /* NULL: RN_NRI_STATE_DIR */
 	struct rn_pod_sources sources; /* the node's NCCL settings, as the hook's */
+	/*
+	 * The RDMA devices kubelet allocated to pod NAMESPACE/NAME (a device
+	 * plugin's resources, from kubelet's PodResources API): moved at
+	 * RunPodSandbox as rdmans.io/devices would be, and their NCCL settings
+	 * given to each container. NULL: none asked. names: "irdma0,irdma1" or "";
+	 * -ENOENT: kubelet is not there (no socket), which is not an error.
+	 */
+	int (*pod_devices)(void *ctx, const char *pod_namespace, const char *pod_name,
+			   char *names, size_t len, struct rn_error *err);
+	void *pod_devices_ctx;
 	/* the library never prints: each event and failure is one line to log() */
 	void (*log)(void *ctx, int priority, const char *line);
 	void *log_ctx;

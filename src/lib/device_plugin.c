@@ -477,3 +477,29 @@ int rn_dp_allocate(const struct rn_dp_config *cfg, const struct rn_dp_inventory 
 		return rn_error_set(err, E2BIG, "NCCL_IB_HCA for %s is too long", hca);
 	return rn_kw_alloc_env(out, "NCCL_IB_HCA", name, err);
 }
+
+int rn_dp_names_of_ids(const char *const *ids, size_t n, char *names, size_t len,
+		       struct rn_error *err)
+{
+	char found[4][RN_RDMA_NAME_MAX];
+	size_t o = 0;
+	int r;
+
+	if (len)
+		names[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+
+		r = rn_sysfs_rdma_by_bus_id(ids[i], found, RN_ARRAY_SIZE(found), &k, err);
+		if (r < 0 && r != -ENOENT && r != -ENODEV)
+			return r;
+		rn_error_clear(err);
+		/* no bus device of that ID here: the ID is the RDMA device's name (rxe, siw) */
+		if (rn_snprintf(names + o, len - o, "%s%s", o ? "," : "",
+				r == 0 && k > 0 ? found[0] : ids[i]) < 0)
+			return rn_error_set(err, E2BIG, "the devices kubelet allocated do not fit "
+					    "in %zu bytes", len);
+		o = strlen(names);
+	}
+	return 0;
+}

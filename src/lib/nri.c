@@ -219,6 +219,31 @@ static int take_home(struct session *s, const struct rn_nri_call *c, int nsfd,
 	return failed ? -err->code : 0;
 }
 
+/*
+ * What the pod asks: its rdmans.io annotations, and the devices kubelet
+ * allocated to it. A kubelet that does not answer is logged, not fatal: the
+ * pod still starts with what its annotations ask.
+ */
+static int pod_ask(struct session *s, const struct rn_nri_call *c, struct rn_pod_ask *ask,
+		   struct rn_error *err)
+{
+	struct rn_error kerr = { 0 };
+	char names[1024] = "";
+	int r = rn_pod_ask_from_annotations(ask, annotation_of, (void *)c, err);
+
+	if (r < 0 || !s->o->pod_devices || !c->pod_namespace || !c->pod_name)
+		return r;
+	r = s->o->pod_devices(s->o->pod_devices_ctx, c->pod_namespace, c->pod_name, names,
+			      sizeof(names), &kerr);
+	if (r < 0) {
+		if (r != -ENOENT)
+			say(s, LOG_WARNING, "pod %s/%s: %s", c->pod_namespace, c->pod_name,
+			    kerr.msg);
+		return 0;
+	}
+	return names[0] ? rn_pod_ask_add_devices(ask, names, "kubelet's allocation", err) : 0;
+}
+
 static int run_pod(struct session *s, const struct rn_nri_call *c, struct rn_error *err)
 {
 	struct rn_pod_ask ask = { 0 };
@@ -228,7 +253,7 @@ static int run_pod(struct session *s, const struct rn_nri_call *c, struct rn_err
 	int r;
 
 	forget_gone_pods(s);
-	r = rn_pod_ask_from_annotations(&ask, annotation_of, (void *)c, err);
+	r = pod_ask(s, c, &ask, err);
 	if (r == 0 && (ask.n_devices || ask.all)) {
 		nsfd = open_pod_netns(c, desc, sizeof(desc), err);
 		r = nsfd < 0 ? nsfd : 0;
@@ -353,7 +378,7 @@ static int create_container(struct session *s, const struct rn_nri_call *c, uint
 	long start = rn_now_ms();
 	int r;
 
-	r = rn_pod_ask_from_annotations(&ask, annotation_of, (void *)c, err);
+	r = pod_ask(s, c, &ask, err);
 	if (r < 0 || !rn_pod_ask_any(&ask)) {
 		rn_pod_ask_free(&ask);
 		return r < 0 ? r

@@ -19,8 +19,15 @@
 #include "rdmans/nccl.h"
 #include "rdmans/nri.h"
 #include "rdmans/util.h"
+#if RDMANS_POD_RESOURCES
+#include "rdmans/device_plugin.h"
+#include "rdmans/kubelet_wire.h"
+#endif
 
 #define REGISTRATION_TIMEOUT_MS 5000
+#define POD_RESOURCES_SOCKET "/var/lib/kubelet/pod-resources/kubelet.sock"
+/* within the runtime's 2 s for one NRI request */
+#define POD_RESOURCES_TIMEOUT_MS 1000
 #define RECONNECT_MS 1000
 
 /*
@@ -36,13 +43,36 @@ static void log_line(void *ctx, int priority, const char *line)
 	closelog();
 }
 
+#if RDMANS_POD_RESOURCES
+/* The pod's devices of rdmans-device-plugin's resources (rdmans.io/...), from kubelet. */
+static int kubelet_pod_devices(void *ctx, const char *pod_namespace, const char *pod_name,
+			       char *names, size_t len, struct rn_error *err)
+{
+	const char *sock = ctx;
+	char **ids = NULL;
+	size_t n = 0;
+	int r;
+
+	if (access(sock, F_OK) < 0)
+		return -ENOENT;
+	r = rn_kw_pod_devices(sock, pod_namespace, pod_name, RN_DP_DEFAULT_PREFIX "/",
+			      POD_RESOURCES_TIMEOUT_MS, &ids, &n, err);
+	if (r == 0)
+		r = rn_dp_names_of_ids((const char *const *)ids, n, names, len, err);
+	rn_kw_ids_free(ids, n);
+	return r;
+}
+#endif
+
 static void usage(FILE *out)
 {
 	fputs("Usage: rdmans-nri [--socket PATH] [--name NAME] [--idx NN] [--state-dir DIR]\n"
-	      "                  [--config FILE] [--profile NAME] [--once]\n"
+	      "                  [--config FILE] [--profile NAME] [--pod-resources SOCKET] [--once]\n"
 	      "An NRI plugin: NCCL settings in the environment of containers of pods with\n"
 	      "rdmans.io annotations, their RDMA device nodes, and the RDMA devices that\n"
 	      "rdmans.io/devices names moved into the pod. Default socket " RN_NRI_SOCKET ".\n"
+	      "Pods holding rdmans-device-plugin's devices (kubelet's PodResources socket,\n"
+	      "default " POD_RESOURCES_SOCKET "; '' for none) get those moved.\n"
 	      "Started by the runtime (NRI_PLUGIN_SOCKET set): serves that connection.\n"
 	      "See rdmans-nri(8).\n",
 	      out);
@@ -65,6 +95,7 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "profile", required_argument, NULL, 'p' },
 		{ "once", no_argument, NULL, 'o' },
+		{ "pod-resources", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -73,10 +104,14 @@ int main(int argc, char **argv)
 	const char *socket_path = RN_NRI_SOCKET, *given = getenv("NRI_PLUGIN_SOCKET");
 	struct rn_error err = { 0 };
 	bool once = false, down_said = false;
+	const char *pod_resources = POD_RESOURCES_SOCKET;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "s:n:i:d:c:p:ohV", opts, NULL)) != -1) {
 		switch (c) {
+		case 'r':
+			pod_resources = optarg;
+			break;
 		case 's':
 			socket_path = optarg;
 			break;
@@ -117,6 +152,18 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+#if RDMANS_POD_RESOURCES
+	if (pod_resources[0]) {
+		o.pod_devices = kubelet_pod_devices;
+		o.pod_devices_ctx = (void *)pod_resources;
+	}
+#else
+	if (pod_resources != (const char *)POD_RESOURCES_SOCKET && pod_resources[0]) {
+		fprintf(stderr, "rdmans-nri: error: --pod-resources: built without grpc "
+				"(-Ddevice_plugin=disabled)\n");
+		return 2;
+	}
+#endif
 	if (given) {
 		/* pre-installed: the runtime started us with the connection */
 		int fd;

@@ -10,7 +10,7 @@ One process serves a whole test: it reads one JSON array per line on stdin,
 coprocess (cri_start in runtime-lib.sh), so python starts once.
 
 Methods (see COMMANDS below): version, status, runp, runp_many, pstatus,
-create, start, exec, stopp, rmp, stopc, rmc, pods, containers.
+create, start, exec, stopp, rmp, stopc, rmc, pods, containers, cniconfig.
 """
 import concurrent.futures
 import json
@@ -135,7 +135,14 @@ def status():
             for c in r.status.conditions}
 
 
+def cniconfig():
+    """The CNI config containerd has loaded (verbose Status's info), as it reports it."""
+    r = call("Status", pb.StatusRequest(verbose=True))
+    return json.loads(r.info.get("cniconfig", "null"))
+
+
 COMMANDS = {
+    "cniconfig": cniconfig,
     "version": lambda: json_format.MessageToDict(call("Version", pb.VersionRequest())),
     "status": status,
     "runp": runp,

@@ -2,11 +2,16 @@
 """kubelet's side of the device plugin API v1beta1, from kubelet's own .proto files.
 
 What kubelet's device manager does, for the tests (kubelet itself cannot run here):
-  serve DIR LOG     like kubelet starting: removes every socket in DIR, serves
+  serve DIR LOG [PODRES-SOCKET STATE]
+                    like kubelet starting: removes every socket in DIR, serves
                     Registration on DIR/kubelet.sock; on Register it dials the
                     plugin back and calls GetDevicePluginOptions before it
                     answers, then keeps ListAndWatch open. Every event is a
                     JSON line in LOG. SIGTERM ends it (the streams close).
+                    With PODRES-SOCKET: PodResourcesLister (v1) there, List
+                    answering what STATE records.
+  assign STATE NS POD CONTAINER RESOURCE ID...
+                    records an allocation (kubelet's checkpoint) for List
   options DIR EP    GetDevicePluginOptions on DIR/EP
   preferred DIR EP --available A,B --must C --size N
   allocate DIR EP ID...    (one container)
@@ -40,12 +45,14 @@ def load_protos():
     sys.path.insert(0, out)
     import deviceplugin_pb2
     import deviceplugin_pb2_grpc
-    return deviceplugin_pb2, deviceplugin_pb2_grpc
+    import podresources_pb2
+    import podresources_pb2_grpc
+    return deviceplugin_pb2, deviceplugin_pb2_grpc, podresources_pb2, podresources_pb2_grpc
 
 
 import grpc  # noqa: E402
 
-dp, dpg = load_protos()
+dp, dpg, pr, prg = load_protos()
 log_lock = threading.Lock()
 
 
@@ -61,7 +68,27 @@ def dial(directory, endpoint):
     return ch, dpg.DevicePluginStub(ch)
 
 
-def serve(directory, log_path):
+def pod_resources(state_path, log_path):
+    class Lister(prg.PodResourcesListerServicer):
+        def List(self, req, ctx):
+            try:
+                state = json.load(open(state_path))
+            except FileNotFoundError:
+                state = []
+            log(log_path, {"event": "podresources-list"})
+            pods = {}
+            for a in state:
+                p = pods.setdefault((a["ns"], a["pod"]), {})
+                p.setdefault(a["container"], []).append(
+                    pr.ContainerDevices(resource_name=a["resource"], device_ids=a["ids"]))
+            return pr.ListPodResourcesResponse(pod_resources=[
+                pr.PodResources(name=name, namespace=ns, containers=[
+                    pr.ContainerResources(name=c, devices=devs) for c, devs in ctrs.items()])
+                for (ns, name), ctrs in pods.items()])
+    return Lister()
+
+
+def serve(directory, log_path, podres_sock=None, state_path=None):
     # kubelet's device manager empties its directory at start (all but its checkpoint)
     for name in os.listdir(directory):
         if name != "kubelet_internal_checkpoint":
@@ -103,6 +130,12 @@ def serve(directory, log_path):
     dpg.add_RegistrationServicer_to_server(Registration(), server)
     sock = os.path.join(directory, "kubelet.sock")
     server.add_insecure_port("unix://" + sock)
+    if podres_sock:
+        os.makedirs(os.path.dirname(podres_sock), exist_ok=True)
+        if os.path.exists(podres_sock):
+            os.unlink(podres_sock)
+        prg.add_PodResourcesListerServicer_to_server(pod_resources(state_path, log_path), server)
+        server.add_insecure_port("unix://" + podres_sock)
     server.start()
     log(log_path, {"event": "started"})
     done = threading.Event()
@@ -124,7 +157,17 @@ def main(argv):
     cmd = argv[1]
     try:
         if cmd == "serve":
-            serve(argv[2], argv[3])
+            serve(*argv[2:6])
+        elif cmd == "assign":
+            try:
+                state = json.load(open(argv[2]))
+            except FileNotFoundError:
+                state = []
+            state.append({"ns": argv[3], "pod": argv[4], "container": argv[5],
+                          "resource": argv[6], "ids": argv[7:]})
+            with open(argv[2] + ".new", "w") as f:
+                json.dump(state, f)
+            os.rename(argv[2] + ".new", argv[2])
         elif cmd == "options":
             _, stub = dial(argv[2], argv[3])
             print(json.dumps(as_dict(stub.GetDevicePluginOptions(dp.Empty(), timeout=10))))
