@@ -77,6 +77,9 @@ out=$(pm run --rm "$tag" --version 2>&1)
 vm_check "rdmans --version from the image" vm_expect_eq "rdmans $(sed -n "s/^ *version : '\(.*\)',$/\1/p" "$src/meson.build")" "$out"
 out=$(pm run --rm --entrypoint /usr/sbin/rdmans-nri "$tag" --version 2>&1)
 vm_check "the image holds rdmans-nri (the DaemonSet's nri container)" vm_expect_contains "$out" "rdmans-nri "
+out=$(pm run --rm --entrypoint /usr/sbin/rdmans-device-plugin "$tag" --version 2>&1)
+vm_check "the image holds rdmans-device-plugin (the DaemonSet's device-plugin container)" \
+	vm_expect_contains "$out" "rdmans-device-plugin "
 
 # --- the installer, as the DaemonSet's init container runs it ------------------------------
 node_root "$root"

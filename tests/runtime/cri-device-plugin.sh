@@ -120,7 +120,7 @@ check_pod() { # check_pod NAME: the container has exactly its device, its node, 
 		"$(inns "${ns[$name]}" rdma dev show 2>&1 | awk '{ print $2 }' | tr -d :)"
 	in_ctr "$name" "ls /sys/class/infiniband; test -c $node && echo node" >/dev/null
 	vm_check "  $name: the container sees $d only, and its node $node" vm_expect_eq "$d node" \
-		"$(jq -r .stdout <<<"$CRI_OUT" | tr '\n' ' ' | sed 's/ $//')"
+		"$(jq -r .stdout <<<"$CRI_OUT" | tr '\n' ' ' | sed 's/ *$//')"
 	[ "$(jq -r .exit <<<"$CRI_OUT")" = 0 ] || vm_diag "ExecSync: $CRI_OUT"
 	vm_check "  $name: NCCL_IB_HCA in PID 1's environment names exactly $d" vm_expect_eq "NCCL_IB_HCA==$d" \
 		"$(in_ctr "$name" "tr '\\0' '\\n' </proc/1/environ | grep ^NCCL_IB_HCA=")"

@@ -81,6 +81,16 @@ static void scanned(struct rn_dp_inventory *inv, const struct rn_dp_config *cfg)
 		printf("# %s\n", err.msg);
 }
 
+/* The node in a fake root, scanned with the default pool in the given netns mode. */
+static void node_scanned(const char *root, struct rn_dp_inventory *inv, struct rn_dp_config *cfg,
+			 bool exclusive)
+{
+	rn_dp_config_default(cfg);
+	add_node(root);
+	fake_exclusive = exclusive;
+	scanned(inv, cfg);
+}
+
 static const struct rn_dp_device *by_name(const struct rn_dp_inventory *inv, const char *name)
 {
 	for (size_t i = 0; i < inv->n; i++)
@@ -95,10 +105,7 @@ static void scan_lists_every_device_by_its_pci_address_with_its_numa_node(void)
 	struct rn_dp_inventory inv = { 0 };
 	struct rn_dp_config cfg;
 
-	rn_dp_config_default(&cfg);
-	add_node(root);
-	fake_exclusive = true;
-	scanned(&inv, &cfg);
+	node_scanned(root, &inv, &cfg, true);
 	REQUIRE(inv.n == 8);
 	for (size_t i = 0; i < 8; i++) {
 		const struct rn_dp_device *d = by_name(&inv, nics[i].dev);
@@ -121,10 +128,7 @@ static void shared_mode_makes_every_device_unhealthy_and_says_why(void)
 	struct rn_error err = { 0 };
 	bool changed = false;
 
-	rn_dp_config_default(&cfg);
-	add_node(root);
-	fake_exclusive = false;
-	scanned(&inv, &cfg);
+	node_scanned(root, &inv, &cfg, false);
 	REQUIRE(inv.n == 8);
 	for (size_t i = 0; i < inv.n; i++) {
 		CHECK(!inv.v[i].healthy);
@@ -149,10 +153,7 @@ static void a_port_that_is_not_active_makes_its_device_unhealthy(void)
 	struct rn_error err = { 0 };
 	bool changed = false;
 
-	rn_dp_config_default(&cfg);
-	add_node(root);
-	fake_exclusive = true;
-	scanned(&inv, &cfg);
+	node_scanned(root, &inv, &cfg, true);
 	fakesys_write(root, "class/infiniband/mlx5_2/ports/1/state", "1: DOWN");
 	CHECK_INT(rn_dp_scan(&cfg, &inv, &changed, &err), 0);
 	CHECK(changed);
@@ -180,10 +181,7 @@ static void a_device_that_left_stays_listed_in_exclusive_mode_only(void)
 	struct rn_error err = { 0 };
 	bool changed = true;
 
-	rn_dp_config_default(&cfg);
-	add_node(root);
-	fake_exclusive = true;
-	scanned(&inv, &cfg);
+	node_scanned(root, &inv, &cfg, true);
 	remove_dev(root, "mlx5_3");
 	CHECK_INT(rn_dp_scan(&cfg, &inv, &changed, &err), 0);
 	CHECK(!changed); /* nothing kubelet sees changed */
@@ -233,9 +231,7 @@ static void preferred_keeps_a_request_on_one_numa_node_and_close_on_pcie(void)
 	struct rn_dp_inventory inv = { 0 };
 	struct rn_dp_config cfg;
 
-	rn_dp_config_default(&cfg);
-	add_node(root);
-	scanned(&inv, &cfg);
+	node_scanned(root, &inv, &cfg, true);
 	/* 4 of 8: one NUMA node, the switch pair first */
 	prefer(&inv, ALL8, "", 4, "0000:19:00.0,0000:1a:00.0,0000:32:00.0,0000:33:00.0");
 	/* 2 with must_include on node 1: its switch neighbour */
@@ -264,9 +260,7 @@ static void allocate_answers_cdi_names_and_nccl_ib_hca(void)
 	const char *ids[] = { "0000:b2:00.0", "0000:b1:00.0" };
 	const char *bad[] = { "0000:99:00.0" };
 
-	rn_dp_config_default(&cfg);
-	add_node(root);
-	scanned(&inv, &cfg);
+	node_scanned(root, &inv, &cfg, true);
 	CHECK_INT(rn_dp_allocate(&cfg, &inv, ids, 2, &a, &err), 0);
 	REQUIRE(a.n_cdi == 2);
 	CHECK_STR(a.cdi[0], "rdmans.io/rdma=mlx5_5");
