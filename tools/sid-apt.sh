@@ -1,5 +1,6 @@
 # shellcheck shell=bash
 # Debian sid through a private apt dir: the host's apt setup is untouched.
+# SID_SUITE names another suite (trixie) for a dir of its own.
 # Sourced by tests/vm/prepare.sh (the current world) and tools/fetch-protos.sh.
 # Needs SID (the cache dir that holds apt/) and the functions log, die, need_root.
 
@@ -26,9 +27,9 @@ sid_lists() {
 	need_root "fetching sid's package lists"
 	mkdir -p "$SID/apt/lists/partial" "$SID/apt/cache/archives/partial"
 	: >"$SID/apt/status"
-	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(sid_mirror) sid main" \
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(sid_mirror) ${SID_SUITE:-sid} main" \
 		>"$SID/apt/sources.list"
-	log "fetching sid's package lists"
+	log "fetching ${SID_SUITE:-sid}'s package lists"
 	# shellcheck disable=SC2046
 	apt-get $(sid_apt_opts) update -qq >&2 || die "apt-get update (sid, private lists) failed"
 	touch "$SID/apt/.updated"

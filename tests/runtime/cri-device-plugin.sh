@@ -12,6 +12,8 @@
 #    wrote.
 # Each pod gets exactly its allocated device, moved, its device node, and
 # NCCL settings naming it; a second pod gets another; the devices come home.
+# RDMANS_CONTAINERD=1.7: the same with trixie's containerd 1.7 (prepare.sh puts
+# it in the root's /opt/containerd-1.7), CDI turned on as 1.7 needs.
 set -u
 . "$(dirname "$0")/runtime-lib.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,7 +31,6 @@ rt_t "install" rt_install
 DP=$(jq -r --arg s "$B/src/device-plugin/rdmans-device-plugin" '.[$s]' "$B/meson-info/intro-installed.json")
 rt_podman
 rt_t "podman import" rt_image
-vm_diag "$(rt_world); $(containerd --version)"
 rt_pause_image "$PAUSE"
 vm_check "rdmans system set netns exclusive (the node's admin did, before any pod)" "$R" system set netns exclusive
 
@@ -54,11 +55,22 @@ vm_check "rdmans-device-plugin (installed, default plugin dir) lists four Health
 mkdir -p /etc/cni/net.d /etc/cdi /etc/containerd
 rm -f /etc/cni/net.d/*
 vm_check "rdmans cdi generate --output /etc/cdi/rdmans.json" "$R" cdi generate --output /etc/cdi/rdmans.json
-{
-	echo 'version = 3'
-	echo "[plugins.'io.containerd.cri.v1.images'.pinned_images]"
-	echo "  sandbox = '$PAUSE'"
-} >/etc/containerd/config.toml
+if [ "${RDMANS_CONTAINERD:-}" = 1.7 ]; then
+	export PATH=/opt/containerd-1.7/bin:$PATH # containerd, its runc shim and ctr
+	cat >/etc/containerd/config.toml <<CONF
+version = 2
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE"
+  enable_cdi = true
+  cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"]
+CONF
+else
+	{
+		echo 'version = 3'
+		echo "[plugins.'io.containerd.cri.v1.images'.pinned_images]"
+		echo "  sandbox = '$PAUSE'"
+	} >/etc/containerd/config.toml
+fi
 shipped=$top/cni-conf/10-rdma-netns.conflist
 # what Multus hands rdma-netns for the pod's NAD: the device kubelet allocated
 multus_conf() {
@@ -68,9 +80,13 @@ multus_conf() {
 }
 multus_conf "${aux[0]}"
 rt_t "containerd start" cri_containerd /etc/containerd/config.toml
+vm_diag "$(rt_world); $(containerd --version)"
 cri_images "$IMG" "$PAUSE"
 cri_start
 cri_ready
+rt_here "CRI Version answers" cri version
+vm_check "  the runtime is containerd ${RDMANS_CONTAINERD:-2}" vm_expect_eq "containerd ${RDMANS_CONTAINERD:-2}" \
+	"$(jq -r '.runtimeName + " " + (.runtimeVersion | ltrimstr("v") | split(".")[:(if env.RDMANS_CONTAINERD then 2 else 1 end)] | join("."))' <<<"$CRI_OUT")"
 
 # a pod: kubelet's allocation, then its sandbox and container
 declare -A pod ctr ns ip got

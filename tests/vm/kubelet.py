@@ -15,6 +15,8 @@ What kubelet's device manager does, for the tests (kubelet itself cannot run her
   options DIR EP    GetDevicePluginOptions on DIR/EP
   preferred DIR EP --available A,B --must C --size N
   allocate DIR EP ID...    (one container)
+  time-allocate DIR EP N ID...   N Allocates on one connection, as kubelet
+                           keeps one: "median_ms p99_ms max_ms"
   last-list LOG RESOURCE   the newest list: "ID HEALTH NUMA" per line
   lists LOG RESOURCE       how many lists arrived
 The messages come from the build's copies of deviceplugin.proto (gogoproto
@@ -186,6 +188,17 @@ def main(argv):
             req = dp.AllocateRequest(container_requests=[
                 dp.ContainerAllocateRequest(devices_ids=argv[4:])])
             print(json.dumps(as_dict(stub.Allocate(req, timeout=10)), sort_keys=True))
+        elif cmd == "time-allocate":
+            _, stub = dial(argv[2], argv[3])
+            req = dp.AllocateRequest(container_requests=[
+                dp.ContainerAllocateRequest(devices_ids=argv[5:])])
+            times = []
+            for _ in range(int(argv[4])):
+                t0 = time.monotonic()
+                stub.Allocate(req, timeout=10)
+                times.append((time.monotonic() - t0) * 1000)
+            times.sort()
+            print(f"{times[len(times) // 2]:.2f} {times[int(len(times) * 0.99)]:.2f} {times[-1]:.2f}")
         elif cmd in ("last-list", "lists"):
             lists = [e for e in map(json.loads, open(argv[2]))
                      if e["event"] == "list" and e["resource"] == argv[3]]

@@ -321,6 +321,29 @@ if [ "$WORLD" = current ]; then
 	fi
 fi
 
+# containerd 1.7 (trixie's, the release most clusters still run) beside sid's
+# 2.x in the current root, in /opt/containerd-1.7/bin: the CRI tests run both
+if [ "$WORLD" = current ] && [ ! -x "$ROOT/opt/containerd-1.7/bin/containerd" ]; then
+	need_root "fetching trixie's containerd"
+	(
+		SID=$CACHE/trixie SID_SUITE=trixie
+		mkdir -p "$SID"
+		sid_lists
+		dl=$(mktemp -d)
+		trap 'rm -rf "$dl"' EXIT
+		# shellcheck disable=SC2046
+		(cd "$dl" && apt-get $(sid_apt_opts) download -q containerd >&2) ||
+			die "apt-get download of trixie's containerd failed"
+		dpkg-deb -x "$dl"/containerd_*.deb "$dl/x" || die "cannot unpack trixie's containerd"
+		mkdir -p "$ROOT/opt/containerd-1.7/bin.new"
+		cp "$dl/x/usr/bin/containerd" "$dl/x/usr/bin/containerd-shim-runc-v2" "$dl/x/usr/bin/ctr" \
+			"$ROOT/opt/containerd-1.7/bin.new/" || die "trixie's containerd lacks a binary"
+		rm -rf "$ROOT/opt/containerd-1.7/bin"
+		mv "$ROOT/opt/containerd-1.7/bin.new" "$ROOT/opt/containerd-1.7/bin"
+		log "containerd $(ls "$dl"/containerd_*.deb | sed 's/.*containerd_//; s/_amd64.deb//') in $ROOT/opt/containerd-1.7"
+	) || exit 1
+fi
+
 if [ "${1:-}" = --print ]; then
 	echo "KVER=$KVER"
 	echo "CACHE_DIR=$KDIR"
