@@ -57,12 +57,18 @@ rm -f /etc/cni/net.d/*
 vm_check "rdmans cdi generate --output /etc/cdi/rdmans.json" "$R" cdi generate --output /etc/cdi/rdmans.json
 if [ "${RDMANS_CONTAINERD:-}" = 1.7 ]; then
 	export PATH=/opt/containerd-1.7/bin:$PATH # containerd, its runc shim and ctr
+	# 1.7 takes one CNI bin dir (Debian's default: /usr/lib/cni, the reference
+	# plugins): ours, with the loopback plugin its CRI runs for every pod
+	[ -e "$CNI_INSTALLED/loopback" ] || ln -s /usr/lib/cni/loopback "$CNI_INSTALLED/loopback"
 	cat >/etc/containerd/config.toml <<CONF
 version = 2
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$PAUSE"
   enable_cdi = true
   cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"]
+[plugins."io.containerd.grpc.v1.cri".cni]
+  bin_dir = "$CNI_INSTALLED"
+  conf_dir = "/etc/cni/net.d"
 CONF
 else
 	{
