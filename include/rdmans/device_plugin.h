@@ -58,7 +58,7 @@ int rn_dp_strategies_parse(const char *text, unsigned *ret, struct rn_error *err
 
 /* A device as the plugin knows it; it stays known while it is in a pod's netns. */
 struct rn_dp_device {
-	char id[RN_BUS_ID_MAX]; /* the bus device (PCI address, auxiliary ID), else the name */
+	char id[RN_BUS_ID_MAX]; /* the PCI address behind it, else the auxiliary ID, else the name */
 	char name[RN_RDMA_NAME_MAX];
 	int pool; /* index into the config's pools, -1 for none */
 	struct rn_sysfs_pci_fn pci; /* bdf "" when no PCI function is behind it */

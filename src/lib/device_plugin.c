@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * rdmans-device-plugin's decisions. Device IDs are bus device IDs (a PCI
- * address, as sriov-network-device-plugin uses, or an auxiliary device's
- * ID), so that Multus's deviceID and rdma-netns's selection take them as
- * they are. A device moved into a pod vanishes from the host's sysfs in
+ * rdmans-device-plugin's decisions. Device IDs are the PCI address behind
+ * the device (through an auxiliary device, as mlx5 and irdma register), as
+ * sriov-network-device-plugin uses, else the auxiliary device's ID, so that
+ * Multus's deviceID and rdma-netns's selection take them as they are. A device moved into a pod vanishes from the host's sysfs in
  * exclusive mode; it stays listed, since kubelet counts it as allocated.
  */
 #include <errno.h>
@@ -217,7 +217,10 @@ int rn_dp_scan(const struct rn_dp_config *cfg, struct rn_dp_inventory *inv, bool
 	inv->exclusive = exclusive;
 	for (size_t i = 0; i < n; i++) {
 		struct rn_dp_device *d = &inv->v[inv->n];
-		const char *id = devs[i].parent_id[0] ? devs[i].parent_id : devs[i].name;
+		/* the PCI function (an auxiliary device's parent: mlx5_core.rdma.N, ice.roce.N) */
+		const char *id = devs[i].pci_bdf[0]	? devs[i].pci_bdf
+				 : devs[i].parent_id[0] ? devs[i].parent_id
+							: devs[i].name;
 
 		if (find_id(inv, id))
 			continue; /* two RDMA devices of one bus device: the first speaks for it */
@@ -497,8 +500,10 @@ int rn_dp_names_of_ids(const char *const *ids, size_t n, char *names, size_t len
 		/* no bus device of that ID here: the ID is the RDMA device's name (rxe, siw) */
 		if (rn_snprintf(names + o, len - o, "%s%s", o ? "," : "",
 				r == 0 && k > 0 ? found[0] : ids[i]) < 0)
-			return rn_error_set(err, E2BIG, "the devices kubelet allocated do not fit "
-					    "in %zu bytes", len);
+			return rn_error_set(err, E2BIG,
+					    "the devices kubelet allocated do not fit "
+					    "in %zu bytes",
+					    len);
 		o = strlen(names);
 	}
 	return 0;

@@ -120,6 +120,28 @@ static void scan_lists_every_device_by_its_pci_address_with_its_numa_node(void)
 	rn_dp_inventory_free(&inv);
 }
 
+/* irdma and mlx5 register on an auxiliary device of the PCI function: the ID is still the PCI address */
+static void an_auxiliary_device_is_listed_by_its_pci_function(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	struct rn_dp_inventory inv = { 0 };
+	struct rn_dp_config cfg;
+	const struct rn_dp_device *d;
+	char names[64];
+	const char *ids[] = { "0000:3b:00.0" };
+	struct rn_error err = { 0 };
+
+	fakesys_add_rdma_aux(root, "irdma0", "0000:3b:00.0", "ice.roce.0", NULL, "Ethernet");
+	node_scanned(root, &inv, &cfg, true);
+	d = by_name(&inv, "irdma0");
+	REQUIRE(d);
+	CHECK_STR(d->id, "0000:3b:00.0");
+	/* and back: what kubelet's PodResources lists is that device */
+	CHECK_INT(rn_dp_names_of_ids(ids, 1, names, sizeof(names), &err), 0);
+	CHECK_STR(names, "irdma0");
+	rn_dp_inventory_free(&inv);
+}
+
 static void shared_mode_makes_every_device_unhealthy_and_says_why(void)
 {
 	_cleanup_fake_ char *root = fake_start();
@@ -357,6 +379,7 @@ static void config_errors_name_the_key(void)
 }
 
 RN_TEST_MAIN(T(scan_lists_every_device_by_its_pci_address_with_its_numa_node),
+	     T(an_auxiliary_device_is_listed_by_its_pci_function),
 	     T(shared_mode_makes_every_device_unhealthy_and_says_why),
 	     T(a_port_that_is_not_active_makes_its_device_unhealthy),
 	     T(a_device_that_left_stays_listed_in_exclusive_mode_only),
