@@ -124,7 +124,7 @@ qemu=(qemu-system-x86_64 -nodefaults -nographic -no-reboot
 	-accel "${RDMANS_VM_ACCEL:-tcg,thread=multi}" -cpu "${RDMANS_VM_CPU:-Nehalem}"
 	-m "${RDMANS_VM_MEM:-2048}" -smp "${RDMANS_VM_SMP:-1}"
 	-kernel "$KDIR/vmlinuz" -initrd "$KDIR/initramfs.img" -append "$append"
-	${RDMANS_VM_QEMU_EXTRA:-} -monitor none -serial "file:$work/console.log"
+	-monitor none -serial "file:$work/console.log"
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
 	-virtfs "local,path=$work/share,mount_tag=rdmansvm,security_model=none,multidevs=remap")
 # A host directory that outlives the VM ("the node's disk" across a reboot):
@@ -133,6 +133,10 @@ if [ -n "${RDMANS_VM_STATE_DIR:-}" ]; then
 	[ -d "$RDMANS_VM_STATE_DIR" ] || die "RDMANS_VM_STATE_DIR=$RDMANS_VM_STATE_DIR is not a directory"
 	qemu+=(-virtfs "local,path=$RDMANS_VM_STATE_DIR,mount_tag=rdmansstate,security_model=none,multidevs=remap")
 fi
+# last: the shares above take their places on the main PCI bus before an
+# extra expander bus (pxb) exists, which takes bridges only
+# shellcheck disable=SC2206 # split on purpose
+qemu+=(${RDMANS_VM_QEMU_EXTRA:-})
 
 # Which world this ran in, for the TAP log
 echo "# world: ${RDMANS_VM_WORLD:-today} (kernel $KVER, root ${ROOT})"

@@ -42,6 +42,7 @@
 #include <linux/device.h>
 #include <linux/auxiliary_bus.h>
 #include <linux/netdevice.h>
+#include <linux/pci.h>
 #include <linux/if_arp.h>
 #include <linux/rtnetlink.h>
 #include <linux/nsproxy.h>
@@ -755,6 +756,7 @@ static int simhca_dev_create(const char *pattern, const char *ifname,
 	struct net *net = current->nsproxy->net_ns;
 	struct simhca_dev *sdev;
 	struct net_device *ndev;
+	struct device *parent;
 	int id, ret;
 
 	if (want_id >= 0)
@@ -775,11 +777,23 @@ static int simhca_dev_create(const char *pattern, const char *ifname,
 	INIT_LIST_HEAD(&sdev->list);
 	sdev->adev.name = SIMHCA_AUX_NAME;
 	sdev->adev.id = id;
-	sdev->adev.dev.parent = simhca_root;
+	/*
+	 * A netdev of a PCI function (a NIC of the VM's PCI topology) gives
+	 * the auxiliary device that function as its parent, as irdma's
+	 * ice.roce.N and mlx5's mlx5_core.rdma.N are: sysfs then shows the
+	 * HCA's PCI address, NUMA node and PCIe path. Others: simhca's root.
+	 */
+	rtnl_lock();
+	ndev = __dev_get_by_name(net, ifname);
+	parent = ndev && ndev->dev.parent && dev_is_pci(ndev->dev.parent) ?
+			 get_device(ndev->dev.parent) : get_device(simhca_root);
+	rtnl_unlock();
+	sdev->adev.dev.parent = parent;
 	sdev->adev.dev.release = simhca_adev_release;
 
 	ret = auxiliary_device_init(&sdev->adev);
 	if (ret) {
+		put_device(parent);
 		kfree(sdev);
 		ida_free(&simhca_ida, id);
 		return ret;
@@ -802,6 +816,7 @@ static int simhca_dev_create(const char *pattern, const char *ifname,
 		goto err_uninit;
 
 	ret = auxiliary_device_add(&sdev->adev);	/* probes synchronously */
+	put_device(parent);	/* device_add holds its own reference */
 	if (ret)
 		goto err_unlist;
 	if (sdev->probe_err) {
@@ -815,7 +830,11 @@ err_unlist:
 	ndev = simhca_unlist(sdev);
 	if (ndev)
 		dev_put(ndev);
+	auxiliary_device_uninit(&sdev->adev);
+	ida_free(&simhca_ida, id);
+	return ret;
 err_uninit:
+	put_device(parent);
 	auxiliary_device_uninit(&sdev->adev);
 	ida_free(&simhca_ida, id);
 	return ret;
