@@ -36,8 +36,8 @@ struct rn_nri_options {
 	 * given to each container. NULL: none asked. names: "irdma0,irdma1" or "";
 	 * -ENOENT: kubelet is not there (no socket), which is not an error.
 	 */
-	int (*pod_devices)(void *ctx, const char *pod_namespace, const char *pod_name,
-			   char *names, size_t len, struct rn_error *err);
+	int (*pod_devices)(void *ctx, const char *pod_namespace, const char *pod_name, char *names,
+			   size_t len, struct rn_error *err);
 	void *pod_devices_ctx;
 	/* the library never prints: each event and failure is one line to log() */
 	void (*log)(void *ctx, int priority, const char *line);

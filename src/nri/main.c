@@ -67,7 +67,8 @@ static int kubelet_pod_devices(void *ctx, const char *pod_namespace, const char 
 static void usage(FILE *out)
 {
 	fputs("Usage: rdmans-nri [--socket PATH] [--name NAME] [--idx NN] [--state-dir DIR]\n"
-	      "                  [--config FILE] [--profile NAME] [--pod-resources SOCKET] [--once]\n"
+	      "                  [--config FILE] [--profile NAME] [--pod-resources SOCKET] "
+	      "[--once]\n"
 	      "An NRI plugin: NCCL settings in the environment of containers of pods with\n"
 	      "rdmans.io annotations, their RDMA device nodes, and the RDMA devices that\n"
 	      "rdmans.io/devices names moved into the pod. Default socket " RN_NRI_SOCKET ".\n"
