@@ -14,8 +14,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 build=${RDMANS_FUZZ_BUILD:-build-fuzz}
 targets=(fuzz-nccl-merge fuzz-cni-conf fuzz-cni-args fuzz-ipam-config fuzz-ipam-range
-	fuzz-ipam-record fuzz-cni-state fuzz-oci-state fuzz-oci-config fuzz-etcd-response fuzz-ping-wire
-	fuzz-nri-wire)
+	fuzz-ipam-record fuzz-kubeconfig fuzz-cni-state fuzz-oci-state fuzz-oci-config fuzz-etcd-response
+	fuzz-ping-wire fuzz-nri-wire)
 
 usage() {
 	echo "usage: tools/fuzz.sh TARGET SECONDS | --all SECONDS | --list" >&2

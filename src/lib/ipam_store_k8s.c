@@ -170,6 +170,12 @@ static int authorization(struct k8s_store *k, char **ret, struct rn_error *err)
 	return 0;
 }
 
+/* A 404 for an object: its Status names it (a resource type not served does not). */
+static bool missing_object(json_t *doc)
+{
+	return json_string_value(json_object_get(json_object_get(doc, "details"), "name")) != NULL;
+}
+
 static const char *verb_of(const char *method, bool collection)
 {
 	if (strcmp(method, "GET") == 0)
@@ -196,6 +202,7 @@ static int request(struct k8s_store *k, const char *method, const char *path, js
 	_cleanup_json_ json_t *doc = NULL;
 	bool collection = path[0] != '/';
 	const char *msg, *reason;
+	char last_msg[RN_ERROR_MSG_MAX / 2] = "";
 	long status = 0;
 	int r;
 
@@ -213,37 +220,54 @@ static int request(struct k8s_store *k, const char *method, const char *path, js
 	for (int attempt = 0;; attempt++) {
 		long left = k->deadline ? k->deadline - rn_now_ms() : 0;
 		struct rn_error last = { 0 };
+		bool again;
 
 		if (k->deadline && left <= 0)
 			return rn_error_set(err, ETIMEDOUT,
 					    "the Kubernetes API server at %s did not answer within "
-					    "this call's deadline of %ld ms",
-					    k->kc.server, k->deadline_ms);
+					    "this call's deadline of %ld ms%s%s",
+					    k->kc.server, k->deadline_ms,
+					    last_msg[0] ? ": last: " : "", last_msg);
 		r = authorization(k, &auth, err);
 		if (r < 0)
 			return r;
 		free(answer);
 		answer = NULL;
+		json_decref(doc);
+		doc = NULL;
 		r = rn_http_request(k->http, method, url, text, auth, left, &status, &answer,
 				    &last);
 		wipe_freep(&auth);
 		auth = NULL;
-		/* refused: the request was never taken, so it may go again (a restarting server) */
-		if (r == -ECONNREFUSED && k->deadline && attempt < 20) {
+		if (r == 0)
+			doc = json_loads(answer, 0, NULL);
+		/*
+		 * Within a CNI call's deadline, what a restarting server says is tried
+		 * again: a refused connection (the request never went), any failure of
+		 * a read, and the answers of a server not ready yet (503, 429, and 404
+		 * for the resource itself before its CRD is served).
+		 */
+		again = r == -ECONNREFUSED || (r < 0 && strcmp(method, "GET") == 0) ||
+			(r == 0 && (status == 503 || status == 429 ||
+				    (status == 404 && !missing_object(doc))));
+		if (again && k->deadline && attempt < 50) {
 			struct timespec ts = { 0, 100 * 1000 * 1000 };
 
+			snprintf(last_msg, sizeof(last_msg), "%.300s",
+				 r < 0 ? last.msg
+				       : (status == 404 ? "HTTP 404" : "HTTP 503 or 429"));
 			nanosleep(&ts, NULL);
 			continue;
 		}
 		if (r < 0)
+			/* whatever the transport said, the cure is the server coming back */
 			return rn_error_set(
-				err, -r,
+				err, r == -ETIMEDOUT ? ETIMEDOUT : EHOSTUNREACH,
 				"the Kubernetes API server at %s is unreachable (kubeconfig "
 				"%s): %s",
 				k->kc.server, k->kubeconfig, last.msg);
 		break;
 	}
-	doc = json_loads(answer, 0, NULL);
 	if (status >= 200 && status < 300) {
 		if (!json_is_object(doc))
 			return rn_error_set(err, EBADMSG,

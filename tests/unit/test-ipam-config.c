@@ -373,8 +373,8 @@ static void whereabouts_kubernetes_datastore_picks_the_kubernetes_store(void)
 	CHECK_INT(c.kubernetes.timeout_ms, 700);
 	rn_ipam_config_free(&c);
 	/* never silently node-local: without a kubeconfig it is refused, saying what to set */
-	CHECK_INT(parse("{\"ipam\":{\"range\":\"10.0.0.0/8\",\"datastore\":\"kubernetes\"}}", 0,
-			&c, &err),
+	CHECK_INT(parse("{\"ipam\":{\"range\":\"10.0.0.0/8\",\"datastore\":\"kubernetes\"}}", 0, &c,
+			&err),
 		  -EINVAL);
 	CHECK_CONTAINS(err.msg, "ipam.kubernetes.kubeconfig");
 	CHECK_INT(parse("{\"ipam\":{\"range\":\"10.0.0.0/8\",\"store\":\"kubernetes\","
