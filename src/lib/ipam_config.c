@@ -609,11 +609,11 @@ static int parse_kubernetes(struct rn_ipam_config *c, json_t *k8s, struct rn_err
 		c->kubernetes.timeout_ms = (long)json_integer_value(timeout);
 	}
 	if (deadline && !json_is_null(deadline)) {
-		if (!json_is_integer(deadline) || json_integer_value(deadline) <= 0 ||
+		if (!json_is_integer(deadline) || json_integer_value(deadline) < 0 ||
 		    json_integer_value(deadline) > 600000)
 			return rn_error_set(err, EINVAL,
 					    "ipam.kubernetes.deadline_ms must be a number of "
-					    "milliseconds (1 to 600000)");
+					    "milliseconds (0, no bound, to 600000)");
 		c->kubernetes.deadline_ms = (long)json_integer_value(deadline);
 	}
 	return 0;

@@ -82,6 +82,7 @@ struct rn_http {
 	bool client_cert; /* a client certificate is configured */
 	const char *cert_settings; /* where it is set, for messages (static text) */
 	long timeout_ms; /* each request, at most */
+	long connect_timeout_ms; /* each connection, at most */
 };
 
 struct buffer {
@@ -162,6 +163,7 @@ int rn_http_open(const struct rn_http_tls *tls, long timeout_ms, struct rn_http 
 	lc.easy_setopt(h->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	lc.easy_setopt(h->curl, CURLOPT_FOLLOWLOCATION, 0L);
 	h->timeout_ms = timeout_ms;
+	h->connect_timeout_ms = tls && tls->connect_timeout_ms > 0 ? tls->connect_timeout_ms : 2000;
 	/* no proxy: etcd is reached directly, whatever the environment says */
 	lc.easy_setopt(h->curl, CURLOPT_NOPROXY, "*");
 	lc.easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_data);
@@ -303,7 +305,8 @@ int rn_http_request(struct rn_http *h, const char *method, const char *url, cons
 	if (timeout_ms <= 0 || timeout_ms > h->timeout_ms)
 		timeout_ms = h->timeout_ms;
 	lc.easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
-	lc.easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 2000 ? timeout_ms : 2000L);
+	lc.easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS,
+		       timeout_ms < h->connect_timeout_ms ? timeout_ms : h->connect_timeout_ms);
 	rc = lc.easy_perform(h->curl);
 	lc.easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
 	if (auth_header)

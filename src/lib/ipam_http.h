@@ -26,6 +26,12 @@ struct rn_http_tls {
 	const char *key_pem;
 	/* a human name for the settings, for messages ("cert_file and key_file") */
 	const char *cert_settings;
+	/*
+	 * how long a connection (TLS included) may take: 0 is 2000 ms, for a
+	 * cluster of members where the next one is better than waiting; one
+	 * server under load may need the whole request's time
+	 */
+	long connect_timeout_ms;
 };
 
 int rn_http_open(const struct rn_http_tls *tls, long timeout_ms, struct rn_http **ret,

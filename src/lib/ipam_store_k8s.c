@@ -203,6 +203,7 @@ static int request(struct k8s_store *k, const char *method, const char *path, js
 	bool collection = path[0] != '/';
 	const char *msg, *reason;
 	char last_msg[RN_ERROR_MSG_MAX / 2] = "";
+	bool last_transport = false;
 	long status = 0;
 	int r;
 
@@ -217,17 +218,26 @@ static int request(struct k8s_store *k, const char *method, const char *path, js
 		url = NULL;
 		return rn_error_set(err, ENOMEM, "out of memory");
 	}
-	for (int attempt = 0;; attempt++) {
+	for (;;) {
 		long left = k->deadline ? k->deadline - rn_now_ms() : 0;
 		struct rn_error last = { 0 };
 		bool again;
 
+		if (k->deadline && left <= 0 && last_transport)
+			return rn_error_set(
+				err, EHOSTUNREACH,
+				"the Kubernetes API server at %s is unreachable (kubeconfig "
+				"%s), tried for this call's deadline of %ld ms "
+				"(ipam.kubernetes.deadline_ms): last: %s",
+				k->kc.server, k->kubeconfig, k->deadline_ms, last_msg);
 		if (k->deadline && left <= 0)
-			return rn_error_set(err, ETIMEDOUT,
-					    "the Kubernetes API server at %s did not answer within "
-					    "this call's deadline of %ld ms%s%s",
-					    k->kc.server, k->deadline_ms,
-					    last_msg[0] ? ": last: " : "", last_msg);
+			return rn_error_set(
+				err, ETIMEDOUT,
+				"the Kubernetes API server at %s did not answer within "
+				"this call's deadline of %ld ms (ipam.kubernetes.deadline_ms)"
+				"%s%s",
+				k->kc.server, k->deadline_ms, last_msg[0] ? ": last: " : "",
+				last_msg);
 		r = authorization(k, &auth, err);
 		if (r < 0)
 			return r;
@@ -250,9 +260,10 @@ static int request(struct k8s_store *k, const char *method, const char *path, js
 		again = r == -ECONNREFUSED || (r < 0 && strcmp(method, "GET") == 0) ||
 			(r == 0 && (status == 503 || status == 429 ||
 				    (status == 404 && !missing_object(doc))));
-		if (again && k->deadline && attempt < 50) {
-			struct timespec ts = { 0, 100 * 1000 * 1000 };
+		if (again && k->deadline) {
+			struct timespec ts = { 0, 200 * 1000 * 1000 };
 
+			last_transport = r < 0;
 			snprintf(last_msg, sizeof(last_msg), "%.300s",
 				 r < 0 ? last.msg
 				       : (status == 404 ? "HTTP 404" : "HTTP 503 or 429"));
@@ -803,6 +814,8 @@ int rn_ipam_store_k8s_open(const struct rn_ipam_config *c, struct rn_ipam_store 
 			.cert_pem = k->kc.cert_pem,
 			.key_pem = k->kc.key_pem,
 			.cert_settings = "the kubeconfig's client-certificate and client-key",
+			/* one server: a slow handshake is still worth the wait */
+			.connect_timeout_ms = k->timeout_ms,
 		};
 
 		r = rn_http_open(&tls, k->timeout_ms, &k->http, err);

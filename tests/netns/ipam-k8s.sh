@@ -19,7 +19,7 @@ k8s_kubeconfig "$KC" admin
 # out under contention, whatever the machine's load
 CONF='{"cniVersion":"1.1.0","name":"rdma-k8s","type":"rdma-netns","ipam":{"type":"rdma-netns-ipam",
  "range":"10.70.0.0/24","gateway":"10.70.0.1","datastore":"kubernetes","node_name":"node-a",
- "kubernetes":{"kubeconfig":"'"$KC"'","timeout_ms":60000,"deadline_ms":60000}}}'
+ "kubernetes":{"kubeconfig":"'"$KC"'","timeout_ms":60000,"deadline_ms":0}}}'
 
 # one ADD, counted by the server
 before=$(k8s_requests)
@@ -97,30 +97,36 @@ vm_check "GC on node-a succeeds" gc_run
 vm_check "GC kept node-a's 19 valid ones (pod-7 was released) and node-b's 50" vm_expect_eq "19 50" \
 	"$(k8s_objects | grep -c '"node":"node-a"') $(k8s_objects | grep -c '"node":"node-b"')" "objects"
 
-# the last free address: a /29 of its own (network_name: another scope), 5 usable
-SMALL=$(printf '%s' "$CONF" | jq -c '.ipam += {range: "10.71.0.0/29", network_name: "small"}')
-for i in 1 2 3 4 5; do
+# the last free address: a /29 of its own (network_name: another scope), 6 usable
+SMALL=$(printf '%s' "$CONF" | jq -c '.ipam += {range: "10.71.0.0/29", network_name: "small"} | del(.ipam.gateway)')
+for i in 1 2 3 4 5 6; do
 	CONF=$SMALL ipam_run ADD "small$i" net1 "ns/small-$i" || vm_diag "ADD small$i failed: $IPAM_OUT"
 done
 rc=0
-CONF=$SMALL ipam_run ADD small6 net1 ns/small-6 || rc=$?
+CONF=$SMALL ipam_run ADD small7 net1 ns/small-7 || rc=$?
 vm_check "the first ADD after the last free address fails" vm_expect_eq 1 "$rc" "exit status"
 vm_check "... saying why" vm_expect_contains "$(printf '%s' "$IPAM_OUT" | jq -r .details)" \
-	"no free address in range 10.71.0.0/29: all 5 usable addresses are taken"
-vm_check "the 5 are held in scope small, apart from the /24's" vm_expect_eq 5 \
+	"no free address in range 10.71.0.0/29: all 6 usable addresses are taken"
+vm_check "the 6 are held in scope small, apart from the /24's" vm_expect_eq 6 \
 	"$("$RDMANS" -j ipam ls --config "$IPAM_TMP/flat.conf" --scope small | jq length)" "records"
 
-# RBAC: a user outside system:masters is denied; the message names verb and resource
+# RBAC as deploy/rbac.yaml grants it: its ServiceAccount does ADD, CHECK and DEL; a user
+# no binding names is denied, and the message names verb, resource and the role to grant
+k8s_kubeconfig "$IPAM_TMP/sa.kubeconfig" sa
+SA=$(printf '%s' "$CONF" | jq -c --arg k "$IPAM_TMP/sa.kubeconfig" '.ipam.kubernetes.kubeconfig = $k')
+sa_add() { CONF=$SA ipam_run ADD sa net1 ns/sa; }
+vm_check "ADD as deploy/rbac.yaml's ServiceAccount succeeds" sa_add
+sa_ok() { CONF=$SA ipam_run CHECK sa net1 ns/sa && CONF=$SA ipam_run DEL sa net1 ns/sa; }
+vm_check "... and so do its CHECK and DEL (the ClusterRole's verbs suffice)" sa_ok
 k8s_kubeconfig "$IPAM_TMP/denied.kubeconfig" node
 DENIED=$(printf '%s' "$CONF" | jq -c --arg k "$IPAM_TMP/denied.kubeconfig" '.ipam.kubernetes.kubeconfig = $k')
 rc=0
 CONF=$DENIED ipam_run ADD denied net1 ns/denied || rc=$?
-vm_check "ADD as a user without the ClusterRole fails" vm_expect_eq 1 "$rc" "exit status"
-vm_check "... naming the verb, the resource and the user's role to fix" vm_expect_contains \
+vm_check "ADD as a user no binding names fails with code 101 (denied)" vm_expect_eq "1 101" \
+	"$rc $(printf '%s' "$IPAM_OUT" | jq -r .code)" "exit status and code"
+vm_check "... naming the verb, the resource, the server's reason and the role to grant" vm_expect_contains \
 	"$(printf '%s' "$IPAM_OUT" | jq -r .details)" \
-	"the Kubernetes API server at $K8S_URL denies list on rdmaaddresses.rdmans.io (403 Forbidden: "
-vm_check "... and the ClusterRole that grants it" vm_expect_contains \
-	"$(printf '%s' "$IPAM_OUT" | jq -r .details)" "deploy/rbac.yaml's ClusterRole rdmans-ipam"
+	"the Kubernetes API server at $K8S_URL denies list on rdmaaddresses.rdmans.io (403 Forbidden: rdmaaddresses.rdmans.io is forbidden: User \"system:node:node-x\" cannot list resource \"rdmaaddresses\" in API group \"rdmans.io\" at the cluster scope: RBAC: no ClusterRoleBinding in deploy/rbac.yaml grants it): grant it to the kubeconfig's user (deploy/rbac.yaml's ClusterRole rdmans-ipam)"
 
 # a kubeconfig the store cannot use: refused by line, before any request
 printf 'clusters:\n- name: c\n  cluster: {server: x}\n' >"$IPAM_TMP/flow.kubeconfig"

@@ -5,7 +5,8 @@
 # loopback, with certificates made here. Source after ipam-lib.sh.
 #   k8s_start              PKI, etcd, the server, the CRD from deploy/ (K8S_URL, K8S_PID)
 #   k8s_stop / k8s_restart the server alone (etcd keeps running)
-#   k8s_kubeconfig F USER  a kubeconfig for client certificate USER (admin: system:masters)
+#   k8s_kubeconfig F USER  a kubeconfig for client certificate USER (admin: system:masters;
+#                          sa: the ServiceAccount deploy/rbac.yaml binds; node: no binding)
 #   k8s_curl ARGS...       curl as admin against $K8S_URL
 #   k8s_requests           the server's count of requests on rdmaaddresses (its /metrics)
 
@@ -14,10 +15,11 @@ K8S_BIN=$("$K8S_TOP/tools/apiserver.sh") || vm_fail "no API server (tools/apiser
 K8S_PKI=$IPAM_TMP/pki
 K8S_PID=
 K8S_ETCD_PID=
+K8S_AUTHZ_PID=
 
 k8s_cleanup() {
 	local pid
-	for pid in "$K8S_PID" "$K8S_ETCD_PID"; do
+	for pid in "$K8S_PID" "$K8S_ETCD_PID" "$K8S_AUTHZ_PID"; do
 		[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
 	done
 	ipam_cleanup
@@ -40,7 +42,8 @@ k8s_pki() {
 	printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >"$K8S_PKI/server.ext"
 	k8s_cert server 127.0.0.1 "" "$K8S_PKI/server.ext"
 	k8s_cert admin admin system:masters
-	# any other group: authenticated, and denied (this server serves no SubjectAccessReview)
+	# the DaemonSet's ServiceAccount as deploy/rbac.yaml binds it, and a user no binding names
+	k8s_cert sa system:serviceaccount:rdmans-system:rdmans system:serviceaccounts
 	k8s_cert node system:node:node-x system:nodes
 }
 
@@ -79,7 +82,7 @@ k8s_server() {
 		--bind-address 127.0.0.1 --tls-cert-file "$K8S_PKI/server.crt" \
 		--tls-private-key-file "$K8S_PKI/server.key" --client-ca-file "$K8S_PKI/ca.crt" \
 		--authentication-skip-lookup --authentication-kubeconfig "$IPAM_TMP/admin.kubeconfig" \
-		--authorization-kubeconfig "$IPAM_TMP/admin.kubeconfig" \
+		--authorization-kubeconfig "$IPAM_TMP/authz.kubeconfig" \
 		--kubeconfig "$IPAM_TMP/admin.kubeconfig" \
 		--disable-admission-plugins NamespaceLifecycle,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,MutatingAdmissionPolicy,ValidatingAdmissionPolicy \
 		>>"$IPAM_TMP/apiserver.log" 2>&1 &
@@ -87,8 +90,15 @@ k8s_server() {
 	local i
 	# /healthz is "ok" once the CRD controllers run (/readyz never is: it waits on built-in types)
 	for ((i = 0; i < 600; i++)); do
-		[ "$(k8s_curl --max-time 1 "$K8S_URL/healthz" 2>/dev/null)" = ok ] && return 0
+		[ "$(k8s_curl --max-time 1 "$K8S_URL/healthz" 2>/dev/null)" = ok ] && break
 		kill -0 "$K8S_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	# a restarted server is healthy a moment before it serves the CRD it already has
+	for ((; i < 600; i++)); do
+		[ -z "${K8S_CRD_STATUS:-}" ] && return 0
+		[ "$(k8s_curl -o /dev/null -w '%{http_code}' "$K8S_URL/apis/rdmans.io/v1alpha1/rdmaaddresses")" = 200 ] &&
+			return 0
 		sleep 0.1
 	done
 	vm_diag "$(tail -5 "$IPAM_TMP/apiserver.log")"
@@ -127,6 +137,17 @@ k8s_start() {
 		sleep 0.1
 	done
 	k8s_kubeconfig "$IPAM_TMP/admin.kubeconfig" admin
+	# RBAC from deploy/rbac.yaml (the server asks SubjectAccessReviews of another server)
+	free_port
+	"$K8S_TOP/tests/netns/rbac-authorizer.py" "$PORT" "$K8S_TOP/deploy/rbac.yaml" \
+		>"$IPAM_TMP/authz.log" 2>&1 &
+	K8S_AUTHZ_PID=$!
+	printf 'apiVersion: v1\nkind: Config\nclusters:\n- name: authz\n  cluster:\n    server: %s\n%s\n' \
+		"http://127.0.0.1:$PORT" "contexts:
+- name: authz
+  context:
+    cluster: authz
+current-context: authz" >"$IPAM_TMP/authz.kubeconfig"
 	k8s_server
 	# the CRD as deploy/ ships it, through REST (this server serves no /api for kubectl)
 	K8S_CRD_STATUS=$(k8s_curl -o "$IPAM_TMP/crd.json" -w '%{http_code}' -X POST \
