@@ -45,20 +45,11 @@ vm_check "after the restart, the held address is still held" vm_expect_eq "$held
 
 # killed with 60 ADDs in flight, started again; the checks hold wherever the kill lands
 # (an ADD whose deadline outlasts the restart gets through: refused connections are retried)
-rm -f "$IPAM_TMP"/par.*
-jobs=()
-for i in $(seq 1 60); do
-	node=node-a
-	[ $((i % 2)) = 0 ] && node=node-b
-	(CONF=${CONF/\"node_name\":\"node-a\"/\"node_name\":\"$node\"}
-	ipam_run ADD "par$i" net1 "ns/pod-$i"
-	echo "$? $IPAM_OUT" >"$IPAM_TMP/par.$i") &
-	jobs+=($!)
-done
+k8s_adds_start 60
 sleep 0.5
 k8s_stop
 k8s_server
-wait "${jobs[@]}"
+wait "${K8S_JOBS[@]}"
 ok=$(grep -l '^0 ' "$IPAM_TMP"/par.* | wc -l)
 vm_diag "$ok of 60 ADDs succeeded across the restart"
 bad=$(grep -hv '^0 ' "$IPAM_TMP"/par.* | cut -d' ' -f2- | jq -r 'select(.code != 11 or (.details | test("Kubernetes API server at") | not)) | .details' | head -3)
@@ -69,9 +60,7 @@ vm_check "no address was handed out twice" vm_expect_eq "$(printf '%s\n' "$addrs
 # what the runtime does after a failed ADD: DEL
 for i in $(seq 1 60); do
 	grep -q '^0 ' "$IPAM_TMP/par.$i" && continue
-	node=node-a
-	[ $((i % 2)) = 0 ] && node=node-b
-	CONF=${CONF/\"node_name\":\"node-a\"/\"node_name\":\"$node\"} ipam_run DEL "par$i" net1 "ns/pod-$i" ||
+	CONF=$(k8s_conf_of "$i") ipam_run DEL "par$i" net1 "ns/pod-$i" ||
 		vm_diag "DEL par$i failed: $IPAM_OUT"
 done
 want=$( (echo "$held"; for f in "$IPAM_TMP"/par.*; do grep -q '^0 ' "$f" && cut -d' ' -f2- "$f" | jq -r '.ips[0].address' | cut -d/ -f1; done) | sort)

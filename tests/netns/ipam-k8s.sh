@@ -51,18 +51,8 @@ vm_check "... and removes its RdmaAddress" vm_expect_eq 0 "$(k8s_objects | grep 
 vm_check "DEL again succeeds (nothing held)" ipam_run DEL first net1 ns/first
 
 # 100 ADDs at once, from clients posing as two nodes
-rm -f "$IPAM_TMP"/par.*
-jobs=()
-for i in $(seq 1 100); do
-	node=node-a
-	[ $((i % 2)) = 0 ] && node=node-b
-	(CONF=${CONF/\"node_name\":\"node-a\"/\"node_name\":\"$node\"}
-	ipam_run ADD "par$i" net1 "ns/pod-$i"
-	echo "$? $IPAM_OUT" >"$IPAM_TMP/par.$i") &
-	jobs+=($!)
-done
-before=$(k8s_requests)
-wait "${jobs[@]}"
+k8s_adds_start 100
+wait "${K8S_JOBS[@]}"
 PAR_FAILS=$(cat "$IPAM_TMP"/par.* | grep -cv '^0 ')
 PAR_ADDRS=$(for i in "$IPAM_TMP"/par.*; do cut -d' ' -f2- "$i" | jq -r '.ips[0].address'; done | sort)
 vm_check "100 parallel ADDs from two nodes all succeed" vm_expect_eq 0 "$PAR_FAILS" "failed ADDs"

@@ -28,11 +28,12 @@ trap k8s_cleanup EXIT
 
 # k8s_cert NAME CN [O]: NAME.crt/NAME.key signed by the test CA (client certificate)
 k8s_cert() {
-	openssl req -new -newkey rsa:2048 -nodes -keyout "$K8S_PKI/$1.key" -out "$K8S_PKI/$1.csr" \
-		-subj "/CN=$2${3:+/O=$3}" 2>/dev/null &&
-		openssl x509 -req -in "$K8S_PKI/$1.csr" -CA "$K8S_PKI/ca.crt" -CAkey "$K8S_PKI/ca.key" \
-			-CAcreateserial -days 2 -out "$K8S_PKI/$1.crt" ${4:+-extfile "$4"} 2>/dev/null ||
+	if ! openssl req -new -newkey rsa:2048 -nodes -keyout "$K8S_PKI/$1.key" -out "$K8S_PKI/$1.csr" \
+		-subj "/CN=$2${3:+/O=$3}" 2>/dev/null ||
+		! openssl x509 -req -in "$K8S_PKI/$1.csr" -CA "$K8S_PKI/ca.crt" -CAkey "$K8S_PKI/ca.key" \
+			-CAcreateserial -days 2 -out "$K8S_PKI/$1.crt" ${4:+-extfile "$4"} 2>/dev/null; then
 		vm_fail "openssl could not make certificate $1"
+	fi
 }
 
 k8s_pki() {
@@ -90,19 +91,27 @@ k8s_server() {
 	local i
 	# /healthz is "ok" once the CRD controllers run (/readyz never is: it waits on built-in types)
 	for ((i = 0; i < 600; i++)); do
-		[ "$(k8s_curl --max-time 1 "$K8S_URL/healthz" 2>/dev/null)" = ok ] && break
+		if [ "$(k8s_curl --max-time 1 "$K8S_URL/healthz" 2>/dev/null)" = ok ]; then
+			# a restarted server is healthy a moment before it serves the CRD it already has
+			[ -z "${K8S_CRD_STATUS:-}" ] || k8s_crd_served && return 0
+			break
+		fi
 		kill -0 "$K8S_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	# a restarted server is healthy a moment before it serves the CRD it already has
-	for ((; i < 600; i++)); do
-		[ -z "${K8S_CRD_STATUS:-}" ] && return 0
-		[ "$(k8s_curl -o /dev/null -w '%{http_code}' "$K8S_URL/apis/rdmans.io/v1alpha1/rdmaaddresses")" = 200 ] &&
-			return 0
 		sleep 0.1
 	done
 	vm_diag "$(tail -5 "$IPAM_TMP/apiserver.log")"
 	vm_fail "the API server did not become healthy"
+}
+
+# k8s_crd_served: waits (at most 30 s) until the server serves RdmaAddresses
+k8s_crd_served() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		[ "$(k8s_curl -o /dev/null -w '%{http_code}' "$K8S_URL/apis/rdmans.io/v1alpha1/rdmaaddresses")" = 200 ] &&
+			return 0
+		sleep 0.1
+	done
+	return 1
 }
 
 k8s_stop() {
@@ -153,11 +162,7 @@ current-context: authz" >"$IPAM_TMP/authz.kubeconfig"
 	K8S_CRD_STATUS=$(k8s_curl -o "$IPAM_TMP/crd.json" -w '%{http_code}' -X POST \
 		-H 'Content-Type: application/yaml' --data-binary @"$K8S_TOP/deploy/rdmaaddress-crd.yaml" \
 		"$K8S_URL/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
-	for ((i = 0; i < 100; i++)); do
-		[ "$(k8s_curl -o /dev/null -w '%{http_code}' "$K8S_URL/apis/rdmans.io/v1alpha1/rdmaaddresses")" = 200 ] &&
-			return 0
-		sleep 0.1
-	done
+	k8s_crd_served && return 0
 	vm_diag "$(cat "$IPAM_TMP/crd.json")"
 	vm_fail "the CRD was not served (create said $K8S_CRD_STATUS)"
 }
@@ -170,4 +175,27 @@ k8s_requests() {
 # k8s_objects: the RdmaAddress objects, as JSON lines {address, pod, node, attachment}
 k8s_objects() {
 	k8s_curl "$K8S_URL/apis/rdmans.io/v1alpha1/rdmaaddresses" | jq -c '.items[].spec | {address, pod, node, attachment}'
+}
+
+# k8s_conf_of I: $CONF as client I sends it, posing as node-a (odd I) or node-b (even I);
+# CONF's node_name must be node-a
+k8s_conf_of() {
+	local node=node-a
+	[ $(($1 % 2)) = 0 ] && node="node-b"
+	printf '%s' "${CONF/\"node_name\":\"node-a\"/\"node_name\":\"$node\"}"
+}
+
+# k8s_adds_start N: N ADDs at once from clients posing as two nodes (k8s_conf_of):
+# containers parI, pods ns/pod-I; each one's "EXIT-STATUS RESULT" in $IPAM_TMP/par.I;
+# K8S_JOBS their PIDs, to wait on
+k8s_adds_start() {
+	local i
+	rm -f "$IPAM_TMP"/par.*
+	K8S_JOBS=()
+	for i in $(seq 1 "$1"); do
+		(CONF=$(k8s_conf_of "$i")
+		ipam_run ADD "par$i" net1 "ns/pod-$i"
+		echo "$? $IPAM_OUT" >"$IPAM_TMP/par.$i") &
+		K8S_JOBS+=($!)
+	done
 }
