@@ -218,7 +218,7 @@ static int request(struct k8s_store *k, const char *method, const char *path, js
 		url = NULL;
 		return rn_error_set(err, ENOMEM, "out of memory");
 	}
-	for (;;) {
+	for (int attempt = 1;; attempt++) {
 		long left = k->deadline ? k->deadline - rn_now_ms() : 0;
 		struct rn_error last = { 0 };
 		bool again;
@@ -252,15 +252,17 @@ static int request(struct k8s_store *k, const char *method, const char *path, js
 		if (r == 0)
 			doc = json_loads(answer, 0, NULL);
 		/*
-		 * Within a CNI call's deadline, what a restarting server says is tried
-		 * again: a refused connection (the request never went), any failure of
-		 * a read, and the answers of a server not ready yet (503, 429, and 404
-		 * for the resource itself before its CRD is served).
+		 * Within a CNI call's deadline, what a restarting or overloaded server
+		 * says is tried again: a refused connection (the request never went),
+		 * any failure of a read (a stream cut under load among them), and the
+		 * answers of a server not ready yet (503, 429, and 404 for the resource
+		 * itself before its CRD is served).
 		 */
 		again = r == -ECONNREFUSED || (r < 0 && strcmp(method, "GET") == 0) ||
 			(r == 0 && (status == 503 || status == 429 ||
 				    (status == 404 && !missing_object(doc))));
-		if (again && k->deadline) {
+		/* without a deadline (rdmans), a few tries: each one is bounded */
+		if (again && (k->deadline || attempt < 3)) {
 			struct timespec ts = { 0, 200 * 1000 * 1000 };
 
 			last_transport = r < 0;

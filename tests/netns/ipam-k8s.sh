@@ -19,7 +19,7 @@ k8s_kubeconfig "$KC" admin
 # out under contention, whatever the machine's load
 CONF='{"cniVersion":"1.1.0","name":"rdma-k8s","type":"rdma-netns","ipam":{"type":"rdma-netns-ipam",
  "range":"10.70.0.0/24","gateway":"10.70.0.1","datastore":"kubernetes","node_name":"node-a",
- "kubernetes":{"kubeconfig":"'"$KC"'","timeout_ms":60000,"deadline_ms":0}}}'
+ "kubernetes":{"kubeconfig":"'"$KC"'","timeout_ms":60000,"deadline_ms":120000}}}'
 
 # one ADD, counted by the server
 before=$(k8s_requests)
