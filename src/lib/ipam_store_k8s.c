@@ -725,6 +725,14 @@ static int gather_record(void *ctx, json_t *obj)
 	return 0;
 }
 
+static int by_attachment(const void *x, const void *y)
+{
+	const struct owned *a = x, *b = y;
+	int c = strcmp(a->rec.scope, b->rec.scope);
+
+	return c ? c : strcmp(a->rec.attachment, b->rec.attachment);
+}
+
 static int k8s_list(struct rn_ipam_store *s, const char *scope, enum rn_ipam_kind kind,
 		    rn_ipam_list_fn fn, void *ctx, struct rn_error *err)
 {
@@ -733,18 +741,17 @@ static int k8s_list(struct rn_ipam_store *s, const char *scope, enum rn_ipam_kin
 
 	if (kind == RN_IPAM_KIND_ADDRESS)
 		return list_all(to_k8s(s), list_address, &lc, err);
-	/* attachments are what their records say: one per scope and id */
+	/* attachments are what their records say: one per scope and id, each group read once */
 	r = list_all(to_k8s(s), gather_record, &lc, err);
-	for (size_t i = 0; r == 0 && i < lc.n; i++) {
+	if (r == 0 && lc.n > 1)
+		qsort(lc.o, lc.n, sizeof(*lc.o), by_attachment);
+	for (size_t i = 0, end; r == 0 && i < lc.n; i = end) {
 		_cleanup_free_ char *text = NULL;
-		bool first = true;
 
-		for (size_t j = 0; j < i && first; j++)
-			first = strcmp(lc.o[j].rec.attachment, lc.o[i].rec.attachment) ||
-				strcmp(lc.o[j].rec.scope, lc.o[i].rec.scope);
-		if (!first)
-			continue;
-		r = attachment_of(lc.o, lc.n, lc.o[i].rec.scope, lc.o[i].rec.attachment, &text);
+		for (end = i + 1; end < lc.n && by_attachment(&lc.o[i], &lc.o[end]) == 0; end++)
+			;
+		r = attachment_of(lc.o + i, end - i, lc.o[i].rec.scope, lc.o[i].rec.attachment,
+				  &text);
 		if (r == 0) {
 			struct rn_ipam_item it = {
 				lc.o[i].rec.scope, NULL, lc.o[i].rec.attachment, text, NULL, 1
