@@ -47,11 +47,15 @@ client() {
 
 # run NAME COUNTER: the N ADDs with $CONF, then one line of figures
 run() {
-	local name=$1 counter=$2 k t0 t1 r0 r1 out=$IPAM_TMP/bench-$1
+	local name=$1 counter=$2 k t0 t1 r0 r1 out=$IPAM_TMP/bench-$1 pids=()
 	r0=$($counter)
 	t0=${EPOCHREALTIME/./}
-	for ((k = 0; k < C; k++)); do client "$k" >"$out.$k" & done
-	wait
+	for ((k = 0; k < C; k++)); do
+		client "$k" >"$out.$k" &
+		pids+=($!)
+	done
+	# the clients only: the servers are children too
+	wait "${pids[@]}"
 	t1=${EPOCHREALTIME/./}
 	r1=$($counter)
 	cat "$out".* >"$out"
