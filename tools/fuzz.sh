@@ -14,13 +14,15 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 build=${RDMANS_FUZZ_BUILD:-build-fuzz}
 targets=(fuzz-nccl-merge fuzz-cni-conf fuzz-cni-args fuzz-ipam-config fuzz-ipam-range
-	fuzz-ipam-record fuzz-kubeconfig fuzz-cni-state fuzz-oci-state fuzz-oci-config fuzz-etcd-response
-	fuzz-ping-wire fuzz-nri-wire)
+	fuzz-ipam-record fuzz-cni-state fuzz-oci-state fuzz-oci-config fuzz-etcd-response fuzz-ping-wire
+	fuzz-nri-wire)
 
 usage() {
 	echo "usage: tools/fuzz.sh TARGET SECONDS | --all SECONDS | --list" >&2
 	exit 2
 }
+# the kubernetes store's kubeconfig reader (src/lib/ipam_kubeconfig.c)
+targets+=(fuzz-kubeconfig)
 [ $# -ge 1 ] || usage
 if [ "$1" = --list ]; then
 	printf '%s\n' "${targets[@]}"
