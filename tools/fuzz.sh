@@ -21,6 +21,8 @@ usage() {
 	echo "usage: tools/fuzz.sh TARGET SECONDS | --all SECONDS | --list" >&2
 	exit 2
 }
+# the kubernetes store's kubeconfig reader (src/lib/ipam_kubeconfig.c)
+targets+=(fuzz-kubeconfig)
 [ $# -ge 1 ] || usage
 if [ "$1" = --list ]; then
 	printf '%s\n' "${targets[@]}"

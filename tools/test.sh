@@ -10,6 +10,9 @@ tools/install-deps.sh
 tests/vm/prepare.sh
 # the current world: sid's kernel and userland root (cached; about 70 s the first time)
 RDMANS_VM_WORLD=current tests/vm/prepare.sh
+# the kubernetes store's tests: a real API server built from sid's packages (cached in
+# /var/cache/rdmans-apiserver; the first time a sid root and a go build, about 15 min on 2 cores)
+tools/apiserver.sh >/dev/null
 if [ ! -d "$build" ]; then
 	meson setup "$build" -Dwerror=true -Dnri=enabled -Ddevice_plugin=enabled -Db_sanitize=address,undefined -Db_lundef=false \
 		-Dfault_injection=true

@@ -20,6 +20,7 @@
 enum rn_ipam_store_kind {
 	RN_IPAM_STORE_LOCAL,
 	RN_IPAM_STORE_ETCD,
+	RN_IPAM_STORE_KUBERNETES,
 };
 
 enum rn_ipam_log_level {
@@ -43,6 +44,13 @@ struct rn_ipam_etcd {
 	const char *user_settings;
 };
 
+/* The kubernetes store: the cluster's API server, as a kubeconfig says. */
+struct rn_ipam_kubernetes {
+	char *kubeconfig; /* its path */
+	long timeout_ms; /* each request, at most */
+	long deadline_ms; /* all requests of one CNI call; 0: no bound (rdmans) */
+};
+
 struct rn_ipam_config {
 	char *cni_version;
 	char *network; /* the CNI network's "name" */
@@ -59,6 +67,7 @@ struct rn_ipam_config {
 	enum rn_ipam_store_kind store;
 	char *data_dir;
 	struct rn_ipam_etcd etcd;
+	struct rn_ipam_kubernetes kubernetes;
 	char *node;
 };
 

@@ -77,6 +77,13 @@ int rn_check_regular_fd(int fd, const char *path, const char *what, struct rn_er
 int rn_read_regular(const char *path, size_t max, const char *what, char **ret, size_t *ret_len,
 		    struct rn_error *err);
 
+/*
+ * Standard base64 (RFC 4648, '=' padding optional) to a NUL-terminated
+ * buffer (free() it); *ret_len (optional) excludes the NUL. -EBADMSG on a
+ * character outside the alphabet, -ENOMEM.
+ */
+int rn_base64_decode(const char *in, char **ret, size_t *ret_len);
+
 /* Reads fd to its end, at most max bytes, NUL-terminated (free() it): 0, -EFBIG beyond max, -errno. */
 int rn_read_fd(int fd, size_t max, char **ret, size_t *ret_len);
 

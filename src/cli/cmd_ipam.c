@@ -176,6 +176,7 @@ static int load_config(const struct ipam_opts *o, struct rn_ipam_config *c, stru
 		RN_IPAM_CONFIG_STORE_ONLY | (o->config ? 0 : RN_IPAM_CONFIG_CLI), c, err);
 	/* no runtime's deadline over rdmans (a reconcile pass may take long): each request's only */
 	c->etcd.deadline_ms = 0;
+	c->kubernetes.deadline_ms = 0;
 	return r;
 }
 

@@ -266,7 +266,10 @@ static void log_lease(struct plugin *p, const char *verb, const struct rn_ipam_l
 	      p->args.pod_name[0]	  ? p->args.pod_name
 	      : p->call->env.container_id ? p->call->env.container_id
 					  : "?",
-	      p->cfg.node, p->cfg.store == RN_IPAM_STORE_ETCD ? "etcd" : "local");
+	      p->cfg.node,
+	      p->cfg.store == RN_IPAM_STORE_ETCD	 ? "etcd"
+	      : p->cfg.store == RN_IPAM_STORE_KUBERNETES ? "kubernetes"
+							 : "local");
 }
 
 /* What the configuration says, minus anything secret. */
@@ -293,6 +296,9 @@ static void log_config(struct plugin *p)
 		      p->cfg.etcd.key_prefix ? p->cfg.etcd.key_prefix : RN_IPAM_DEFAULT_ETCD_PREFIX,
 		      p->cfg.etcd.ca_file || p->cfg.etcd.cert_file ? "on" : "off",
 		      p->cfg.etcd.username ? p->cfg.etcd.username : "(none)");
+	else if (p->cfg.store == RN_IPAM_STORE_KUBERNETES)
+		logf_(p, RN_IPAM_LOG_DEBUG, "store kubernetes: kubeconfig %s",
+		      p->cfg.kubernetes.kubeconfig);
 	else
 		logf_(p, RN_IPAM_LOG_DEBUG, "store local: %s", p->cfg.data_dir);
 }

@@ -28,6 +28,8 @@ int rn_ipam_store_open(const struct rn_ipam_config *c, struct rn_ipam_store **re
 		return rn_ipam_store_local_open(c, ret, err);
 	case RN_IPAM_STORE_ETCD:
 		return rn_ipam_store_etcd_open(c, ret, err);
+	case RN_IPAM_STORE_KUBERNETES:
+		return rn_ipam_store_k8s_open(c, ret, err);
 	}
 	return rn_error_set(err, EINVAL, "unknown IPAM store");
 }

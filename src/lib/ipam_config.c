@@ -58,6 +58,7 @@ void rn_ipam_config_free(struct rn_ipam_config *c)
 		free(c->etcd.password);
 	}
 	free(c->etcd.key_prefix);
+	free(c->kubernetes.kubeconfig);
 	free(c->node);
 	memset(c, 0, sizeof(*c));
 }
@@ -543,28 +544,28 @@ static int parse_etcd_endpoints(struct rn_ipam_config *c, json_t *ipam, json_t *
 }
 
 /* Which store: ipam.store, else what the endpoints and whereabouts' datastore say. */
-static int parse_store_kind(struct rn_ipam_config *c, json_t *ipam, const char *store,
-			    const char *datastore, struct rn_error *err)
+static int parse_store_kind(struct rn_ipam_config *c, const char *store, const char *datastore,
+			    struct rn_error *err)
 {
 	if (store && *store) {
 		if (strcmp(store, "local") == 0)
 			c->store = RN_IPAM_STORE_LOCAL;
 		else if (strcmp(store, "etcd") == 0)
 			c->store = RN_IPAM_STORE_ETCD;
+		else if (strcmp(store, "kubernetes") == 0)
+			c->store = RN_IPAM_STORE_KUBERNETES;
 		else
-			return rn_error_set(err, EINVAL,
-					    "ipam.store '%s' is unknown: use \"local\" (this node) "
-					    "or \"etcd\" (cluster-wide)",
-					    store);
+			return rn_error_set(
+				err, EINVAL,
+				"ipam.store '%s' is unknown: use \"local\" (this node), "
+				"\"kubernetes\" or \"etcd\" (cluster-wide)",
+				store);
 	} else if (c->etcd.n_endpoints || (datastore && strcmp(datastore, "etcd") == 0)) {
 		c->store = RN_IPAM_STORE_ETCD;
 	} else if ((datastore && strcmp(datastore, "kubernetes") == 0) ||
-		   json_object_get(ipam, "kubernetes")) {
-		/* whereabouts' cluster-wide CRDs: silently going node-local would hand out duplicates */
-		return rn_error_set(err, EINVAL,
-				    "whereabouts' kubernetes datastore is not supported: set "
-				    "ipam.store to \"etcd\" (addresses unique across the cluster) "
-				    "or \"local\" (unique on this node only)");
+		   c->kubernetes.kubeconfig) {
+		/* whereabouts' default datastore: its kubernetes.kubeconfig says where */
+		c->store = RN_IPAM_STORE_KUBERNETES;
 	} else {
 		c->store = RN_IPAM_STORE_LOCAL;
 	}
@@ -572,6 +573,49 @@ static int parse_store_kind(struct rn_ipam_config *c, json_t *ipam, const char *
 		return rn_error_set(err, EINVAL,
 				    "ipam.store is \"etcd\" but no endpoint is set (ipam.etcd."
 				    "endpoints: [\"https://10.0.0.1:2379\"], or etcd_host)");
+	if (c->store == RN_IPAM_STORE_KUBERNETES && !c->kubernetes.kubeconfig)
+		return rn_error_set(err, EINVAL,
+				    "the kubernetes store needs a kubeconfig: set ipam.kubernetes."
+				    "kubeconfig to its path (the DaemonSet writes "
+				    "/etc/cni/net.d/rdma-netns-ipam.d/rdma-netns-ipam.kubeconfig)");
+	return 0;
+}
+
+/* The kubernetes store's settings: ipam.kubernetes {kubeconfig, timeout_ms, deadline_ms}. */
+static int parse_kubernetes(struct rn_ipam_config *c, json_t *k8s, struct rn_error *err)
+{
+	const struct str_key keys[] = { { "kubeconfig", &c->kubernetes.kubeconfig } };
+	json_t *timeout = json_object_get(k8s, "timeout_ms");
+	json_t *deadline = json_object_get(k8s, "deadline_ms");
+	int r;
+
+	c->kubernetes.timeout_ms = 5000;
+	c->kubernetes.deadline_ms = RN_IPAM_ETCD_DEADLINE_MS;
+	if (!k8s)
+		return 0;
+	r = dup_keys(k8s, "ipam.kubernetes.", keys, RN_ARRAY_SIZE(keys), err);
+	if (r < 0)
+		return r;
+	if (c->kubernetes.kubeconfig && c->kubernetes.kubeconfig[0] != '/')
+		return rn_error_set(err, EINVAL,
+				    "ipam.kubernetes.kubeconfig '%s' must be an absolute path",
+				    c->kubernetes.kubeconfig);
+	if (timeout && !json_is_null(timeout)) {
+		if (!json_is_integer(timeout) || json_integer_value(timeout) <= 0 ||
+		    json_integer_value(timeout) > 600000)
+			return rn_error_set(err, EINVAL,
+					    "ipam.kubernetes.timeout_ms must be a number of "
+					    "milliseconds (1 to 600000)");
+		c->kubernetes.timeout_ms = (long)json_integer_value(timeout);
+	}
+	if (deadline && !json_is_null(deadline)) {
+		if (!json_is_integer(deadline) || json_integer_value(deadline) < 0 ||
+		    json_integer_value(deadline) > 600000)
+			return rn_error_set(err, EINVAL,
+					    "ipam.kubernetes.deadline_ms must be a number of "
+					    "milliseconds (0, no bound, to 600000)");
+		c->kubernetes.deadline_ms = (long)json_integer_value(deadline);
+	}
 	return 0;
 }
 
@@ -599,6 +643,7 @@ static int parse_data_dir(struct rn_ipam_config *c, json_t *ipam, struct rn_erro
 static int parse_store(struct rn_ipam_config *c, json_t *ipam, struct rn_error *err)
 {
 	json_t *etcd = json_object_get(ipam, "etcd");
+	json_t *k8s = json_object_get(ipam, "kubernetes");
 	const char *store, *datastore;
 	int r;
 
@@ -611,11 +656,17 @@ static int parse_store(struct rn_ipam_config *c, json_t *ipam, struct rn_error *
 		return rn_error_set(err, EINVAL, "ipam.etcd must be an object");
 	if (!json_is_object(etcd))
 		etcd = NULL;
+	if (k8s && !json_is_null(k8s) && !json_is_object(k8s))
+		return rn_error_set(err, EINVAL, "ipam.kubernetes must be an object");
+	if (!json_is_object(k8s))
+		k8s = NULL;
 	r = parse_etcd_auth(c, ipam, etcd, err);
 	if (r == 0)
 		r = parse_etcd_endpoints(c, ipam, etcd, err);
 	if (r == 0)
-		r = parse_store_kind(c, ipam, store, datastore, err);
+		r = parse_kubernetes(c, k8s, err);
+	if (r == 0)
+		r = parse_store_kind(c, store, datastore, err);
 	if (r == 0)
 		r = parse_data_dir(c, ipam, err);
 	return r;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Private: what an IPAM store does for ipam*.c. Two stores implement it:
- * ipam_store_local.c (files, flock stripes, rename(RENAME_NOREPLACE)) and
- * ipam_store_etcd.c (keys, txns that compare revisions).
+ * Private: what an IPAM store does for ipam*.c. Three stores implement it:
+ * ipam_store_local.c (files, flock stripes, rename(RENAME_NOREPLACE)),
+ * ipam_store_etcd.c (keys, txns that compare revisions) and
+ * ipam_store_k8s.c (custom resources, resourceVersion preconditions).
  *
  * Keys: an address record lives at (scope, pool, address), an attachment at
  * (scope, attachment id). A version is what a later write compares against:
@@ -122,5 +123,7 @@ int rn_ipam_store_local_open(const struct rn_ipam_config *c, struct rn_ipam_stor
 			     struct rn_error *err);
 int rn_ipam_store_etcd_open(const struct rn_ipam_config *c, struct rn_ipam_store **ret,
 			    struct rn_error *err);
+int rn_ipam_store_k8s_open(const struct rn_ipam_config *c, struct rn_ipam_store **ret,
+			   struct rn_error *err);
 
 #endif

@@ -26,7 +26,7 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/util.h"
 #include "rdmans/json_cleanup.h"
-#include "etcd_http.h"
+#include "ipam_http.h"
 #include "ipam_store.h"
 
 #define ATT_DIR "attachments"
@@ -128,45 +128,6 @@ static char *b64_encode(const unsigned char *in, size_t len)
 	}
 	*p = '\0';
 	return out;
-}
-
-static int b64_value(char c)
-{
-	const char *p = c ? strchr(b64, c) : NULL;
-
-	return p ? (int)(p - b64) : -1;
-}
-
-/* Decodes to a NUL-terminated buffer; *ret_len excludes the NUL. */
-static int b64_decode(const char *in, char **ret, size_t *ret_len)
-{
-	size_t len = strlen(in), n = 0;
-	_cleanup_free_ char *out = malloc(len / 4 * 3 + 4);
-	unsigned v = 0;
-	int bits = 0;
-
-	if (!out)
-		return -ENOMEM;
-	for (size_t i = 0; i < len; i++) {
-		int d;
-
-		if (in[i] == '=')
-			break;
-		d = b64_value(in[i]);
-		if (d < 0)
-			return -EBADMSG;
-		v = (v << 6) | (unsigned)d;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[n++] = (char)((v >> bits) & 0xff);
-		}
-	}
-	out[n] = '\0';
-	if (ret_len)
-		*ret_len = n;
-	*ret = TAKE_PTR(out);
-	return 0;
 }
 
 static json_t *b64_json(const char *s, size_t len)
@@ -309,8 +270,8 @@ static int request(struct etcd_store *e, const char *path, json_t *body, bool wi
 			url = NULL;
 			return rn_error_set(err, ENOMEM, "out of memory");
 		}
-		r = rn_http_post(e->http, url, text, with_token ? e->token : NULL, left, &status,
-				 &answer, &last);
+		r = rn_http_request(e->http, "POST", url, text, with_token ? e->token : NULL, left,
+				    &status, &answer, &last);
 		if (r < 0) {
 			/* this member is down or unreachable: the next one */
 			e->current++;
@@ -460,7 +421,7 @@ static int kv_value(const char *key, json_t *range_ans, char **ret_text, uint64_
 	if (ret_text) {
 		const char *v = json_string_value(json_object_get(kv, "value"));
 
-		if (b64_decode(v ? v : "", ret_text, NULL) < 0)
+		if (rn_base64_decode(v ? v : "", ret_text, NULL) < 0)
 			return rn_error_set(err, EBADMSG, "etcd key %s: value is not base64", key);
 	}
 	return 0;
@@ -507,7 +468,7 @@ static int kvs_taken(json_t *range_ans, int family, rn_u128 first, rn_u128 last,
 		int fam;
 		rn_u128 v;
 
-		if (!k || b64_decode(k, &key, NULL) < 0)
+		if (!k || rn_base64_decode(k, &key, NULL) < 0)
 			continue;
 		if (parse_hex_key(key, &fam, &v) == 0 && fam == family && v >= first && v <= last)
 			taken[n++] = v;
@@ -807,7 +768,7 @@ static int list_item(struct etcd_store *e, const char *key, const char *scope, b
 				it.why = "its key names no address";
 		}
 	}
-	if (b64_decode(value ? value : "", &text, NULL) < 0)
+	if (rn_base64_decode(value ? value : "", &text, NULL) < 0)
 		it.why = "its value is not base64";
 	it.text = text;
 	return fn(ctx, &it);
@@ -854,7 +815,7 @@ static int etcd_list(struct rn_ipam_store *s, const char *scope, enum rn_ipam_ki
 			size_t klen;
 			bool is_att;
 
-			if (!k || b64_decode(k, &key, &klen) < 0)
+			if (!k || rn_base64_decode(k, &key, &klen) < 0)
 				continue;
 			free(last_key);
 			last_key = malloc(klen + 1);
@@ -915,7 +876,9 @@ int rn_ipam_store_etcd_open(const struct rn_ipam_config *c, struct rn_ipam_store
 			    struct rn_error *err)
 {
 	const struct rn_ipam_etcd *cfg = &c->etcd;
-	struct rn_http_tls tls = { cfg->ca_file, cfg->cert_file, cfg->key_file };
+	struct rn_http_tls tls = { .ca_file = cfg->ca_file,
+				   .cert_file = cfg->cert_file,
+				   .key_file = cfg->key_file };
 	struct etcd_store *e;
 	int r;
 

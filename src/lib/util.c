@@ -537,3 +537,43 @@ const char *rn_config_root(void)
 
 	return root ? root : "";
 }
+
+static int base64_value(char c)
+{
+	static const char digits[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *p = c ? strchr(digits, c) : NULL;
+
+	return p ? (int)(p - digits) : -1;
+}
+
+int rn_base64_decode(const char *in, char **ret, size_t *ret_len)
+{
+	size_t len = strlen(in), n = 0;
+	_cleanup_free_ char *out = malloc(len / 4 * 3 + 4);
+	unsigned v = 0;
+	int bits = 0;
+
+	if (!out)
+		return -ENOMEM;
+	for (size_t i = 0; i < len; i++) {
+		int d;
+
+		if (in[i] == '=')
+			break;
+		d = base64_value(in[i]);
+		if (d < 0)
+			return -EBADMSG;
+		v = (v << 6) | (unsigned)d;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[n++] = (char)((v >> bits) & 0xff);
+		}
+	}
+	out[n] = '\0';
+	if (ret_len)
+		*ret_len = n;
+	*ret = TAKE_PTR(out);
+	return 0;
+}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The etcd store against any answers: etcd_http.c is replaced here by a
- * fake whose POSTs return the input's answers in turn (then "connection
+ * The etcd store against any answers: ipam_http.c is replaced here by a
+ * fake whose requests return the input's answers in turn (then "connection
  * refused"), so ipam_store_etcd.c and ipam.c run ADD, CHECK, DEL, GC,
  * STATUS and the operators' list and repair on whatever an etcd (or
  * something posing as one) says. An address handed out is always a usable
@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "../../src/lib/etcd_http.h"
+#include "../../src/lib/ipam_http.h"
 #include "fuzz.h"
 #include "rdmans/ipam.h"
 #include "rdmans/ipam_admin.h"
@@ -42,8 +42,9 @@ void rn_http_close(struct rn_http *h)
 	free(h);
 }
 
-int rn_http_post(struct rn_http *h, const char *url, const char *body, const char *authorization,
-		 long timeout_ms, long *ret_status, char **ret_body, struct rn_error *err)
+int rn_http_request(struct rn_http *h, const char *method, const char *url, const char *body,
+		    const char *authorization, long timeout_ms, long *ret_status, char **ret_body,
+		    struct rn_error *err)
 {
 	static const long status[] = { 200, 200, 200, 200, 400, 401, 403, 404, 500, 503 };
 	const uint8_t *end;

@@ -48,6 +48,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(c.scope && c.data_dir, "no scope or data dir");
 		FUZZ_ASSERT(c.store != RN_IPAM_STORE_ETCD || c.etcd.n_endpoints > 0,
 			    "etcd store without endpoints");
+		FUZZ_ASSERT(c.store != RN_IPAM_STORE_KUBERNETES ||
+				    (c.kubernetes.kubeconfig && c.kubernetes.kubeconfig[0] == '/'),
+			    "kubernetes store without an absolute kubeconfig");
 		for (size_t i = 0; i < c.etcd.n_endpoints; i++)
 			FUZZ_ASSERT(!has_userinfo(c.etcd.endpoints[i]),
 				    "an endpoint with a password was accepted: %s",

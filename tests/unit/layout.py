@@ -27,7 +27,7 @@ def check(name, problems):
 owners = {
     "libmnl/": {"src/lib/rdma_nl.c"},
     "netlink/": {"src/lib/link.c"},  # libnl-3 (the kernel's uapi is linux/netlink.h)
-    "curl/": {"src/lib/etcd_http.c"},
+    "curl/": {"src/lib/ipam_http.c"},
     "microhttpd.h": {"src/cli/cmd_exporter.c"},
     # rdma-core's libibverbs: verbs.c, and ping.c, the one user of librdmacm, whose API is made
     # of verbs objects (id->verbs, rdma_create_qp() on an ibv_pd) and whose data path
@@ -103,8 +103,9 @@ check("the core library does not include <jansson.h>", bad)
 
 # 4. a header per source: include/rdmans/X.h declares only what src/lib/X.c defines, and every
 #    src/lib/X.c has its X.h (in include/rdmans, or beside it when private to its library).
-#    The two IPAM stores implement one private interface, ipam_store.h.
-SHARED_INTERFACE = {"ipam_store_local.c": "ipam_store.h", "ipam_store_etcd.c": "ipam_store.h"}
+#    The three IPAM stores implement one private interface, ipam_store.h.
+SHARED_INTERFACE = {"ipam_store_local.c": "ipam_store.h", "ipam_store_etcd.c": "ipam_store.h",
+                    "ipam_store_k8s.c": "ipam_store.h"}
 decl = re.compile(r"^(?!static|typedef|#)[a-z][\w \*]*?\b(rn_\w+)\(", re.M)
 defined = {}
 for p in sorted((root / "src/lib").glob("*.c")):

@@ -349,7 +349,7 @@ static void files_named_by_the_config_must_be_regular(void)
 	remove_tree();
 }
 
-static void the_kubernetes_datastore_is_refused_not_made_local(void)
+static void whereabouts_kubernetes_datastore_picks_the_kubernetes_store(void)
 {
 	struct rn_ipam_config c;
 	struct rn_error err = { 0 };
@@ -359,13 +359,35 @@ static void the_kubernetes_datastore_is_refused_not_made_local(void)
 			"\"kubernetes\":{\"kubeconfig\":\"/etc/cni/net.d/whereabouts.d/"
 			"k.kubeconfig\"}}}",
 			0, &c, &err),
+		  0);
+	CHECK_INT(c.store, RN_IPAM_STORE_KUBERNETES);
+	CHECK_STR(c.kubernetes.kubeconfig, "/etc/cni/net.d/whereabouts.d/k.kubeconfig");
+	CHECK_INT(c.kubernetes.deadline_ms, RN_IPAM_ETCD_DEADLINE_MS);
+	rn_ipam_config_free(&c);
+	/* ours: store "kubernetes", and its request bounds */
+	CHECK_INT(parse("{\"ipam\":{\"range\":\"10.0.0.0/8\",\"store\":\"kubernetes\","
+			"\"kubernetes\":{\"kubeconfig\":\"/k\",\"timeout_ms\":700}}}",
+			0, &c, &err),
+		  0);
+	CHECK_INT(c.store, RN_IPAM_STORE_KUBERNETES);
+	CHECK_INT(c.kubernetes.timeout_ms, 700);
+	rn_ipam_config_free(&c);
+	/* never silently node-local: without a kubeconfig it is refused, saying what to set */
+	CHECK_INT(parse("{\"ipam\":{\"range\":\"10.0.0.0/8\",\"datastore\":\"kubernetes\"}}", 0, &c,
+			&err),
 		  -EINVAL);
-	CHECK_CONTAINS(err.msg, "kubernetes datastore is not supported");
+	CHECK_CONTAINS(err.msg, "ipam.kubernetes.kubeconfig");
+	CHECK_INT(parse("{\"ipam\":{\"range\":\"10.0.0.0/8\",\"store\":\"kubernetes\","
+			"\"kubernetes\":{\"kubeconfig\":\"k.kubeconfig\"}}}",
+			0, &c, &err),
+		  -EINVAL);
+	CHECK_CONTAINS(err.msg, "must be an absolute path");
 	/* an explicit store wins over the leftover whereabouts keys */
 	CHECK_INT(parse("{\"ipam\":{\"range\":\"10.0.0.0/8\",\"store\":\"local\","
 			"\"kubernetes\":{\"kubeconfig\":\"/k\"}}}",
 			0, &c, &err),
 		  0);
+	CHECK_INT(c.store, RN_IPAM_STORE_LOCAL);
 	rn_ipam_config_free(&c);
 	remove_tree();
 }
@@ -595,7 +617,7 @@ RN_TEST_MAIN(T(whereabouts_example_config_parses),
 	     T(bad_etcd_settings_are_refused_without_echoing_secrets),
 	     T(endpoints_with_a_password_are_refused_and_redacted),
 	     T(files_named_by_the_config_must_be_regular),
-	     T(the_kubernetes_datastore_is_refused_not_made_local),
+	     T(whereabouts_kubernetes_datastore_picks_the_kubernetes_store),
 	     T(configuration_path_fills_what_the_inline_config_leaves_out),
 	     T(flat_files_are_searched_where_whereabouts_looks),
 	     T(conflists_and_flat_objects_are_read_too), T(store_only_parsing_ignores_the_ranges),

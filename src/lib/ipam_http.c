@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * HTTP POST over libcurl for the etcd store (etcd_http.h).
+ * HTTP over libcurl for the IPAM stores that talk to a server (ipam_http.h):
+ * etcd's JSON gateway and the Kubernetes API.
  *
- * libcurl is loaded with dlopen() the first time the etcd store is used:
+ * libcurl is loaded with dlopen() the first time such a store is used:
  * linked in, its 30-odd dependencies (TLS, Kerberos, LDAP, ...) cost every
  * exec of the plugin about 20 ms of dynamic relocation, local store or not.
  */
@@ -15,7 +16,7 @@
 
 #include "rdmans/cleanup.h"
 #include "rdmans/util.h"
-#include "etcd_http.h"
+#include "ipam_http.h"
 
 #define MAX_BODY (64u * 1024 * 1024)
 #define LIBCURL "libcurl.so.4"
@@ -59,8 +60,8 @@ static int load_libcurl(struct rn_error *err)
 	h = dlopen(LIBCURL, RTLD_NOW | RTLD_LOCAL);
 	if (!h)
 		return rn_error_set(err, ENOPKG,
-				    "the etcd store needs libcurl (" LIBCURL "): %s (install "
-				    "libcurl4)",
+				    "the etcd and kubernetes stores need libcurl (" LIBCURL "): "
+				    "%s (install libcurl4)",
 				    dlerror());
 	for (size_t i = 0; i < RN_ARRAY_SIZE(syms); i++) {
 		void *f = dlsym(h, syms[i].name);
@@ -79,7 +80,9 @@ struct rn_http {
 	CURL *curl;
 	char errbuf[CURL_ERROR_SIZE];
 	bool client_cert; /* a client certificate is configured */
+	const char *cert_settings; /* where it is set, for messages (static text) */
 	long timeout_ms; /* each request, at most */
+	long connect_timeout_ms; /* each connection, at most */
 };
 
 struct buffer {
@@ -103,6 +106,14 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ctx)
 	b->len += n;
 	b->data[b->len] = '\0';
 	return n;
+}
+
+/* PEM text handed to libcurl, which copies it (CURL_BLOB_COPY) */
+static void set_blob(CURL *curl, CURLoption opt, const char *pem)
+{
+	struct curl_blob blob = { (void *)pem, strlen(pem), CURL_BLOB_COPY };
+
+	lc.easy_setopt(curl, opt, &blob);
 }
 
 static void curl_slist_freep(struct curl_slist **l)
@@ -152,17 +163,25 @@ int rn_http_open(const struct rn_http_tls *tls, long timeout_ms, struct rn_http 
 	lc.easy_setopt(h->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	lc.easy_setopt(h->curl, CURLOPT_FOLLOWLOCATION, 0L);
 	h->timeout_ms = timeout_ms;
+	h->connect_timeout_ms = tls && tls->connect_timeout_ms > 0 ? tls->connect_timeout_ms : 2000;
 	/* no proxy: etcd is reached directly, whatever the environment says */
 	lc.easy_setopt(h->curl, CURLOPT_NOPROXY, "*");
 	lc.easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_data);
 	if (tls) {
-		if (tls->ca_file)
+		if (tls->ca_pem)
+			set_blob(h->curl, CURLOPT_CAINFO_BLOB, tls->ca_pem);
+		else if (tls->ca_file)
 			lc.easy_setopt(h->curl, CURLOPT_CAINFO, tls->ca_file);
-		if (tls->cert_file)
+		if (tls->cert_pem)
+			set_blob(h->curl, CURLOPT_SSLCERT_BLOB, tls->cert_pem);
+		else if (tls->cert_file)
 			lc.easy_setopt(h->curl, CURLOPT_SSLCERT, tls->cert_file);
-		h->client_cert = tls->cert_file != NULL;
-		if (tls->key_file)
+		h->client_cert = tls->cert_file != NULL || tls->cert_pem != NULL;
+		if (tls->key_pem)
+			set_blob(h->curl, CURLOPT_SSLKEY_BLOB, tls->key_pem);
+		else if (tls->key_file)
 			lc.easy_setopt(h->curl, CURLOPT_SSLKEY, tls->key_file);
+		h->cert_settings = tls->cert_settings;
 	}
 	*ret = h;
 	return 0;
@@ -235,27 +254,36 @@ static int transport_error(const struct rn_http *h, const char *url, CURLcode rc
 {
 	const char *msg = h->errbuf[0] ? h->errbuf : lc.easy_strerror(rc);
 
+	const char *where = h->cert_settings ? h->cert_settings : "cert_file and key_file";
+
+	if (tls_closed(url, rc, msg) && h->client_cert)
+		return rn_error_set(err, EPROTO,
+				    "%s: the server ended the TLS connection (%s): it may refuse "
+				    "our client certificate (check %s, and that the server trusts "
+				    "their CA)",
+				    url, msg, where);
 	if (tls_closed(url, rc, msg))
 		return rn_error_set(
-			err, EPROTO, "%s: the server ended the TLS connection (%s): %s", url, msg,
-			h->client_cert
-				? "it may refuse our client certificate (check cert_file and "
-				  "key_file, and that the server trusts their CA)"
-				: "a server that wants a client certificate does that when "
-				  "none is given (set cert_file and key_file)");
+			err, EPROTO,
+			"%s: the server ended the TLS connection (%s): a server that "
+			"wants a client certificate does that when none is given (set %s)",
+			url, msg, where);
 	return rn_error_set(err, transport_errno(rc, msg), "%s: %s", url, msg);
 }
 
-int rn_http_post(struct rn_http *h, const char *url, const char *body, const char *authorization,
-		 long timeout_ms, long *ret_status, char **ret_body, struct rn_error *err)
+int rn_http_request(struct rn_http *h, const char *method, const char *url, const char *body,
+		    const char *authorization, long timeout_ms, long *ret_status, char **ret_body,
+		    struct rn_error *err)
 {
 	__attribute__((cleanup(curl_slist_freep))) struct curl_slist *headers = NULL;
 	_cleanup_free_ char *auth_header = NULL;
 	struct buffer b = { 0 };
 	CURLcode rc;
 
-	headers = lc.slist_append(headers, "Content-Type: application/json");
-	if (authorization && *authorization) {
+	headers = lc.slist_append(headers, "Accept: application/json");
+	if (headers && body)
+		headers = lc.slist_append(headers, "Content-Type: application/json");
+	if (headers && authorization && *authorization) {
 		if (asprintf(&auth_header, "Authorization: %s", authorization) < 0) {
 			auth_header = NULL;
 			return rn_error_set(err, ENOMEM, "out of memory");
@@ -267,12 +295,18 @@ int rn_http_post(struct rn_http *h, const char *url, const char *body, const cha
 	h->errbuf[0] = '\0';
 	lc.easy_setopt(h->curl, CURLOPT_URL, url);
 	lc.easy_setopt(h->curl, CURLOPT_HTTPHEADER, headers);
-	lc.easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
+	/* a body goes as POSTFIELDS; the method is said apart (GET and DELETE may carry one too) */
+	lc.easy_setopt(h->curl, CURLOPT_HTTPGET, 1L);
+	if (body)
+		lc.easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
+	lc.easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST,
+		       strcmp(method, body ? "POST" : "GET") ? method : NULL);
 	lc.easy_setopt(h->curl, CURLOPT_WRITEDATA, &b);
 	if (timeout_ms <= 0 || timeout_ms > h->timeout_ms)
 		timeout_ms = h->timeout_ms;
 	lc.easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
-	lc.easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 2000 ? timeout_ms : 2000L);
+	lc.easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS,
+		       timeout_ms < h->connect_timeout_ms ? timeout_ms : h->connect_timeout_ms);
 	rc = lc.easy_perform(h->curl);
 	lc.easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
 	if (auth_header)
