@@ -26,6 +26,7 @@
 
 #define DP_SERVICE "/v1beta1.DevicePlugin/"
 #define MAX_MESSAGE (4u << 20) /* gRPC's default limit */
+#define STOP_DRAIN_MS 10000 /* how long a stopping server waits for its calls */
 
 /* ---- Allocate's answer, built by the caller ---- */
 
@@ -228,6 +229,7 @@ struct rn_kw_server {
 	void *ctx;
 	bool preferred;
 	bool shutting_down, shut_down;
+	bool abandoned; /* stopped, but its calls did not all come back */
 	uint64_t gen; /* bumped by each publish */
 	grpc_byte_buffer *list; /* the current ListAndWatchResponse */
 	struct kw_call *streams;
@@ -838,24 +840,44 @@ void rn_kw_server_stop(struct rn_kw_server *srv)
 	srv->shutting_down = true;
 	grpc_server_shutdown_and_notify(srv->server, srv->loop->cq, &srv->t_shutdown);
 	grpc_server_cancel_all_calls(srv->server);
-	/* every call of this server, and the shutdown, come back before it is freed */
+	/*
+	 * Every call of this server, and the shutdown, come back before it is
+	 * freed. Bounded: a call that never comes back leaves the server
+	 * allocated (gRPC forbids destroying it before its shutdown tag), but
+	 * never hangs the caller, who is stopping.
+	 */
+	gpr_timespec until = deadline_ms(STOP_DRAIN_MS);
+
 	while (!srv->shut_down || srv->live_calls > 0) {
-		grpc_event ev = grpc_completion_queue_next(
-			srv->loop->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+		grpc_event ev = grpc_completion_queue_next(srv->loop->cq, until, NULL);
 
 		if (ev.type != GRPC_OP_COMPLETE)
 			break;
 		on_event(ev);
+	}
+	if (!srv->shut_down || srv->live_calls > 0) {
+		(void)unlink(srv->path);
+		srv->abandoned = true;
+		return;
 	}
 	server_destroy(srv);
 }
 
 void rn_kw_loop_free(struct rn_kw_loop *loop)
 {
+	bool abandoned = false;
+
 	if (!loop)
 		return;
-	while (loop->servers)
-		rn_kw_server_stop(loop->servers);
+	for (struct rn_kw_server *srv = loop->servers, *next; srv; srv = next) {
+		next = srv->next;
+		if (!srv->abandoned)
+			rn_kw_server_stop(srv);
+	}
+	for (struct rn_kw_server *srv = loop->servers; srv; srv = srv->next)
+		abandoned |= srv->abandoned;
+	if (abandoned)
+		return; /* its queue still serves what was abandoned: left as it is */
 	grpc_completion_queue_shutdown(loop->cq);
 	while (grpc_completion_queue_next(loop->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL)
 		       .type != GRPC_QUEUE_SHUTDOWN)

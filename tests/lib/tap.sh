@@ -140,6 +140,25 @@ vm_all_stopped() {
 	done
 }
 
+# vm_wait_exit PID SECS: waits at most SECS for child PID to exit and returns
+# its status; one that is still running then is killed (-9) and gives 124, so
+# that a daemon which does not stop fails its check instead of hanging the test.
+vm_wait_exit() {
+	local tries=$(($2 * 10)) st
+	while [ "$tries" -gt 0 ]; do
+		st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
+		case "$st" in Z | "") break ;; esac
+		sleep 0.1
+		tries=$((tries - 1))
+	done
+	if [ "$tries" = 0 ]; then
+		kill -9 "$1" 2>/dev/null
+		wait "$1" 2>/dev/null
+		return 124
+	fi
+	wait "$1"
+}
+
 # vm_poll SECS CMD...: runs CMD every 0.1 s until it succeeds or SECS pass
 # (then once more, so its output and status reach the caller).
 vm_poll() { # POSIX sh: guest scripts also source this from `sh -c`

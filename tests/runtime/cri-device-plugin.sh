@@ -168,8 +168,8 @@ vm_check "every device is home" vm_expect_eq "host host host host" \
 
 kill "$PLUGIN"
 rc=0
-wait "$PLUGIN" || rc=$?
+vm_wait_exit "$PLUGIN" 60 || rc=$?
 vm_check "the plugin stops on SIGTERM (exit 0)" vm_expect_eq 0 "$rc"
 kill "$KPID"
-kill "$CTRD" && wait "$CTRD" 2>/dev/null
+kill "$CTRD" && vm_wait_exit "$CTRD" 120 2>/dev/null
 vm_done

@@ -66,7 +66,7 @@ vm_check "${dev[0]} is home" vm_expect_eq host "$(rt_where "${dev[0]}")"
 
 # --- kubelet gone: a pod without annotations starts as it came ------------------------------------
 kill "$KPID"
-wait "$KPID"
+vm_wait_exit "$KPID" 60
 rt_here "with kubelet's socket gone, RunPodSandbox of a plain pod works" cri runp podL
 podL=$(jq -r . <<<"$CRI_OUT")
 vm_check "  nothing moved" vm_expect_eq "host host" "$(rt_where "${dev[0]}") $(rt_where "${dev[1]}")"
@@ -74,5 +74,5 @@ rt_here "StopPodSandbox podL" cri stopp "$podL"
 rt_here "RemovePodSandbox podL" cri rmp "$podL"
 
 kill "$NRI_PID" "$PLUGIN"
-kill "$CTRD" && wait "$CTRD" 2>/dev/null
+kill "$CTRD" && vm_wait_exit "$CTRD" 120 2>/dev/null
 vm_done

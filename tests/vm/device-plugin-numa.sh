@@ -84,7 +84,7 @@ ip netns del pod
 
 kill "$PLUGIN"
 rc=0
-wait "$PLUGIN" || rc=$?
+vm_wait_exit "$PLUGIN" 60 || rc=$?
 vm_check "the plugin exits 0 on SIGTERM" vm_expect_eq 0 "$rc"
 kill "$KPID"
 vm_done

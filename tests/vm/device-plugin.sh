@@ -30,7 +30,7 @@ kubelet_start() {
 	$K serve "$DIR" "$LOG" 2>>/run/kubelet/kubelet.err &
 	KPID=$!
 }
-kubelet_stop() { kill "$KPID" && wait "$KPID"; }
+kubelet_stop() { kill "$KPID" && vm_wait_exit "$KPID" 60; }
 events() { grep -c "\"event\": \"$1\"" "$LOG" 2>/dev/null || true; }
 last_list() { $K last-list "$LOG" "$RES"; }
 lists() { $K lists "$LOG" "$RES"; }
@@ -120,7 +120,7 @@ vm_run_code 0 "after the restart: Allocate works" $K allocate "$DIR" "$SOCK" sim
 # --- SIGTERM ends it, and its socket goes --------------------------------------------------------
 kill "$PLUGIN"
 rc=0
-wait "$PLUGIN" || rc=$?
+vm_wait_exit "$PLUGIN" 60 || rc=$?
 vm_check "SIGTERM: the plugin exits 0 (ASan finds no leak)" vm_expect_eq 0 "$rc"
 [ "$rc" = 0 ] || vm_diag "$(tail -n 30 /run/kubelet/plugin.err)"
 vm_check "SIGTERM: its socket is removed" sh -c "! test -e $DIR/$SOCK"
@@ -146,7 +146,7 @@ vm_check "cdi-annotations: the annotation names the CDI device" vm_expect_eq \
 	"$(echo "$OUT" | jq -c '.container_responses[0].annotations')"
 kill "$PLUGIN"
 rc=0
-wait "$PLUGIN" || rc=$?
+vm_wait_exit "$PLUGIN" 60 || rc=$?
 vm_check "SIGTERM with two pools: exit 0" vm_expect_eq 0 "$rc"
 
 # --- bad input: a clear error, exit 2, nothing served ----------------------------------------------
