@@ -29,7 +29,12 @@
 
 #define DEFAULT_PLUGIN_DIR "/var/lib/kubelet/device-plugins"
 #define KUBELET_SOCK "kubelet.sock"
-#define REGISTER_TIMEOUT_MS 10000
+/*
+ * kubelet answers Register once it has dialled back and asked for the
+ * options; the registration runs on its own thread, so a long deadline
+ * holds nothing up, and a slow node (or an emulated one) still registers
+ */
+#define REGISTER_TIMEOUT_MS 90000
 #define DEFAULT_POLL_MS 1000
 #define MAX_CONFIG (1 << 20)
 

@@ -66,7 +66,7 @@ def log(path, event):
 
 def dial(directory, endpoint):
     ch = grpc.insecure_channel("unix://" + os.path.join(directory, endpoint))
-    grpc.channel_ready_future(ch).result(timeout=10)
+    grpc.channel_ready_future(ch).result(timeout=30)
     return ch, dpg.DevicePluginStub(ch)
 
 
@@ -118,7 +118,7 @@ def serve(directory, log_path, podres_sock=None, state_path=None):
                           f"Unsupported version {req.version}")
             try:
                 ch, stub = dial(directory, req.endpoint)
-                opts = stub.GetDevicePluginOptions(dp.Empty(), timeout=10)
+                opts = stub.GetDevicePluginOptions(dp.Empty(), timeout=30)
             except Exception as e:  # kubelet answers Register with the dial's error
                 log(log_path, {"event": "dial-failed", "error": str(e)})
                 ctx.abort(grpc.StatusCode.UNKNOWN, f"cannot dial the plugin: {e}")
@@ -172,7 +172,7 @@ def main(argv):
             os.rename(argv[2] + ".new", argv[2])
         elif cmd == "options":
             _, stub = dial(argv[2], argv[3])
-            print(json.dumps(as_dict(stub.GetDevicePluginOptions(dp.Empty(), timeout=10))))
+            print(json.dumps(as_dict(stub.GetDevicePluginOptions(dp.Empty(), timeout=30))))
         elif cmd == "preferred":
             args = dict(zip(argv[4::2], argv[5::2]))
             req = dp.PreferredAllocationRequest(container_requests=[
@@ -181,13 +181,13 @@ def main(argv):
                     must_include_deviceIDs=[x for x in args.get("--must", "").split(",") if x],
                     allocation_size=int(args.get("--size", "0")))])
             _, stub = dial(argv[2], argv[3])
-            resp = stub.GetPreferredAllocation(req, timeout=10)
+            resp = stub.GetPreferredAllocation(req, timeout=30)
             print(",".join(resp.container_responses[0].deviceIDs))
         elif cmd == "allocate":
             _, stub = dial(argv[2], argv[3])
             req = dp.AllocateRequest(container_requests=[
                 dp.ContainerAllocateRequest(devices_ids=argv[4:])])
-            print(json.dumps(as_dict(stub.Allocate(req, timeout=10)), sort_keys=True))
+            print(json.dumps(as_dict(stub.Allocate(req, timeout=30)), sort_keys=True))
         elif cmd == "time-allocate":
             _, stub = dial(argv[2], argv[3])
             req = dp.AllocateRequest(container_requests=[
@@ -195,7 +195,7 @@ def main(argv):
             times = []
             for _ in range(int(argv[4])):
                 t0 = time.monotonic()
-                stub.Allocate(req, timeout=10)
+                stub.Allocate(req, timeout=30)
                 times.append((time.monotonic() - t0) * 1000)
             times.sort()
             print(f"{times[len(times) // 2]:.2f} {times[int(len(times) * 0.99)]:.2f} {times[-1]:.2f}")
