@@ -49,7 +49,7 @@ vm_poll 120 test -S "$DIR/kubelet.sock" || vm_fail "kubelet.py did not serve: $(
 "$DP" 2>/run/kubelet/plugin.err &
 PLUGIN=$!
 healthy() { [ "$($K last-list "$LOG" rdmans.io/rdma | grep -c ' Healthy ')" = 4 ]; }
-vm_check "rdmans-device-plugin (installed, default plugin dir) lists four Healthy devices" vm_poll 120 healthy
+vm_check "rdmans-device-plugin (installed, default plugin dir) lists four Healthy devices" vm_poll 240 healthy
 
 # --- the node: CNI and CDI as on a Kubernetes node ---------------------------------------------
 mkdir -p /etc/cni/net.d /etc/cdi /etc/containerd

@@ -47,7 +47,7 @@ vm_poll 60 test -S "$DIR/kubelet.sock" || vm_fail "kubelet.py: $(tail -n 3 /run/
 PLUGIN=$!
 want=$(for i in 0 1 2 3 4 5 6 7; do echo "${bdf[i]} Healthy $(cat "/sys/bus/pci/devices/${bdf[i]}/numa_node")"; done)
 list_is() { [ "$($K last-list "$LOG" rdmans.io/rdma)" = "$1" ]; }
-vm_check "ListAndWatch: eight devices by PCI address, each with its NUMA node" vm_poll 120 list_is "$want"
+vm_check "ListAndWatch: eight devices by PCI address, each with its NUMA node" vm_poll 240 list_is "$want"
 vm_check "four on NUMA node 0, four on node 1" vm_expect_eq "4 4" \
 	"$(echo "$want" | grep -c ' 0$') $(echo "$want" | grep -c ' 1$')"
 vm_diag "$(echo "$want" | tr '\n' ';')"

@@ -42,7 +42,7 @@ vm_check "kubelet.sock is served" vm_poll 60 test -S "$DIR/kubelet.sock"
 PLUGIN=$!
 
 # --- Register, as kubelet sees it ---------------------------------------------------
-vm_check "the plugin registers (kubelet dials back before it answers)" vm_poll 60 sh -c "[ \"\$(grep -c '\"event\": \"options\"' $LOG)\" -ge 1 ]"
+vm_check "the plugin registers (kubelet dials back before it answers)" vm_poll 180 sh -c "[ \"\$(grep -c '\"event\": \"options\"' $LOG)\" -ge 1 ]"
 reg=$(grep '"event": "register"' "$LOG" | head -n 1)
 vm_check "Register: API v1beta1" vm_expect_contains "$reg" '"version": "v1beta1"'
 vm_check "Register: resource rdmans.io/rdma" vm_expect_contains "$reg" '"resource": "rdmans.io/rdma"'
