@@ -2,13 +2,7 @@
 # Guest side of bench/device-plugin.sh.
 set -u
 . "$RDMANS_VM_LIB"
-R=$RDMANS_BUILD_DIR/src/cli/rdmans
-DP=$RDMANS_BUILD_DIR/src/device-plugin/rdmans-device-plugin
-export RDMANS_KUBELET_PROTOS=$RDMANS_BUILD_DIR/src/lib/kubelet_proto RDMANS_KUBELET_PY=/run/kubelet/py
-K="/usr/bin/python3 $(dirname "$RDMANS_VM_LIB")/kubelet.py"
-DIR=/run/kubelet/device-plugins
-LOG=/run/kubelet/events.jsonl
-mkdir -p "$DIR"
+vm_kubelet_env
 vm_load_rdma
 vm_load_simhca
 "$R" system set netns exclusive || vm_fail "exclusive mode"

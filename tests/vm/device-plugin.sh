@@ -6,15 +6,9 @@
 # Allocate (CDI names, NCCL_IB_HCA, device nodes), a kubelet restart.
 set -u
 . "$RDMANS_VM_LIB"
-R=$RDMANS_BUILD_DIR/src/cli/rdmans
-DP=$RDMANS_BUILD_DIR/src/device-plugin/rdmans-device-plugin
-export RDMANS_KUBELET_PROTOS=$RDMANS_BUILD_DIR/src/lib/kubelet_proto RDMANS_KUBELET_PY=/run/kubelet/py
-K="/usr/bin/python3 $(dirname "$RDMANS_VM_LIB")/kubelet.py"
-DIR=/run/kubelet/device-plugins
-LOG=/run/kubelet/events.jsonl
+vm_kubelet_env
 RES=rdmans.io/rdma
 SOCK=rdmans-rdma.sock
-mkdir -p "$DIR"
 
 vm_load_rdma
 vm_load_simhca

@@ -80,3 +80,17 @@ vm_check_client() {
 vm_tcp_listening() {
 	ip netns exec "$1" ss -ltnH "sport = :$2" 2>/dev/null | grep -q .
 }
+
+# vm_kubelet_env: what a guest needs to stand in for kubelet beside
+# rdmans-device-plugin (tests/vm/kubelet.py, from kubelet's .proto files):
+# R, DP (the build's binaries), K (kubelet.py, its modules generated once
+# in /run/kubelet/py), DIR (the plugin directory, made), LOG (its events).
+vm_kubelet_env() {
+	R=$RDMANS_BUILD_DIR/src/cli/rdmans
+	DP=$RDMANS_BUILD_DIR/src/device-plugin/rdmans-device-plugin
+	export RDMANS_KUBELET_PROTOS=$RDMANS_BUILD_DIR/src/lib/kubelet_proto RDMANS_KUBELET_PY=/run/kubelet/py
+	K="/usr/bin/python3 $_rn_vm_lib_dir/kubelet.py"
+	DIR=/run/kubelet/device-plugins
+	LOG=/run/kubelet/events.jsonl
+	mkdir -p "$DIR"
+}
