@@ -19,15 +19,9 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 N=${1:-5000}
 C=${2:-10}
-b=$top/${RDMANS_BENCH_BUILD:-build-bench-ipam}
-if [ -z "${RDMA_NETNS_IPAM:-}" ]; then
-	[ -d "$b" ] || meson setup "$b" -Dbuildtype=release >/dev/null
-	ninja -C "$b" src/ipam/rdma-netns-ipam src/cli/rdmans >/dev/null
-fi
+. "$top/bench/lib.sh"
+bench_ipam_binaries
 set +e
-RDMANS_BUILD_DIR=$b
-IPAM=${RDMA_NETNS_IPAM:-$b/src/ipam/rdma-netns-ipam}
-RDMANS=${RDMANS:-$b/src/cli/rdmans}
 . "$top/tests/vm/guest-lib.sh"
 . "$top/tests/netns/ipam-lib.sh"
 DISK=$(mktemp -d /var/tmp/rn-ipam-scale.XXXXXX)

@@ -36,6 +36,20 @@ bench_plugin() {
 	fi
 }
 
+# bench_ipam_binaries: sets b, IPAM and RDMANS: $RDMA_NETNS_IPAM and $RDMANS,
+# or rdma-netns-ipam and rdmans from a release build in $RDMANS_BENCH_BUILD
+# (build-bench-ipam), made when missing; RDMANS_BUILD_DIR is that build
+bench_ipam_binaries() {
+	b=$top/${RDMANS_BENCH_BUILD:-build-bench-ipam}
+	if [ -z "${RDMA_NETNS_IPAM:-}" ]; then
+		[ -d "$b" ] || meson setup "$b" -Dbuildtype=release >/dev/null
+		ninja -C "$b" src/ipam/rdma-netns-ipam src/cli/rdmans >/dev/null
+	fi
+	RDMANS_BUILD_DIR=$b
+	IPAM=${RDMA_NETNS_IPAM:-$b/src/ipam/rdma-netns-ipam}
+	RDMANS=${RDMANS:-$b/src/cli/rdmans}
+}
+
 bench_veth_gone() {
 	ip netns del rnb-pod 2>/dev/null || true
 	[ "$dev" != rnb0 ] || ip link del rnb0 2>/dev/null || true
