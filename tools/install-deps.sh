@@ -11,6 +11,7 @@ packages=(
 	libcurl4-openssl-dev # rdma-netns-ipam's etcd store (libcurl4 is dlopen()ed at run time)
 	protobuf-c-compiler libprotobuf-c-dev # rdmans-nri's NRI messages (tools/fetch-protos.sh)
 	libgrpc-dev # rdmans-device-plugin's gRPC (grpc's C core), kubelet's messages as above
+	libstdc++-12-dev # grpc's core is C++: linking it from its archives needs libstdc++.so
 	# tests: namespaces, containers, peers
 	iproute2 util-linux jq bc python3-yaml runc strace containernetworking-plugins etcd-server etcd-client
 	openssl # rdma-netns-ipam's TLS tests make their certificates

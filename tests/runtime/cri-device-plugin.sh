@@ -48,6 +48,7 @@ KPID=$!
 vm_poll 120 test -S "$DIR/kubelet.sock" || vm_fail "kubelet.py did not serve: $(tail -n 5 /run/kubelet/kubelet.err)"
 "$DP" 2>/run/kubelet/plugin.err &
 PLUGIN=$!
+vm_kubelet_registered "rdmans-device-plugin registers" 240
 healthy() { [ "$($K last-list "$LOG" rdmans.io/rdma | grep -c ' Healthy ')" = 4 ]; }
 vm_check "rdmans-device-plugin (installed, default plugin dir) lists four Healthy devices" vm_poll 240 healthy
 

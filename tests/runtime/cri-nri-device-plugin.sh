@@ -28,7 +28,7 @@ KPID=$!
 vm_poll 120 test -S "$PODRES" || vm_fail "kubelet.py did not serve: $(tail -n 5 /run/kubelet/kubelet.err)"
 "$DP" 2>/run/kubelet/plugin.err &
 PLUGIN=$!
-vm_check "rdmans-device-plugin registers" vm_poll 240 sh -c "grep -q '\"event\": \"options\"' $LOG"
+vm_kubelet_registered "rdmans-device-plugin registers" 240
 nri_start
 vm_check "rdmans-nri registers with containerd" vm_poll 300 nri_registered 1
 

@@ -39,6 +39,7 @@ KPID=$!
 vm_poll 60 test -S "$DIR/kubelet.sock" || vm_fail "kubelet.py: $(tail -n 3 /run/kubelet/kubelet.err)"
 "$DP" --plugin-dir "$DIR" --poll-ms 200 2>/run/kubelet/plugin.err &
 PLUGIN=$!
+vm_kubelet_registered "rdmans-device-plugin registers" 240
 want=$(for i in 0 1 2 3 4 5 6 7; do echo "${bdf[i]} Healthy $(cat "/sys/bus/pci/devices/${bdf[i]}/numa_node")"; done)
 list_is() { [ "$($K last-list "$LOG" rdmans.io/rdma)" = "$1" ]; }
 vm_check "ListAndWatch: eight devices by PCI address, each with its NUMA node" vm_poll 240 list_is "$want"

@@ -36,7 +36,7 @@ vm_check "kubelet.sock is served" vm_poll 60 test -S "$DIR/kubelet.sock"
 PLUGIN=$!
 
 # --- Register, as kubelet sees it ---------------------------------------------------
-vm_check "the plugin registers (kubelet dials back before it answers)" vm_poll 180 sh -c "[ \"\$(grep -c '\"event\": \"options\"' $LOG)\" -ge 1 ]"
+vm_kubelet_registered "the plugin registers (kubelet dials back before it answers)" 180
 reg=$(grep '"event": "register"' "$LOG" | head -n 1)
 vm_check "Register: API v1beta1" vm_expect_contains "$reg" '"version": "v1beta1"'
 vm_check "Register: resource rdmans.io/rdma" vm_expect_contains "$reg" '"resource": "rdmans.io/rdma"'
@@ -106,7 +106,7 @@ regs=$(events register)
 kubelet_stop
 vm_check "kubelet gone: the ListAndWatch stream ended" vm_poll 30 sh -c "grep -q '\"event\": \"stream-end\"' $LOG"
 kubelet_start
-vm_check "after the restart: registered again" vm_poll 60 sh -c "[ \"\$(grep -c '\"event\": \"options\"' $LOG)\" -ge $((regs + 1)) ]"
+vm_kubelet_registered "after the restart: registered again" 180 $((regs + 1))
 vm_check "after the restart: the full list again" vm_poll 60 list_is "$all_healthy"
 vm_check "after the restart: the plugin serves its socket again" test -S "$DIR/$SOCK"
 vm_run_code 0 "after the restart: Allocate works" $K allocate "$DIR" "$SOCK" simhca.roce.3

@@ -94,3 +94,20 @@ vm_kubelet_env() {
 	LOG=/run/kubelet/events.jsonl
 	mkdir -p "$DIR"
 }
+
+# vm_kubelet_registered NAME SECS [N]: one TAP result: kubelet.py has seen N
+# (default 1) registrations through to GetDevicePluginOptions within SECS. On
+# failure, both sides' logs are shown and the script gives up: nothing after
+# it means anything without a registered plugin.
+vm_kubelet_registered() {
+	local name=$1 secs=$2 want=${3:-1}
+	# shellcheck disable=SC2016
+	vm_check "$name" vm_poll "$secs" sh -c '[ "$(grep -c "\"event\": \"options\"" "$1")" -ge "$2" ]' _ \
+		"$LOG" "$want" && return 0
+	vm_diag "kubelet.py's events: $(tail -n 10 "$LOG" 2>&1)"
+	vm_diag "kubelet.py's stderr: $(tail -n 30 /run/kubelet/kubelet.err 2>&1)"
+	vm_diag "the plugin's stderr: $(tail -n 30 /run/kubelet/plugin.err 2>&1)"
+	vm_diag "processes: $(ps -eo pid,stat,etime,time,args 2>&1 | grep -E 'kubelet|device-plugin' | grep -v grep)"
+	vm_diag "load: $(cat /proc/loadavg)"
+	vm_fail "no registration within $secs s"
+}
