@@ -250,7 +250,8 @@ static int scan(struct plugin *p, bool *changed, struct rn_error *err)
 	before.v = malloc((p->inv.n + 1) * sizeof(*before.v));
 	if (!before.v)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	memcpy(before.v, p->inv.v, p->inv.n * sizeof(*before.v));
+	if (p->inv.n) /* the first scan has no inventory yet: v is NULL */
+		memcpy(before.v, p->inv.v, p->inv.n * sizeof(*before.v));
 	before.n = p->inv.n;
 	r = rn_dp_scan(&p->cfg, &p->inv, changed, err);
 	if (r == 0 && *changed)
