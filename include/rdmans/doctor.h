@@ -21,6 +21,7 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/error.h"
 #include "rdmans/nccl.h"
+#include "rdmans/nccl_process.h"
 #include "rdmans/sysfs.h"
 #include "rdmans/system.h"
 
@@ -83,12 +84,6 @@ struct rn_doctor_port {
 	unsigned uverbs_major, uverbs_minor;
 };
 
-struct rn_doctor_nccl_var {
-	char name[RN_NCCL_NAME_MAX];
-	char value[RN_NCCL_VALUE_MAX];
-	char source[PATH_MAX]; /* "environment", or the nccl.conf path inside the target */
-};
-
 enum rn_doctor_node_state {
 	RN_DOCTOR_NODE_UNKNOWN = 0, /* device has no uverbs */
 	RN_DOCTOR_NODE_OK,
@@ -109,10 +104,7 @@ struct rn_doctor_process {
 	/* per port (same order as facts.ports): its device's uverbs node */
 	enum rn_doctor_node_state *nodes;
 	/* effective NCCL_* settings: environment first, then nccl.conf files */
-	size_t nnccl;
-	struct rn_doctor_nccl_var *nccl;
-	char conf_files[2][PATH_MAX]; /* nccl.conf files read ("" none) */
-	char conf_errors[2][PATH_MAX + 256]; /* why one that exists could not be read ("") */
+	struct rn_nccl_process nccl;
 };
 
 /* An RDMA device of the target with its PCI function (GPU-NIC affinity). */

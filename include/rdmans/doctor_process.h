@@ -16,8 +16,4 @@
 int rn_doctor_facts_process(struct rn_doctor_facts *f, const char *proc_root, pid_t pid,
 			    struct rn_error *err);
 
-/* The effective value of NCCL variable `name` for the process (environment, then nccl.conf files), or NULL. */
-const struct rn_doctor_nccl_var *rn_doctor_process_nccl(const struct rn_doctor_process *p,
-							const char *name);
-
 #endif

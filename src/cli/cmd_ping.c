@@ -8,11 +8,13 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nccl_opts.h"
 #include "rdmans.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/nccl.h"
+#include "rdmans/nccl_process.h"
 #include "rdmans/netns.h"
 #include "rdmans/ping.h"
 #include "rdmans/util.h"
@@ -56,48 +58,45 @@ static int ping_fail(const struct rn_error *err)
 	return code;
 }
 
-/* NCCL's value of name: the environment (ours only), else the nccl.conf text. */
-static bool nccl_value(const char *conf, bool own_env, const char *name, char *buf, size_t len)
-{
-	const char *v = own_env ? getenv(name) : NULL;
-
-	if (v)
-		return rn_strscpy(buf, len, v) >= 0;
-	return conf && rn_nccl_conf_value(conf, name, buf, len);
-}
-
 /*
  * The device and GID index NCCL would use in the target: NCCL_IB_HCA and
- * NCCL_IB_GID_INDEX from the process (the environment, /etc/nccl.conf in its
- * root), else resolved as `rdmans env` does.
+ * NCCL_IB_GID_INDEX of the process (PID, or this one: its environment and
+ * nccl.conf files, read as doctor reads them), else resolved as `rdmans env`
+ * does.
  */
 int rn_ping_nccl_default(struct rn_ping_target *t, struct rn_error *err)
 {
 	_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
 	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
-	_cleanup_free_ char *conf = NULL;
+	_cleanup_(rn_nccl_process_free) struct rn_nccl_process proc = { 0 };
 	struct rn_nccl_request req = { 0 };
 	struct rn_nccl_list list;
-	char path[64], hca[1024] = "", gid[32] = "";
+	char hca[1024] = "", gid[32] = "", whose[48] = "the";
+	const struct rn_nccl_var *hv = NULL, *gv = NULL;
 	const struct rn_nccl_setting *s;
-	bool own = !t->netns && t->pid == 0;
 	int r;
 
-	if (t->netns)
-		path[0] = 0;
-	else if (t->pid)
-		snprintf(path, sizeof(path), "/proc/%d/root/etc/nccl.conf", (int)t->pid);
-	else
-		snprintf(path, sizeof(path), "/etc/nccl.conf");
-	if (path[0] && rn_read_regular(path, 1u << 20, "nccl.conf", &conf, NULL, err) < 0) {
-		conf = NULL;
-		rn_error_clear(err);
+	if (!t->netns) {
+		r = rn_nccl_process_read(&proc, "/proc", t->pid ? t->pid : getpid(), err);
+		if (r < 0)
+			return r;
+		hv = rn_nccl_process_get(&proc, "NCCL_IB_HCA");
+		gv = rn_nccl_process_get(&proc, "NCCL_IB_GID_INDEX");
 	}
-	if (nccl_value(conf, own, "NCCL_IB_HCA", hca, sizeof(hca))) {
-		(void)nccl_value(conf, own, "NCCL_IB_GID_INDEX", gid, sizeof(gid));
-		snprintf(t->why, sizeof(t->why), "NCCL_IB_HCA%s of %s",
-			 gid[0] ? ", NCCL_IB_GID_INDEX" : "",
-			 own && getenv("NCCL_IB_HCA") ? "the environment" : path);
+	if (hv) {
+		(void)rn_strscpy(hca, sizeof(hca), hv->value);
+		if (gv)
+			(void)rn_strscpy(gid, sizeof(gid), gv->value);
+		if (t->pid)
+			(void)rn_snprintf(whose, sizeof(whose), "PID %d's", (int)t->pid);
+		if (!strcmp(hv->source, "environment"))
+			(void)rn_snprintf(t->why, sizeof(t->why), "NCCL_IB_HCA%s of %s environment",
+					  gv ? ", NCCL_IB_GID_INDEX" : "", whose);
+		else
+			(void)rn_snprintf(t->why, sizeof(t->why), "NCCL_IB_HCA%s of %s%s%s%s",
+					  gv ? ", NCCL_IB_GID_INDEX" : "", hv->source,
+					  t->pid ? " in " : "", t->pid ? whose : "",
+					  t->pid ? " root" : "");
 	} else {
 		r = rn_nccl_probe(t->nsfd, &node, err);
 		if (r == 0) {

@@ -77,7 +77,7 @@ void rn_doctor_facts_free(struct rn_doctor_facts *f)
 	rn_gid_table_free(&f->gids);
 	rn_nccl_node_free(&f->node);
 	free(f->proc.nodes);
-	free(f->proc.nccl);
+	rn_nccl_process_free(&f->proc.nccl);
 	free(f->gpus);
 	free(f->hcas);
 	free(f->nics);

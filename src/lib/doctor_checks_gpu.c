@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rdmans/doctor.h"
+#include "rdmans/nccl_process.h"
 #include "rdmans/util.h"
 #include "doctor_checks_private.h"
 #include "doctor_checks_gpu.h"
@@ -29,8 +30,8 @@ static bool hca_in_use(const struct rn_doctor_ctx *x, const struct rn_nccl_list 
 void rn_doctor_check_gpu_nic(struct rn_doctor_ctx *x)
 {
 	const struct rn_doctor_facts *f = x->f;
-	const struct rn_doctor_nccl_var *hca =
-		f->have_process ? rn_doctor_process_nccl(&f->proc, "NCCL_IB_HCA") : NULL;
+	const struct rn_nccl_var *hca =
+		f->have_process ? rn_nccl_process_get(&f->proc.nccl, "NCCL_IB_HCA") : NULL;
 	char which[RN_NCCL_VALUE_MAX + PATH_MAX + 64];
 	struct rn_nccl_list l;
 

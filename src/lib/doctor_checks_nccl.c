@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rdmans/doctor.h"
+#include "rdmans/nccl_process.h"
 #include "rdmans/util.h"
 #include "doctor_checks_private.h"
 #include "doctor_checks_nccl.h"
@@ -29,7 +30,7 @@ static const char *resolved(const struct rn_doctor_ctx *x, const char *name)
 	return s ? s->value : NULL;
 }
 
-void rn_doctor_var_desc(const struct rn_doctor_nccl_var *v, char *buf, size_t len)
+void rn_doctor_var_desc(const struct rn_nccl_var *v, char *buf, size_t len)
 {
 	(void)rn_snprintf(buf, len, "%s=%s (%s)", v->name, v->value, v->source);
 }
@@ -49,8 +50,8 @@ static bool nccl_int(const char *value, long long *ret)
 static void check_nccl_net(struct rn_doctor_ctx *x)
 {
 	const struct rn_doctor_process *p = &x->f->proc;
-	const struct rn_doctor_nccl_var *dis = rn_doctor_process_nccl(p, "NCCL_IB_DISABLE");
-	const struct rn_doctor_nccl_var *net = rn_doctor_process_nccl(p, "NCCL_NET");
+	const struct rn_nccl_var *dis = rn_nccl_process_get(&p->nccl, "NCCL_IB_DISABLE");
+	const struct rn_nccl_var *net = rn_nccl_process_get(&p->nccl, "NCCL_NET");
 	struct rn_doctor_result *res;
 	char subj[128], desc[RN_NCCL_VALUE_MAX + PATH_MAX + 64];
 	long long v;
@@ -79,10 +80,10 @@ static void check_nccl_net(struct rn_doctor_ctx *x)
  * NULL when it has none, after a PASS saying what NCCL does then (`unset`)
  * and what rdmans env resolves.
  */
-static const struct rn_doctor_nccl_var *process_var(struct rn_doctor_ctx *x, const char *name,
-						    const char *unset, char *subj, size_t len)
+static const struct rn_nccl_var *process_var(struct rn_doctor_ctx *x, const char *name,
+					     const char *unset, char *subj, size_t len)
 {
-	const struct rn_doctor_nccl_var *v = rn_doctor_process_nccl(&x->f->proc, name);
+	const struct rn_nccl_var *v = rn_nccl_process_get(&x->f->proc.nccl, name);
 	const char *want = resolved(x, name);
 
 	rn_doctor_pid_subject(&x->f->proc, subj, len);
@@ -97,7 +98,7 @@ static void check_nccl_hca(struct rn_doctor_ctx *x)
 {
 	const struct rn_doctor_facts *f = x->f;
 	const char *want = resolved(x, "NCCL_IB_HCA");
-	const struct rn_doctor_nccl_var *hca;
+	const struct rn_nccl_var *hca;
 	char subj[128], desc[RN_NCCL_VALUE_MAX + PATH_MAX + 64], took[512] = "", unused[512] = "";
 	size_t ntook = 0, ntook_used = 0, nunused = 0, off_t = 0, off_u = 0;
 	struct rn_doctor_result *res;
@@ -186,9 +187,8 @@ static void gid_slot_desc(const struct rn_doctor_facts *f, const struct rn_docto
 static void check_nccl_gid(struct rn_doctor_ctx *x)
 {
 	const struct rn_doctor_facts *f = x->f;
-	const struct rn_doctor_nccl_var *gid =
-		rn_doctor_process_nccl(&f->proc, "NCCL_IB_GID_INDEX");
-	const struct rn_doctor_nccl_var *hca = rn_doctor_process_nccl(&f->proc, "NCCL_IB_HCA");
+	const struct rn_nccl_var *gid = rn_nccl_process_get(&f->proc.nccl, "NCCL_IB_GID_INDEX");
+	const struct rn_nccl_var *hca = rn_nccl_process_get(&f->proc.nccl, "NCCL_IB_HCA");
 	const char *want = resolved(x, "NCCL_IB_GID_INDEX");
 	char subj[128], desc[RN_NCCL_VALUE_MAX + PATH_MAX + 64], wrong[768] = "", right[256] = "";
 	size_t nwrong = 0, nright = 0, ncheck = 0, off_w = 0, off_r = 0;
@@ -280,7 +280,7 @@ static void check_nccl_ifname(struct rn_doctor_ctx *x)
 {
 	const struct rn_doctor_facts *f = x->f;
 	const char *want = resolved(x, "NCCL_SOCKET_IFNAME");
-	const struct rn_doctor_nccl_var *ifn;
+	const struct rn_nccl_var *ifn;
 	char subj[128], desc[RN_NCCL_VALUE_MAX + PATH_MAX + 64], took[512] = "";
 	struct rn_doctor_result *res;
 	size_t ntook = 0, off = 0;
@@ -333,12 +333,12 @@ static void check_nccl_conf(struct rn_doctor_ctx *x)
 	x->id = "nccl-conf";
 	x->title = "the nccl.conf files NCCL reads";
 	rn_doctor_pid_subject(p, subj, sizeof(subj));
-	for (size_t i = 0; i < RN_ARRAY_SIZE(p->conf_errors); i++) {
-		if (!p->conf_errors[i][0])
+	for (size_t i = 0; i < RN_ARRAY_SIZE(p->nccl.conf_errors); i++) {
+		if (!p->nccl.conf_errors[i][0])
 			continue;
 		res = rn_doctor_emit(x, subj, RN_DOCTOR_WARN,
 				     "%s; NCCL skips it, the settings below leave it out",
-				     p->conf_errors[i]);
+				     p->nccl.conf_errors[i]);
 		rn_doctor_fix(res, "make it a readable regular file (or remove it)");
 	}
 }

@@ -10,6 +10,6 @@
 /* nccl.conf, NCCL_NET, NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_SOCKET_IFNAME of the process. */
 void rn_doctor_check_nccl(struct rn_doctor_ctx *x);
 /* "NCCL_IB_HCA=mlx5_0 (environment)": a setting and where the process has it. */
-void rn_doctor_var_desc(const struct rn_doctor_nccl_var *v, char *buf, size_t len);
+void rn_doctor_var_desc(const struct rn_nccl_var *v, char *buf, size_t len);
 
 #endif

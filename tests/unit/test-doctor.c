@@ -699,7 +699,7 @@ static void etc_nccl_conf_is_read_and_the_environment_wins(void)
 	CHECK_CONTAINS(result(&x, "nccl-hca", NULL)->message, "(environment)");
 	/* nothing is trimmed, as NCCL trims nothing: "net1 " names no netdev */
 	CHECK_STATUS(result(&x, "nccl-socket-ifname", NULL), RN_DOCTOR_FAIL);
-	CHECK_STR(x.f.proc.conf_files[1], "/etc/nccl.conf");
+	CHECK_STR(x.f.proc.nccl.conf_files[1], "/etc/nccl.conf");
 }
 
 static void user_nccl_conf_comes_before_etc(void)
@@ -964,7 +964,7 @@ static void an_unreadable_nccl_conf_is_a_warning(void)
 	CHECK_INT(evaluate(&x), 0);
 	CHECK_STATUS(result(&x, "nccl-conf", NULL), RN_DOCTOR_WARN);
 	CHECK_CONTAINS(result(&x, "nccl-conf", NULL)->message, "cannot read /etc/nccl.conf");
-	CHECK_STR(x.f.proc.conf_files[1], "");
+	CHECK_STR(x.f.proc.nccl.conf_files[1], "");
 }
 
 static void a_missing_nccl_conf_is_no_warning(void)
