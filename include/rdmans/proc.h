@@ -10,6 +10,12 @@
 int rn_proc_read(const char *proc_root, pid_t pid, const char *name, size_t max, char **ret,
 		 size_t *ret_len);
 
+/*
+ * An O_PATH fd of PROC_ROOT/PID/root (the process's root, for rootfs.c's
+ * confined reads), or -errno; when it fails and *why is "", why says so.
+ */
+int rn_proc_open_root(const char *proc_root, pid_t pid, char *why, size_t why_len);
+
 /* The value of "Key:\t..." in a /proc/PID/status text, into buf (cut to fit), or NULL. */
 const char *rn_proc_status_field(const char *text, const char *key, char *buf, size_t len);
 

@@ -137,15 +137,8 @@ int rn_doctor_facts_process(struct rn_doctor_facts *f, const char *proc_root, pi
 	if (!p->read_error[0])
 		(void)rn_strscpy(p->read_error, sizeof(p->read_error), p->nccl.read_error);
 
-	r = rn_path(path, sizeof(path), "%s/%d/root", proc_root, (int)pid);
-	if (r == 0)
-		rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0) {
-		if (!p->read_error[0])
-			(void)rn_snprintf(p->read_error, sizeof(p->read_error),
-					  "cannot open %s: %s (run as root)", path,
-					  strerror(errno));
-	} else {
+	rootfd = rn_proc_open_root(proc_root, pid, p->read_error, sizeof(p->read_error));
+	if (rootfd >= 0) {
 		_cleanup_close_ int dfd = rn_rootfs_openat(rootfd, "/dev/infiniband", O_PATH);
 		_cleanup_close_ int cm =
 			rn_rootfs_openat(rootfd, "/dev/infiniband/rdma_cm", O_PATH);

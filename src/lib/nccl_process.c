@@ -203,16 +203,9 @@ int rn_nccl_process_read(struct rn_nccl_process *np, const char *proc_root, pid_
 		}
 	}
 
-	r = rn_path(path, sizeof(path), "%s/%d/root", proc_root, (int)pid);
-	if (r == 0)
-		rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0) {
-		if (!np->read_error[0])
-			(void)rn_snprintf(np->read_error, sizeof(np->read_error),
-					  "cannot open %s: %s (run as root)", path,
-					  strerror(errno));
+	rootfd = rn_proc_open_root(proc_root, pid, np->read_error, sizeof(np->read_error));
+	if (rootfd < 0)
 		return 0;
-	}
 	conf_file = rn_nccl_process_get(np, "NCCL_CONF_FILE");
 	if (conf_file && conf_file->value[0]) {
 		(void)rn_strscpy(path, sizeof(path), conf_file->value);

@@ -26,6 +26,22 @@ int rn_proc_read(const char *proc_root, pid_t pid, const char *name, size_t max,
 	return rn_read_fd(fd, max, ret, ret_len);
 }
 
+int rn_proc_open_root(const char *proc_root, pid_t pid, char *why, size_t why_len)
+{
+	char path[PATH_MAX];
+	int fd, r;
+
+	r = rn_path(path, sizeof(path), "%s/%d/root", proc_root, (int)pid);
+	if (r < 0)
+		fd = r;
+	else if ((fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		fd = -errno;
+	if (fd < 0 && !why[0])
+		(void)rn_snprintf(why, why_len, "cannot open %s/%d/root: %s (run as root)",
+				  proc_root, (int)pid, strerror(-fd));
+	return fd;
+}
+
 const char *rn_proc_status_field(const char *text, const char *key, char *buf, size_t len)
 {
 	size_t klen = strlen(key);
