@@ -1,5 +1,5 @@
 #!/bin/bash
-# rdma-netns-ipam at scale (figures, not a test; issue 15):
+# rdma-netns-ipam at scale (figures, not a test):
 #   1. N ADDs (default 5,000) into a /16 on a 3-member etcd (loopback, data on
 #      disk), C concurrent clients; per fill decile: median and p99 per ADD and
 #      etcd requests per ADD (gRPC calls counted by the members' /metrics).

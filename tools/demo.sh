@@ -1,6 +1,6 @@
 #!/bin/bash
 # Installs, builds and runs the demo: boots a VM with Debian's kernel (real
-# ib_core, rdma_rxe and simhca, our simulated HCA) and walks doc 003's manual
+# ib_core, rdma_rxe and simhca, our simulated HCA) and walks the IIJ E810 walkthrough's manual
 # steps with rdmans doing each one.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * nccl.conf merge (issue 12, item 4): for any image file and any result,
+ * nccl.conf merge: for any image file and any result,
  * no line of the image is lost and merging again changes nothing
  * (merge-props.c). Input: two bytes that shape the result, then the file.
  */

@@ -120,14 +120,14 @@ vm_run_code() {
 # kernel's linkwatch updates after the change they follow: the operstate
 # ("state UP") and IFF_RUNNING (which ip shows as NO-CARRIER when it is off). A
 # snapshot taken just after `ip link set ... up` of a veth pair can catch them
-# half-way ("NO-CARRIER,BROADCAST,MULTICAST,UP,LOWER_UP ... state LOWERLAYERDOWN",
-# fresh27). The admin state (UP) and the carrier (LOWER_UP) change at once and stay.
+# half-way ("NO-CARRIER,BROADCAST,MULTICAST,UP,LOWER_UP ... state LOWERLAYERDOWN").
+# The admin state (UP) and the carrier (LOWER_UP) change at once and stay.
 vm_link_view() { sed -E 's/NO-CARRIER,//; s/ state [A-Z]+//'; }
 
 # vm_freeze PID: SIGSTOP, and back once every thread of PID has stopped (state T,
 # or t under a tracer). kill(2) wakes one thread, which then stops the others;
 # until it has run, the rest go on: a server could still answer the request a
-# test sends next (fresh29, the same in etcd-faults.py's freeze()).
+# test sends next (the same in etcd-faults.py's freeze()).
 vm_freeze() {
 	{ kill -STOP "$1" && vm_poll 30 vm_all_stopped "$1"; } >/dev/null 2>&1 ||
 		vm_fail "process $1 did not stop within 30 s of SIGSTOP"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # rdma-netns: after any ADD outcome, DEL succeeds and leaves nothing; what
-# the plugin cannot know is reported, never guessed (issue 12). On the host
+# the plugin cannot know is reported, never guessed. On the host
 # kernel, root: the state an older ADD of "device": "lo" left behind; 50
 # racing ADDs of one container; a DEL whose netlink lookups are denied; a
 # state directory whose locks/ is a symlink. Every name here starts with
@@ -124,7 +124,7 @@ rm "$tmp/state/rnvnet:$CNI_CID:net1"
 cni_expect_ok "DEL after it is removed succeeds" DEL "$conf"
 vm_check "nothing left" nothing_left
 
-# ---- a read-only IPAM data directory during DEL (issue 26 item 4) ----
+# ---- a read-only IPAM data directory during DEL ----
 cni_expect_ok "ADD" ADD "$conf"
 state=$tmp/state/rnvnet:$CNI_CID:net1
 mount --bind "$tmp/ri" "$tmp/ri" && mount -o remount,ro,bind "$tmp/ri" ||

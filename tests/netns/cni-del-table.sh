@@ -1,5 +1,5 @@
 #!/bin/bash
-# DEL converges (issue 26): every input ADD refuses, run through ADD and then
+# DEL converges: every input ADD refuses, run through ADD and then
 # through DEL with the same input. ADD must fail; DEL must succeed and leave
 # the node as it was, because a runtime whose DEL fails retries it forever
 # (containerd#10507). Then the same for rdma-netns-ipam alone. And DEL with

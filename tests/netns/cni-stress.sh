@@ -1,5 +1,5 @@
 #!/bin/bash
-# Stress (issue 12): rounds of concurrent ADD, DEL and CHECK of rdma-netns
+# Stress: rounds of concurrent ADD, DEL and CHECK of rdma-netns
 # (with rdma-netns-ipam on a 2-address range) from 6 pods competing for 3
 # netdevs, with random kills: kill -9 from outside at a random moment, and
 # the test build's own SIGKILL after a random step. After every round no

@@ -418,7 +418,7 @@ cni_expect_err "CNI_IFNAME too long" 4 "too long" ADD "$C" CNI_IFNAME=rnc-very-l
 cni_expect_err "CNI_ARGS malformed" 4 "CNI_ARGS is malformed" ADD "$C" CNI_ARGS="K8S_POD_NAME"
 cni_expect_err "GC with a malformed attachment list" 7 "must be an object with string members" \
 	GC "$(conf 1.1.0 '.["cni.dev/valid-attachments"] = [{containerID: 1}]')"
-# nothing of this container's to undo: DEL succeeds whatever the input (issue 26; cni-del-table.sh)
+# nothing of this container's to undo: DEL succeeds whatever the input (cni-del-table.sh)
 cni_expect_ok "DEL with malformed JSON and nothing to undo succeeds" DEL '{'
 vm_check "bad input changed nothing (links, addresses, netns, state, leases)" vm_expect_eq "$before" "$(snap)"
 vm_check "bad input left no state file" vm_expect_eq 0 "$(state_files)"

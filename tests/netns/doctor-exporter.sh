@@ -97,7 +97,7 @@ vm_check "GET /metrics is 200 with the 0.0.4 content type" sh -c "curl -sfi '$ur
 vm_check "GET / is 200" curl -sf -o /dev/null "$url/"
 vm_check "GET /other is 404" sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' '$url/other')\" = 404 ]"
 vm_check "POST /metrics is 405" sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' -X POST '$url/metrics')\" = 405 ]"
-# issue 26: a body used to get the connection closed with no status at all
+# A body used to get the connection closed with no status at all
 code_of() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 vm_check "POST /metrics with a body is 405" vm_expect_eq 405 "$(code_of --data hello "$url/metrics")"
 vm_check "PUT /metrics with a chunked body is 405" vm_expect_eq 405 \
@@ -127,7 +127,7 @@ fds0=$(ls /proc/$exporter/fd | wc -l)
 curl -sf -o /dev/null "$url/metrics?[1-500]"
 vm_check "no fd growth over 500 scrapes" vm_expect_eq "$fds0" "$(ls /proc/$exporter/fd | wc -l)"
 
-# 1000 slow clients (issue 12, item 6): each holds a request whose headers never
+# 1000 slow clients: each holds a request whose headers never
 # end, a line a second, so no idle timeout ends it. A scrape from the same
 # address must still be answered; the guards are generous bounds on a hang,
 # not timings.

@@ -69,7 +69,7 @@ def upstream(path, body, timeout=120):
 def freeze(pid):
     """SIGSTOP, and return once every thread of pid has stopped. kill() wakes
     one thread, which then stops the others; until it has run, the rest go on,
-    and etcd could answer the request sent next (fresh29: a DEL whose frozen
+    and etcd could answer the request sent next (a DEL whose frozen
     write succeeded)."""
     os.kill(pid, signal.SIGSTOP)
     deadline = time.monotonic() + 30

@@ -161,7 +161,7 @@ hl_run "$tmp/runc" "$tmp/b10" rnh-10c
 vm_check "  non-NCCL variable in rdmans.io/nccl: refused" vm_expect_contains "$HL_ERR" "annotation rdmans.io/nccl: 'LD_PRELOAD' is not an NCCL variable"
 vm_check "  nothing written" test ! -e "$tmp/b10/rootfs/etc"
 
-# --- NCCL settings asked for where no RDMA is (issue 26 item 9) ------------------------------
+# --- NCCL settings asked for where no RDMA is ------------------------------
 # a kernel without RDMA (no class/infiniband, as on this host), and one whose pod has no device
 nordma=$tmp/sys-nordma
 mkdir -p "$nordma/class/net/net1" "$tmp/sys-nodev/class/infiniband" "$tmp/sys-nodev/class/net/net1"

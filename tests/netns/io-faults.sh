@@ -1,5 +1,5 @@
 #!/bin/bash
-# Errno injection (issue 26): every write of the IPAM local store and of
+# Errno injection: every write of the IPAM local store and of
 # rdma-netns's state file fails in turn with ENOSPC, EIO, EROFS and EDQUOT
 # (RDMANS_FAULT_IO=N:ERRNO, test builds only: meson -Dfault_injection=true).
 # Each time the CNI error must name the cause (strerror's words), must not

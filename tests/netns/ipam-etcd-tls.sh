@@ -155,7 +155,7 @@ vm_check "... naming the flags to use, not the config keys" vm_expect_contains "
 	"give them with --etcd-user and --etcd-password-file, and the endpoint without them"
 ls_err=$("$RDMANS" ipam ls --etcd "$EP" --etcd-ca "$pki/ca.pem" --etcd-cert "$pki/client.pem" \
 	--etcd-key "$pki/client.key" --etcd-prefix /tls 2>&1)
-vm_check "rdmans ipam ls --etcd with no user while auth is on names the flags (issue 26)" \
+vm_check "rdmans ipam ls --etcd with no user while auth is on names the flags" \
 	vm_expect_contains "$ls_err" "has auth enabled: give a user name and password with --etcd-user and --etcd-password-file"
 
 CONF=$(conf '{"endpoints":["'"$EP"'"],'"${tls/\/tls/\/elsewhere}"',"username":"cni","password":"'"$PASSWORD"'"}')

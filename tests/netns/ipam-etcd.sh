@@ -82,7 +82,7 @@ vm_check "GC released the 152 stale fills of node-1 and kept 100 + node-2's" vm_
 vm_check "node-2's address survived GC" bash -c "'$RDMANS' -j ipam ls --etcd '${ETCD_CLIENT[0]}' --etcd-prefix /t --node node-2 | jq -e 'length == 1' >/dev/null"
 
 # a frozen etcd (SIGSTOP: connections open, nothing answers): one deadline over the
-# whole call, both figures in the message (issue 26 item 5; it said "timed out after 5001
+# whole call, both figures in the message (it said "timed out after 5001
 # milliseconds" after 4 tries of 5 s)
 vm_freeze "${ETCD_PIDS[0]}"
 FROZEN=$(printf '%s' "$CONF" | jq -c '.ipam.etcd += {timeout_ms: 1500, deadline_ms: 2500}')

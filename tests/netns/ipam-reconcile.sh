@@ -6,8 +6,8 @@
 # still runs, a record without a netns and damaged records are reported, not
 # released; ADDs racing the reconciler never lose their address (rounds of
 # kills, re-ADDs and new pods on a tiny range, invariants after each); two
-# nodes sharing one etcd each free only their own. Damaged records (issue 12
-# item 3) through the CLI and the plugin on both stores.
+# nodes sharing one etcd each free only their own. Damaged records
+# through the CLI and the plugin on both stores.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/ipam-lib.sh"
@@ -137,7 +137,7 @@ scenario() { # scenario KIND: the whole sequence against one store
 		"$(rdm ipam reconcile --node node-a --grace 0)" "is now another namespace"
 	vm_check "$KIND: ... and the record is released" vm_expect_eq none "$(addr_of_pod ns/p10)"
 
-	# 3. damaged records (issue 12 item 3): seen, reported, removed only while damaged
+	# 3. damaged records: seen, reported, removed only while damaged
 	pod_add "c7-$KIND" ns/p7 "$NS_PREFIX-7"
 	p7=$(addr_of_pod ns/p7)
 	good=$(record_get "$p7")

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Record times of every kind through `rdmans ipam reconcile` (issue 26): a
+# Record times of every kind through `rdmans ipam reconcile`: a
 # dead pod's record (netns deleted, no container) whose time= is far in the
 # future, an hour ahead, a little ahead, now, long ago, before 1970, or
 # garbage. A time that cannot show an ADD in flight (unreadable, or further
@@ -58,7 +58,7 @@ for row in "${table[@]}"; do
 	[ "$left" = none ] || rdm ipam release "$a" >/dev/null
 done
 
-# ---- records from before netns= was recorded (issue 26 item 7) ----
+# ---- records from before netns= was recorded ----
 # legacy_add CID TIME: an ADD without CNI_NETNS (what an older plugin stored), its time= set
 legacy_add() {
 	IPAM_OUT=$(printf '%s' "$CONF" | CNI_COMMAND=ADD CNI_CONTAINERID="$1" CNI_IFNAME=net1 \

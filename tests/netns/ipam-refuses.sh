@@ -1,6 +1,6 @@
 #!/bin/bash
 # rdma-netns-ipam refuses, with a clear error and no change, what would
-# otherwise go wrong quietly (issue 12): absurd ranges, an ipam.log_file it
+# otherwise go wrong quietly: absurd ranges, an ipam.log_file it
 # cannot write to, and symlinks inside its data directory, which could send
 # its records anywhere.
 set -u

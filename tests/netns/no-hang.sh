@@ -1,5 +1,5 @@
 #!/bin/bash
-# No input hangs a binary (issue 12 item 2): a path a user, a runtime or a
+# No input hangs a binary: a path a user, a runtime or a
 # config names may be a FIFO (opening it for reading waits for a writer that
 # never comes), a character device, a directory, a socket or a huge file.
 # The CLI, both CNI plugins and the hook each refuse it with a clear error.

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Guest script: podman (4.3 today, 5.x with runc or crun in the current world) runs rdmans-hook from the oci-hooks JSON that
-# `meson install` put where podman reads it (issue 11 item 6), and from the
+# `meson install` put where podman reads it, and from the
 # CDI spec `rdmans cdi generate` wrote to /etc/cdi (items 1-3). Each pod's
 # netns already holds its netdev (net1) and address, as a CNI plugin leaves
 # it; podman joins it with --network ns:PATH.

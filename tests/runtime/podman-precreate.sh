@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest script: podman runs rdmans-hook at its precreate stage (issue 24 item 1) from the
+# Guest script: podman runs rdmans-hook at its precreate stage from the
 # precreate hooks.d JSON `meson install` put in its own directory, given to podman with
 # --hooks-dir next to the default one (where the createRuntime JSON is). The pod's netns
 # already holds its netdev (net1) and address, as a CNI plugin leaves it; podman joins it
@@ -64,7 +64,7 @@ vm_check "  the NCCL_* entries are together, one after the other (one insertion)
 	bash -c 'grep -n "^NCCL_" <<<"$1" | cut -d: -f1 | awk "NR > 1 && \$1 != p + 1 { exit 1 } { p = \$1 }"' _ "$env1"
 exec1=$(podman exec c1 env | grep '^NCCL_' | sort)
 echo "$exec1" | sed 's/^/# c1 podman exec env: /'
-vm_check "  podman exec: no NCCL_* in the environment (podman's own record), as the issue says" \
+vm_check "  podman exec: no NCCL_* in the environment (podman's own record), as the Baidu CCE guide complains" \
 	vm_expect_eq "" "$exec1"
 podman rm -f -t 0 c1 >/dev/null
 

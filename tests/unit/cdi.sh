@@ -133,7 +133,7 @@ vm_check "  the old file kept" vm_expect_eq "$saved" "$(cat "$tmp/cdi/rdmans.jso
 jq 'del(.kind)' "$tmp/cdi/rdmans.json" >"$tmp/bad1.json"
 jq '.devices[0].containerEdits.hooks[0].hookName = "preStart"' "$tmp/cdi/rdmans.json" >"$tmp/bad2.json"
 jq '.cdiVersion = "0.9.0"' "$tmp/cdi/rdmans.json" >"$tmp/bad3.json"
-jq '.cdiVersion = "0.6.0"' "$tmp/cdi/rdmans.json" >"$tmp/bad4.json" # what podman 4.3 refused (issue 11)
+jq '.cdiVersion = "0.6.0"' "$tmp/cdi/rdmans.json" >"$tmp/bad4.json" # what podman 4.3 refused
 for f in bad1 bad2 bad3 bad4; do
 	vm_check "validator rejects $f" sh -c "! /usr/bin/python3 '$VALIDATE' '$tmp/$f.json' 2>/dev/null"
 done

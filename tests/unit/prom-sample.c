@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Prints the exporter's text for a fake sysfs tree (irdma with doc 003's
+ * Prints the exporter's text for a fake sysfs tree (irdma with the IIJ E810 walkthrough's
  * counter names, rxe, a second port, awkward netns and pod names), for
  * tests/unit/promtool.sh to run `promtool check metrics` on.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * `rdmans doctor`'s checklist on facts read from fake trees: doc 003's
+ * `rdmans doctor`'s checklist on facts read from fake trees: the IIJ E810 walkthrough's
  * irdma0 inside a pod (netdev net1, 10.100.100.1 at RoCE v2 GID index 1),
  * a fake /proc/PID (limits, status, environ, its root with /dev/infiniband,
  * /etc/nccl.conf, /etc/passwd), and the resolver of `rdmans env`.
@@ -63,7 +63,7 @@ static int rename_into_file(const char *root, const char *rel)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-/* Doc 003's irdma0 as the pod sees it: its netdev renamed net1, 10.100.100.1 at index 1. */
+/* The IIJ E810 walkthrough's irdma0 as the pod sees it: its netdev renamed net1, 10.100.100.1 at index 1. */
 static void add_pod_irdma(const char *root)
 {
 	fakesys_add_netdev_pci(root, "net1", "0000:2f:00.0");

@@ -24,7 +24,7 @@ static void gid_parse_reads_the_sysfs_form(void)
 
 static void gid_parse_reads_the_ibv_devinfo_form(void)
 {
-	/* ibv_devinfo -v prints "GID[  1]: ::ffff:10.100.100.1, RoCE v2" (doc 003) */
+	/* ibv_devinfo -v prints "GID[  1]: ::ffff:10.100.100.1, RoCE v2" (the IIJ E810 walkthrough) */
 	uint8_t raw[16];
 
 	CHECK_INT(rn_gid_parse("fe80::b696:91ff:feec:a458", raw, NULL), 0);
@@ -51,7 +51,7 @@ static void gid_parse_rejects_what_is_not_a_gid(void)
 
 static void gid_ipv4_reads_the_address_of_a_mapped_gid(void)
 {
-	/* show_gids rows of doc 000: 0000:...:ffff:0a00:3c03 is 10.0.60.3 */
+	/* show_gids rows of the Baidu CCE guide: 0000:...:ffff:0a00:3c03 is 10.0.60.3 */
 	char buf[16];
 	uint8_t raw[16];
 

@@ -287,7 +287,7 @@ static void bad_etcd_settings_are_refused_without_echoing_secrets(void)
 	remove_tree();
 }
 
-/* A password in an endpoint URL (issue 12, item 5) is refused and never shown. */
+/* A password in an endpoint URL is refused and never shown. */
 static void endpoints_with_a_password_are_refused_and_redacted(void)
 {
 	static const char *const configs[] = {

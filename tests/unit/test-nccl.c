@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The NCCL resolver on fake sysfs trees built from the source documents'
- * GID tables: mlx5 with RoCE v2 + IPv4 at index 3 (doc 000's show_gids),
- * irdma at index 1 (doc 003), eRDMA (doc 004), InfiniBand, and a mixed node
+ * GID tables: mlx5 with RoCE v2 + IPv4 at index 3 (the Baidu CCE guide's show_gids),
+ * irdma at index 1 (the IIJ E810 walkthrough), eRDMA (the Alibaba PAI eRDMA guide), InfiniBand, and a mixed node
  * where the indices differ. Addresses come from rtnetlink in real use; here
  * the tests add them with rn_nccl_node_add_addr().
  */
@@ -26,7 +26,7 @@
 
 /* ---- the nodes of the documents, as a pod sees them ---- */
 
-/* Doc 000 show_gids, one rail: mlx5_N on ethN, RoCE v2 + IPv4 at index 3. */
+/* The Baidu CCE guide show_gids, one rail: mlx5_N on ethN, RoCE v2 + IPv4 at index 3. */
 static void add_mlx5_rail(const char *root, unsigned n, const char *ipv4_hex, const char *guid)
 {
 	char dev[32], ifname[16], bdf[32], gid[64];
@@ -45,7 +45,7 @@ static void add_mlx5_rail(const char *root, unsigned n, const char *ipv4_hex, co
 	fakesys_add_empty_gids(root, dev, 1, 4, 15);
 }
 
-/* Doc 003: irdma0 on ice.roce.0, bound to the pod's net1; GID[1] = ::ffff:10.100.100.1, RoCE v2. */
+/* The IIJ E810 walkthrough: irdma0 on ice.roce.0, bound to the pod's net1; GID[1] = ::ffff:10.100.100.1, RoCE v2. */
 static void add_irdma_doc003(const char *root)
 {
 	fakesys_add_netdev_pci(root, "net1", "0000:2f:00.0");
@@ -59,7 +59,7 @@ static void add_irdma_doc003(const char *root)
 	fakesys_add_empty_gids(root, "irdma0", 1, 2, 31);
 }
 
-/* Doc 004: erdma_0 bound to eth0 (172.16.0.10), RoCE v2 + IPv4 at index 1. */
+/* The Alibaba PAI eRDMA guide: erdma_0 bound to eth0 (172.16.0.10), RoCE v2 + IPv4 at index 1. */
 static void add_erdma_doc004(const char *root)
 {
 	fakesys_add_netdev_pci(root, "eth0", "0000:00:05.0");
@@ -1217,7 +1217,7 @@ static void empty_netns_is_an_error_naming_the_fix(void)
 	CHECK_CONTAINS(err.msg, "rdmans move");
 }
 
-/* issue 26: a kernel without RDMA says so; sockets_ok writes NCCL over sockets instead */
+/* A kernel without RDMA says so; sockets_ok writes NCCL over sockets instead */
 static void kernel_without_rdma_is_named_and_sockets_can_be_allowed(void)
 {
 	_cleanup_fake_ char *root = fake_start();
@@ -1646,7 +1646,7 @@ static void merging_again_changes_nothing_and_restores_what_is_no_longer_set(voi
 	CHECK_INT(count(later, "NCCL_IB_HCA="), 1);
 }
 
-/* The issue's inputs (issue 12, item 4): a line that only starts like a marker, an unterminated block. */
+/* Damaged rdmans blocks in an image's nccl.conf: a line that only starts like a marker, an unterminated block. */
 static void merge_keeps_lines_that_only_look_like_ours(void)
 {
 	static const struct {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The exporter's Prometheus text: escaping, typing, one block per family,
- * and counters read from fake sysfs trees (doc 003's irdma hw_counters, rxe).
+ * and counters read from fake sysfs trees (the IIJ E810 walkthrough's irdma hw_counters, rxe).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,7 +230,7 @@ static void no_rdma_renders_only_the_exporter_gauges(void)
 
 /* ---- counters from sysfs ---- */
 
-/* Doc 003: irdma0 on ice.roce.0, port 1 bound to ens192, some of its hw_counters. */
+/* The IIJ E810 walkthrough: irdma0 on ice.roce.0, port 1 bound to ens192, some of its hw_counters. */
 static void add_irdma(const char *root)
 {
 	fakesys_add_netdev_pci(root, "ens192", "0000:0b:00.0");

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * sysfs discovery on fake trees that reproduce the nodes of the source
- * documents: mlx5 with show_gids (doc 000), mlx5_bond_0 (doc 002), irdma on
- * ice.roce.0 (doc 003), eRDMA (doc 004), plus rxe and an InfiniBand port.
+ * documents: mlx5 with show_gids (the Baidu CCE guide), mlx5_bond_0 (the EPFL RunAI guide), irdma on
+ * ice.roce.0 (the IIJ E810 walkthrough), eRDMA (the Alibaba PAI eRDMA guide), plus rxe and an InfiniBand port.
  */
 #include <errno.h>
 #include <limits.h>
@@ -29,7 +29,7 @@
 
 /* ---- the nodes of the documents ---- */
 
-/* Doc 000, show_gids: mlx5_0 and mlx5_1, RoCE v2 + IPv4 at index 3. */
+/* The Baidu CCE guide, show_gids: mlx5_0 and mlx5_1, RoCE v2 + IPv4 at index 3. */
 static void add_mlx5_doc000(const char *root)
 {
 	fakesys_add_netdev_pci(root, "eth0", "0000:3b:00.0");
@@ -58,7 +58,7 @@ static void add_mlx5_doc000(const char *root)
 }
 
 /*
- * Doc 003: irdma0 on an E810 (ice) whose host netdev is ens192; GID[0]
+ * The IIJ E810 walkthrough: irdma0 on an E810 (ice) whose host netdev is ens192; GID[0]
  * fe80::b696:91ff:feec:a458 and GID[1] ::ffff:10.100.100.1, both RoCE v2,
  * gid_tbl_len 32. With aux_parent the ib_device hangs off ice.roce.0 (as
  * the brief's kernels do); without it, off the PCI function (older irdma).
@@ -81,7 +81,7 @@ static void add_irdma_doc003(const char *root, bool aux_parent)
 }
 
 /*
- * Doc 004 (eRDMA, NCCL_IB_GID_INDEX=1): erdma_0 is its own PCI function;
+ * The Alibaba PAI eRDMA guide (eRDMA, NCCL_IB_GID_INDEX=1): erdma_0 is its own PCI function;
  * its netdev is a virtio-net interface on another function, so only the GID
  * table ties them together.
  */
@@ -513,7 +513,7 @@ static void erdma_finds_its_netdev_through_the_gid_table(void)
 	CHECK_INT(rn_sysfs_netdevs_by_bus_id("0000:00:06.0", nets, 2, &n, &err), 0);
 	CHECK_INT(n, 0);
 
-	/* NCCL_IB_GID_INDEX=1 of doc 004 */
+	/* NCCL_IB_GID_INDEX=1 of the Alibaba PAI eRDMA guide */
 	REQUIRE_INT(rn_sysfs_gids("erdma_0", &t, &err), 0);
 	REQUIRE_INT(t.n, 2);
 	e = find_roce_v2_ipv4(&t, "erdma_0");
@@ -591,7 +591,7 @@ static void bond_device_has_the_bond_and_its_pci_netdev(void)
 	char names[2][RN_RDMA_NAME_MAX];
 	size_t n = 99;
 
-	/* doc 002: mlx5_bond_0, the GID table bound to bond0, the PF netdev on the PCI function */
+	/* The EPFL RunAI guide: mlx5_bond_0, the GID table bound to bond0, the PF netdev on the PCI function */
 	fakesys_add_netdev_pci(root, "ens1f0np0", "0000:3b:00.0");
 	fakesys_add_netdev_virtual(root, "bond0");
 	fakesys_add_rdma_pci(root, "mlx5_bond_0", "0000:3b:00.0", NULL, "Ethernet");

@@ -53,7 +53,7 @@ static void name_check_refuses_path_tricks(void)
 	CHECK_INT(rn_name_check("RDMA device", "..", 63, &err), -EINVAL);
 	CHECK_CONTAINS(err.msg, "'..'");
 	CHECK_INT(rn_name_check("RDMA device", ".", 63, &err), -EINVAL);
-	/* not "must not contain '..'", which "." does not (issue 26) */
+	/* not "must not contain '..'", which "." does not */
 	CHECK_STR(err.msg, "RDMA device name '.' is not allowed: it names a directory");
 	CHECK_INT(rn_name_check("RDMA device", "a..b", 63, &err), -EINVAL);
 	CHECK_INT(rn_name_check("RDMA device", "../../etc", 63, &err), -EINVAL);

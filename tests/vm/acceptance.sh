@@ -1,5 +1,5 @@
 #!/bin/bash
-# Acceptance (issue 8): doc 003's whole flow with every rdmans piece, as a
+# Acceptance: the IIJ E810 walkthrough's whole flow with every rdmans piece, as a
 # node meets it, asserted step by step, in two boots of one VM "node":
 #   boot 1: exclusive mode; two pods get a simulated HCA + netdev from
 #           rdma-netns with rdma-netns-ipam through the CNI protocol; the GID

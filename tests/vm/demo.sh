@@ -1,5 +1,5 @@
 #!/bin/bash
-# The demo (README's first command), run inside the VM: doc 003's manual
+# The demo (README's first command), run inside the VM: the IIJ E810 walkthrough's manual
 # flow with rdmans doing every step, each printed with its result, ending in
 # a one-screen summary. Fails loudly at the first step that fails.
 set -euo pipefail
@@ -35,7 +35,7 @@ d1=$(vm_simhca_new "irdma%d" eth1)
 d2=$(vm_simhca_new "irdma%d" eth2)
 run "$R" dev
 
-say "ib_core must be in exclusive netns mode (doc 003: modprobe.d + reboot, because of EBUSY)"
+say "ib_core must be in exclusive netns mode (the IIJ E810 walkthrough: modprobe.d + reboot, because of EBUSY)"
 run "$R" system
 run "$R" system set netns exclusive --persist
 run "$R" system

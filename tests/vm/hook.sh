@@ -1,9 +1,9 @@
 #!/bin/bash
 # Guest script: runc containers whose pod netns gets simulated HCAs from
-# rdmans-hook (issue 5). The pod's netns already holds its netdev with an
+# rdmans-hook. The pod's netns already holds its netdev with an
 # address (as host-device + IPAM leave it); the hook moves the RDMA device in
 # and writes the RoCE v2 GID index of that address, which the test finds
-# independently with doc 002's grep one-liner over the pod's sysfs.
+# independently with the EPFL RunAI guide's grep one-liner over the pod's sysfs.
 set -u
 . "$RDMANS_VM_LIB"
 . "$(dirname "$0")/../netns/hook-lib.sh"
@@ -12,7 +12,7 @@ R=$B/src/cli/rdmans
 HOOK=$B/src/hook/rdmans-hook
 VALIDATE=$(dirname "$0")/../cdi/validate.py
 
-# doc 002: the RoCE v2 entry whose GID is the IPv4-mapped address, in netns $1 for device $2
+# The EPFL RunAI guide: the RoCE v2 entry whose GID is the IPv4-mapped address, in netns $1 for device $2
 gid_by_grep() {
 	ip netns exec "$1" sh -c "grep -l 'RoCE v2' \$(grep -l '0000:0000:0000:0000:0000:ffff:$3' /sys/class/infiniband/$2/ports/1/gids/* | sed 's/gids/gid_attrs\/types/') | sed 's/.*\///'"
 }
@@ -47,7 +47,7 @@ if hl_run "$tmp/runc" "$tmp/c1" c1; then vm_ok "container in pod1 asking for $d1
 vm_check "$d1 is now in pod1" ip netns exec pod1 rdma dev show "$d1"
 vm_check "$d1 is gone from the host" sh -c "! rdma dev show $d1 && [ ! -e /sys/class/infiniband/$d1 ]"
 want=$(gid_by_grep pod1 "$d1" 0a38:0002)
-vm_check "doc 002's one-liner finds a RoCE v2 GID for 10.56.0.2 in pod1 ($want)" test -n "$want"
+vm_check "the EPFL RunAI guide's one-liner finds a RoCE v2 GID for 10.56.0.2 in pod1 ($want)" test -n "$want"
 vm_check "nccl.conf: NCCL_IB_GID_INDEX is that entry" vm_expect_contains "$HL_OUT" $'\n'"NCCL_IB_GID_INDEX=$want"$'\n'
 vm_check "nccl.conf: NCCL_IB_HCA==$d1 (exact name)" vm_expect_contains "$HL_OUT" $'\n'"NCCL_IB_HCA==$d1"$'\n'
 vm_check "nccl.conf: NCCL_SOCKET_IFNAME=net1" vm_expect_contains "$HL_OUT" $'\nNCCL_SOCKET_IFNAME=net1\n'
@@ -101,7 +101,7 @@ vm_check "  the node exists with that major:minor" vm_expect_eq \
 	"$(printf '%d:%d' "0x$(stat -c %t "$node")" "0x$(stat -c %T "$node")")"
 vm_check "  validates against the CDI schema" /usr/bin/python3 "$VALIDATE" "$tmp/cdi.json"
 
-# --- IPv6-only and dual-stack pods (issue 13): the kernel fills their IPv6 GIDs ---------------
+# --- IPv6-only and dual-stack pods: the kernel fills their IPv6 GIDs ---------------
 # gid_slot NS DEV GID: the index whose GID (sysfs form) is GID and whose type is RoCE v2, as the
 # pod's own sysfs shows it; the pod's global address, written out in full.
 gid_slot() {

@@ -127,7 +127,7 @@ vm_check "deleting the 8 namespaces returns the 8 devices" vm_poll 30 returned
 # --- listing while another device moves ------------------------------------------------
 # The kernel sends one device per part of a dump and resumes by counting the
 # devices the netns sees: a device that leaves or arrives between two parts makes
-# a naive listing skip or repeat the next one (run 9 of issue 12's loop lost an ADD
+# a naive listing skip or repeat the next one (a stress loop once lost an ADD
 # to it). The lowest-index device moves host <-> netns in a loop meanwhile.
 ip netns add churn
 ip netns attach hostns 1

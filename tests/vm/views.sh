@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest script: "here" under `nsenter -n` (issue 11 item 5). nsenter --net
+# Guest script: "here" under `nsenter -n`. nsenter --net
 # joins a netns but keeps the caller's mount namespace, so /sys still shows
 # the host's netns while netlink shows the pod's. Every command that reads
 # "here" (dev, gids, env, doctor, exporter) must give the pod's answer, equal

@@ -116,7 +116,7 @@ fi
 # "Where the CPU goes"). It changes no behaviour the tests look at.
 # no_timer_check: at boot the kernel counts timer interrupts through the IO-APIC
 # for a few milliseconds and panics if too few came ("IO-APIC + timer doesn't
-# work!"). An emulated CPU on a busy host can miss that window (fresh40, 0.028 s
+# work!"). An emulated CPU on a busy host can miss that window (0.028 s
 # into the boot); cloud images boot VMs with the same option.
 append="console=ttyS0 quiet loglevel=3 panic=-1 mitigations=off norandmaps no_timer_check ${RDMANS_VM_APPEND:-}"
 # shellcheck disable=SC2054,SC2206 # commas are qemu syntax; QEMU_EXTRA is split on purpose
