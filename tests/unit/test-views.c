@@ -133,11 +133,31 @@ static void sysfs_without_class_net_is_an_error(void)
 /* ---- files users name ---- */
 
 static char dir[] = "/tmp/rdmans-views-XXXXXX";
+static bool dir_made;
 
+static void remove_dir(void)
+{
+	const char *names[] = { "fifo", "sock", "big", "conf", "log" };
+	char path[256];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		(void)unlink(path);
+	}
+	(void)rmdir(dir);
+}
+
+/* NAME in a directory of the file tests' own, made at the first use and removed at exit. */
 static const char *in_dir(const char *name)
 {
 	static char path[256];
 
+	if (!dir_made) {
+		if (!mkdtemp(dir))
+			abort();
+		dir_made = true;
+		atexit(remove_dir);
+	}
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	return path;
 }
@@ -278,27 +298,11 @@ static void json_complete_never_for_scalars(void)
 	CHECK(!complete("null"));
 }
 
-static void setup(void)
-{
-	if (!mkdtemp(dir))
-		abort();
-}
-
-static void teardown(void)
-{
-	const char *names[] = { "fifo", "sock", "big", "conf", "log" };
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		(void)unlink(in_dir(names[i]));
-	(void)rmdir(dir);
-}
-
 RN_TEST_MAIN(T(sysfs_of_this_netns_agrees), T(sysfs_with_another_netdev_is_another_netns),
 	     T(sysfs_missing_a_netdev_is_another_netns),
 	     T(sysfs_with_a_different_ifindex_is_another_netns),
-	     T(sysfs_without_class_net_is_an_error), T(setup),
-	     T(a_fifo_is_refused_without_blocking), T(a_character_device_is_refused),
-	     T(a_directory_is_refused), T(a_socket_is_refused), T(a_huge_file_is_refused_by_size),
-	     T(a_regular_file_is_read_and_created), T(a_missing_file_says_so), T(teardown),
-	     T(json_complete_sees_a_whole_object), T(json_complete_waits_for_the_rest),
-	     T(json_complete_never_for_scalars))
+	     T(sysfs_without_class_net_is_an_error), T(a_fifo_is_refused_without_blocking),
+	     T(a_character_device_is_refused), T(a_directory_is_refused), T(a_socket_is_refused),
+	     T(a_huge_file_is_refused_by_size), T(a_regular_file_is_read_and_created),
+	     T(a_missing_file_says_so), T(json_complete_sees_a_whole_object),
+	     T(json_complete_waits_for_the_rest), T(json_complete_never_for_scalars))
