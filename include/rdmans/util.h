@@ -122,6 +122,23 @@ long rn_now_ms(void);
 int rn_write_all(int fd, const char *buf, size_t len);
 
 /*
+ * mkdir -p: each missing directory of PATH, the last one with mode, those
+ * above it with parent_mode. 0, or -errno with err (optional) naming the
+ * directory that could not be made.
+ */
+int rn_mkdir_p(const char *path, mode_t parent_mode, mode_t mode, struct rn_error *err);
+
+/*
+ * Replaces PATH with LEN bytes of CONTENT so that a reader sees the old file
+ * or the new one, never a part: a temporary ".NAME.PID.tmp" beside it, then
+ * rename(2). durable: fsync'ed first, and the directory after. WHAT names the
+ * file in messages ("state file"). 0, or -errno with err set and nothing left
+ * behind.
+ */
+int rn_write_atomic(const char *path, const char *content, size_t len, mode_t mode, bool durable,
+		    const char *what, struct rn_error *err);
+
+/*
  * Bounded string copy (the kernel's and systemd's strscpy): copies what fits
  * of src (NULL: "") into dst of len bytes, always NUL-terminated when len > 0.
  * Returns the length copied, or -E2BIG when src was cut short (or len is 0).

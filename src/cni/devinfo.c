@@ -21,30 +21,6 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/util.h"
 
-static int mkdir_parents(const char *path)
-{
-	char buf[PATH_MAX];
-	char *slash;
-
-	if (rn_path(buf, sizeof(buf), "%s", path) < 0)
-		return -ENAMETOOLONG;
-	slash = strrchr(buf, '/');
-	if (!slash || slash == buf)
-		return 0;
-	*slash = '\0';
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 int cni_devinfo_path(struct cni_ctx *ctx, char *buf, size_t len)
 {
 	const char *given = ctx->conf.devinfo_file;
@@ -70,10 +46,11 @@ int cni_devinfo_path(struct cni_ctx *ctx, char *buf, size_t len)
 int cni_devinfo_write(struct cni_ctx *ctx, const char *path, const struct rn_attach_plan *plan)
 {
 	_cleanup_json_ json_t *doc = NULL;
-	char tmp[PATH_MAX + 16], names[RN_ATTACH_MAX * RN_RDMA_NAME_MAX];
+	_cleanup_free_ char *out = NULL;
+	char dir[PATH_MAX], names[RN_ATTACH_MAX * RN_RDMA_NAME_MAX], *slash;
+	struct rn_error err = { 0 };
 	json_t *pci;
 	size_t n = 0;
-	int r;
 
 	{
 		_cleanup_free_ char *text = NULL;
@@ -105,21 +82,15 @@ int cni_devinfo_write(struct cni_ctx *ctx, const char *path, const struct rn_att
 	if (plan->n_rdma)
 		json_object_set_new(pci, "rdma-device", json_string(names));
 
-	r = mkdir_parents(path);
-	if (r < 0)
-		return cni_fail(ctx, CNI_ERR_IO, "cannot create the directory of %s: %s", path,
-				strerror(-r));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if (json_dump_file(doc, tmp, JSON_COMPACT) < 0) {
-		(void)unlink(tmp);
-		return cni_fail(ctx, CNI_ERR_IO, "cannot write device-info file %s", tmp);
-	}
-	if (rename(tmp, path) < 0) {
-		r = errno;
-		(void)unlink(tmp);
-		return cni_fail(ctx, CNI_ERR_IO, "cannot write device-info file %s: %s", path,
-				strerror(r));
-	}
+	if (rn_path(dir, sizeof(dir), "%s", path) < 0 || !(slash = strrchr(dir, '/')))
+		return cni_fail(ctx, CNI_ERR_IO, "device-info file %s: not an absolute path", path);
+	*slash = '\0';
+	out = json_dumps(doc, JSON_COMPACT);
+	if (!out)
+		return cni_fail(ctx, CNI_ERR_IO, "out of memory");
+	if ((dir[0] && rn_mkdir_p(dir, 0755, 0755, &err) < 0) ||
+	    rn_write_atomic(path, out, strlen(out), 0644, false, "device-info file", &err) < 0)
+		return cni_fail(ctx, CNI_ERR_IO, "%s", err.msg);
 	return 0;
 }
 

@@ -170,38 +170,14 @@ static int open_locks_dir(const char *dir, struct rn_error *err)
 	return fd;
 }
 
-static int mkdir_p(const char *dir, struct rn_error *err)
-{
-	char path[PATH_MAX];
-	size_t len = strlen(dir);
-
-	if (len == 0 || len >= sizeof(path))
-		return rn_error_set(err, EINVAL, "invalid state directory '%s'", dir);
-	/* the common case, every call after the first: there already (check_dir looks at it) */
-	if (mkdir(dir, 0700) == 0 || errno == EEXIST)
-		return 0;
-	if (errno != ENOENT)
-		return rn_error_errno(err, errno, "cannot create state directory %s", dir);
-	memcpy(path, dir, len + 1);
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) < 0 && errno != EEXIST)
-			return rn_error_errno(err, errno, "cannot create %s", path);
-		*p = '/';
-	}
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return rn_error_errno(err, errno, "cannot create state directory %s", path);
-	return 0;
-}
-
 int rn_cni_state_dir_init(const char *dir, struct rn_error *err)
 {
 	char locks[PATH_MAX];
 	int r;
 
-	r = mkdir_p(dir, err);
+	if (!dir[0] || strlen(dir) >= PATH_MAX)
+		return rn_error_set(err, EINVAL, "invalid state directory '%s'", dir);
+	r = rn_mkdir_p(dir, 0755, 0700, err);
 	if (r < 0)
 		return r;
 	r = check_dir(dir, err);
@@ -382,29 +358,19 @@ static int fsync_dir(const char *dir)
 static int state_write(const char *dir, const char *name, const struct rn_cni_state *st,
 		       bool durable, struct rn_error *err)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
-	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *text = NULL;
+	char path[PATH_MAX];
+	size_t len = 0;
 	FILE *f;
-	int r, e;
+	int r;
 
 	r = state_path(dir, name, path, sizeof(path), err);
 	if (r < 0)
 		return r;
-	if (rn_path(tmp, sizeof(tmp), "%s/.%s.%d.tmp", dir, name, (int)getpid()) < 0)
-		return rn_error_set(err, ENAMETOOLONG, "state file path too long: %s", path);
-	fd = rn_fault_io("state file create")
-		     ? -1
-		     : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return rn_error_errno(err, errno, "cannot create %s", tmp);
-	f = fdopen(fd, "w");
-	if (!f) {
-		e = errno;
-		(void)unlink(tmp);
-		return rn_error_errno(err, e, "cannot write %s", tmp);
-	}
-	TAKE_FD(fd); /* f owns it */
-	r = fprintf(f, "# rdma-netns attachment state (format: include/rdmans/cni_state.h)\n") < 0
+	f = open_memstream(&text, &len);
+	if (!f)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	r = fputs("# rdma-netns attachment state (format: include/rdmans/cni_state.h)\n", f) < 0
 		    ? -1
 		    : 0;
 	for (size_t i = 0; r == 0 && i < st->n; i++) {
@@ -412,26 +378,9 @@ static int state_write(const char *dir, const char *name, const struct rn_cni_st
 		    fputc('\n', f) == EOF)
 			r = -1;
 	}
-	if (r == 0 && (rn_fault_io("state file write") || fflush(f) != 0 ||
-		       (durable && (rn_fault_io("state file fsync") || fsync(fileno(f)) < 0))))
-		r = -1;
-	e = errno ? errno : EIO;
-	if (fclose(f) != 0 && r == 0) {
-		r = -1;
-		e = errno;
-	}
-	if (r < 0) {
-		(void)unlink(tmp);
-		return rn_error_errno(err, e, "cannot write state file %s", tmp);
-	}
-	if (rn_fault_io("state file rename") || rename(tmp, path) < 0) {
-		e = errno;
-		(void)unlink(tmp);
-		return rn_error_errno(err, e, "cannot rename %s to %s", tmp, path);
-	}
-	if (durable)
-		(void)fsync_dir(dir);
-	return 0;
+	if (fclose(f) != 0 || r < 0)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	return rn_write_atomic(path, text, len, 0600, durable, "state file", err);
 }
 
 int rn_cni_state_write(const char *dir, const char *name, const struct rn_cni_state *st,

@@ -68,28 +68,11 @@ static void local_close(struct rn_ipam_store *s)
 	free(l);
 }
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	_cleanup_free_ char *copy = strdup(path);
-
-	if (!copy)
-		return -ENOMEM;
-	for (char *p = copy + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(copy, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(copy, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /* Opens the data directory, creating it when `create`. */
 static int data_dir(struct local_store *l, bool create, struct rn_error *err)
 {
+	int r;
+
 	if (l->dirfd >= 0)
 		return 0;
 	l->dirfd = open(l->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -103,8 +86,9 @@ static int data_dir(struct local_store *l, bool create, struct rn_error *err)
 			rn_error_wrap(err, "set ipam.dataDir to a writable directory");
 		return -saved;
 	}
-	if (mkdir_p(l->path, 0750) < 0)
-		return rn_error_errno(err, errno,
+	r = rn_mkdir_p(l->path, 0750, 0750, NULL);
+	if (r < 0)
+		return rn_error_errno(err, -r,
 				      "cannot create IPAM data directory %s (set ipam.dataDir to a "
 				      "writable directory)",
 				      l->path);

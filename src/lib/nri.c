@@ -119,27 +119,10 @@ static int state_path(const struct session *s, const struct rn_nri_call *c, char
 		       : 0;
 }
 
-/* dir and its parent (/run/rdmans/nri: /run is a tmpfs, made anew at boot). */
-static int make_dirs(const char *dir, struct rn_error *err)
-{
-	char parent[PATH_MAX];
-	char *slash;
-
-	snprintf(parent, sizeof(parent), "%s", dir);
-	slash = strrchr(parent, '/');
-	if (slash && slash != parent) {
-		*slash = '\0';
-		if (mkdir(parent, 0755) < 0 && errno != EEXIST)
-			return rn_error_errno(err, errno, "cannot create %s", parent);
-	}
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return rn_error_errno(err, errno, "cannot create %s", dir);
-	return 0;
-}
-
 /*
  * What this plugin moved into a pod, so that Stop/RemovePodSandbox take back
- * those and nothing a CNI plugin put there. Not fsync'ed: if the record is
+ * those and nothing a CNI plugin put there. Replaced whole, so a reader never
+ * sees half of one; not fsync'ed: if the record is
  * lost, the kernel still returns the devices when the pod's netns goes.
  */
 static int record_moved(const struct session *s, const struct rn_nri_call *c, const char *netns,
@@ -147,24 +130,18 @@ static int record_moved(const struct session *s, const struct rn_nri_call *c, co
 {
 	char path[PATH_MAX], text[PATH_MAX + RN_POD_MAX_DEVICES * RN_RDMA_NAME_MAX + 16] = "";
 	const char *dir = s->o->state_dir ? s->o->state_dir : RN_NRI_STATE_DIR;
-	_cleanup_close_ int fd = -1;
 	int r = state_path(s, c, path, sizeof(path), err);
 
 	if (r < 0)
 		return r;
-	r = make_dirs(dir, err);
+	/* /run/rdmans/nri: /run is a tmpfs, made anew at boot */
+	r = rn_mkdir_p(dir, 0755, 0700, err);
 	if (r < 0)
 		return r;
 	rn_strappend(text, sizeof(text), "netns %s\n", netns);
 	for (size_t i = 0; i < n; i++)
 		rn_strappend(text, sizeof(text), "%s\n", names[i]);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return rn_error_errno(err, errno, "cannot write %s", path);
-	r = rn_write_all(fd, text, strlen(text));
-	if (r < 0)
-		return rn_error_errno(err, -r, "cannot write %s", path);
-	return 0;
+	return rn_write_atomic(path, text, strlen(text), 0600, false, "record", err);
 }
 
 /*

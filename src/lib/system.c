@@ -162,14 +162,12 @@ int rn_system_boot_config(const char *root, struct rn_boot_config *out, struct r
 int rn_system_persist_netns_mode(const char *root, bool exclusive, char *ret_path, size_t len,
 				 struct rn_error *err)
 {
-	char dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX];
-	_cleanup_close_ int fd = -1;
+	char dir[PATH_MAX], path[PATH_MAX];
 	char text[256];
-	int n;
+	int n, r;
 
 	if (rn_path(dir, sizeof(dir), "%s/etc/modprobe.d", root) < 0 ||
-	    rn_path(path, sizeof(path), "%s%s", root, RN_MODPROBE_CONF) < 0 ||
-	    rn_path(tmp, sizeof(tmp), "%s.tmp", path) < 0)
+	    rn_path(path, sizeof(path), "%s%s", root, RN_MODPROBE_CONF) < 0)
 		return rn_error_set(err, ENAMETOOLONG, "path too long under %s", root);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return rn_error_errno(err, errno, "cannot create %s", dir);
@@ -178,21 +176,9 @@ int rn_system_persist_netns_mode(const char *root, bool exclusive, char *ret_pat
 		     "# RDMA devices belong to one network namespace at a time (exclusive mode).\n"
 		     "options ib_core netns_mode=%d\n",
 		     exclusive ? "exclusive" : "shared", exclusive ? 0 : 1);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return rn_error_errno(err, errno, "cannot write %s", tmp);
-	if (write(fd, text, (size_t)n) != n || fsync(fd) < 0) {
-		int e = errno ? errno : EIO;
-
-		(void)unlink(tmp);
-		return rn_error_errno(err, e, "cannot write %s", tmp);
-	}
-	if (rename(tmp, path) < 0) {
-		int e = errno;
-
-		(void)unlink(tmp);
-		return rn_error_errno(err, e, "cannot rename %s to %s", tmp, path);
-	}
+	r = rn_write_atomic(path, text, (size_t)n, 0644, true, "modprobe.d file", err);
+	if (r < 0)
+		return r;
 	if (ret_path)
 		snprintf(ret_path, len, "%s", path);
 	return 0;

@@ -208,6 +208,88 @@ int rn_write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+/* -errno of the failed mkdir of dir, said in err when there is one. */
+static int mkdir_failed(const char *dir, struct rn_error *err)
+{
+	int e = errno;
+
+	if (err)
+		rn_error_errno(err, e, "cannot create directory %s", dir);
+	return -e;
+}
+
+int rn_mkdir_p(const char *path, mode_t parent_mode, mode_t mode, struct rn_error *err)
+{
+	char buf[PATH_MAX];
+
+	/* the common case: there already, or only the last one missing */
+	if (mkdir(path, mode) == 0 || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT)
+		return mkdir_failed(path, err);
+	if (rn_path(buf, sizeof(buf), "%s", path) < 0) {
+		errno = ENAMETOOLONG;
+		return mkdir_failed(path, err);
+	}
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, parent_mode) < 0 && errno != EEXIST)
+			return mkdir_failed(buf, err);
+		*p = '/';
+	}
+	if (mkdir(path, mode) == 0 || errno == EEXIST)
+		return 0;
+	return mkdir_failed(path, err);
+}
+
+int rn_write_atomic(const char *path, const char *content, size_t len, mode_t mode, bool durable,
+		    const char *what, struct rn_error *err)
+{
+	char dir[PATH_MAX], tmp[PATH_MAX];
+	const char *base = strrchr(path, '/');
+	_cleanup_close_ int fd = -1;
+	int r, e;
+
+	if (!base || rn_path(dir, sizeof(dir), "%.*s", (int)(base - path), path) < 0 ||
+	    rn_path(tmp, sizeof(tmp), "%s/.%s.%d.tmp", dir, base + 1, (int)getpid()) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "%s path %s is too long or not absolute",
+				    what, path);
+	if (!dir[0]) /* a file in / */
+		(void)rn_strscpy(dir, sizeof(dir), "/");
+	fd = rn_fault_io("atomic write: create")
+		     ? -1
+		     : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0)
+		return rn_error_errno(err, errno, "cannot create %s %s", what, tmp);
+	r = rn_fault_io("atomic write: write") ? -errno : rn_write_all(fd, content, len);
+	if (r == 0 && durable && (rn_fault_io("atomic write: fsync") || fsync(fd) < 0))
+		r = -errno;
+	e = -r;
+	if (r == 0 && close(TAKE_FD(fd)) < 0) {
+		r = -1;
+		e = errno;
+	}
+	if (r < 0) {
+		(void)unlink(tmp);
+		return rn_error_errno(err, e, "cannot write %s %s", what, tmp);
+	}
+	if (rn_fault_io("atomic write: rename") || rename(tmp, path) < 0) {
+		e = errno;
+		(void)unlink(tmp);
+		return rn_error_errno(err, e, "cannot rename %s to %s", tmp, path);
+	}
+	if (durable) {
+		_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (dfd >= 0)
+			(void)fsync(
+				dfd); /* the rename is done: a failed fsync here loses nothing */
+	}
+	return 0;
+}
+
 static const char *file_type(mode_t m)
 {
 	if (S_ISDIR(m))

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Name checks, strict PID parsing, the bounded string copy: what reaches paths and netlink. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -16,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "rdmans/cleanup.h"
 #include "rdmans/nccl_conf.h"
 #include "rdmans/rootfs.h"
 #include "rdmans/util.h"
@@ -412,6 +414,66 @@ static void json_value_end_skips_one_value_whatever_it_holds(void)
 	}
 }
 
+static void mkdir_p_makes_each_missing_directory_with_its_mode(void)
+{
+	char dir[] = "/tmp/rdmans-mkdir-XXXXXX", path[256], cmd[300];
+	struct rn_error err = { 0 };
+	mode_t mask = umask(0);
+	struct stat st;
+
+	umask(mask);
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/a/b/c", dir);
+	CHECK_INT(rn_mkdir_p(path, 0755, 0700, &err), 0);
+	CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == (0700 & ~mask));
+	snprintf(path, sizeof(path), "%s/a/b", dir);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == (0755 & ~mask));
+	/* there already: nothing to do */
+	snprintf(path, sizeof(path), "%s/a/b/c", dir);
+	CHECK_INT(rn_mkdir_p(path, 0755, 0700, &err), 0);
+	/* a file on the way: the error names the component, not the whole path */
+	snprintf(path, sizeof(path), "%s/file", dir);
+	CHECK(close(open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) == 0);
+	snprintf(path, sizeof(path), "%s/file/x/y", dir);
+	CHECK_INT(rn_mkdir_p(path, 0755, 0700, &err), -ENOTDIR);
+	snprintf(path, sizeof(path), "%s/file/x", dir);
+	CHECK_CONTAINS(err.msg, path);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0);
+}
+
+static void write_atomic_replaces_the_file_and_leaves_no_temporary(void)
+{
+	char dir[] = "/tmp/rdmans-atomic-XXXXXX", path[256], cmd[300];
+	_cleanup_free_ char *text = NULL;
+	struct rn_error err = { 0 };
+	struct stat st;
+	int n = 0;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/state", dir);
+	CHECK_INT(rn_write_atomic(path, "old\n", 4, 0600, true, "state file", &err), 0);
+	CHECK_INT(rn_write_atomic(path, "new", 3, 0600, false, "state file", &err), 0);
+	CHECK_INT(rn_read_regular(path, 64, NULL, &text, NULL, &err), 0);
+	CHECK_STR(text, "new");
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+	{
+		_cleanup_closedir_ DIR *d = opendir(dir);
+
+		while (d && readdir(d))
+			n++;
+	}
+	CHECK_INT(n, 3); /* ".", ".." and the file: no temporary left */
+	/* a directory that is not there: an error naming the file, nothing made */
+	snprintf(path, sizeof(path), "%s/none/state", dir);
+	CHECK_INT(rn_write_atomic(path, "x", 1, 0600, false, "state file", &err), -ENOENT);
+	CHECK_CONTAINS(err.msg, "cannot create state file");
+	snprintf(path, sizeof(path), "%s/none", dir);
+	CHECK(access(path, F_OK) != 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0);
+}
+
 RN_TEST_MAIN(T(name_check_accepts_real_device_names), T(name_check_refuses_empty_names),
 	     T(name_check_refuses_path_tricks), T(name_check_refuses_spaces_and_control_characters),
 	     T(name_check_refuses_names_over_the_limit),
@@ -426,4 +488,6 @@ RN_TEST_MAIN(T(name_check_accepts_real_device_names), T(name_check_refuses_empty
 	     T(nccl_conf_lines_are_read_as_nccl_reads_them),
 	     T(grow_doubles_with_a_cap_and_is_exact_without),
 	     T(format_args_formats_the_callers_own_arguments),
-	     T(json_value_end_skips_one_value_whatever_it_holds))
+	     T(json_value_end_skips_one_value_whatever_it_holds),
+	     T(mkdir_p_makes_each_missing_directory_with_its_mode),
+	     T(write_atomic_replaces_the_file_and_leaves_no_temporary))
