@@ -64,10 +64,4 @@ int rn_attach_wait_gids(int pod_nsfd, const struct rn_attach_plan *plan, const c
 int rn_attach_verify(int pod_nsfd, const struct rn_attach_plan *plan, const char *const *addrs,
 		     size_t n_addrs, struct rn_error *err);
 
-/* Bringing them home: attach_home.h; soft-RoCE pods: attach_soft_roce.h; the plan on
- * disk, the owner search and the device locks: attach_state.h. */
-#include "rdmans/attach_home.h"
-#include "rdmans/attach_soft_roce.h"
-#include "rdmans/attach_state.h"
-
 #endif

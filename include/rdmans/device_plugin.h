@@ -15,6 +15,7 @@
 #include "rdmans/error.h"
 #include "rdmans/kubelet_wire.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_pci.h"
 
 #define RN_DP_MAX_POOLS 16
 #define RN_DP_MAX_MATCH 16 /* entries in one selector list */

@@ -23,6 +23,7 @@
 #include "rdmans/nccl.h"
 #include "rdmans/nccl_process.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_pci.h"
 #include "rdmans/system.h"
 
 enum rn_doctor_status {
@@ -207,9 +208,5 @@ bool rn_doctor_port_ethernet(const struct rn_doctor_port *p);
 /* Gathers the facts of the target (joining its netns as needed) and evaluates them. */
 int rn_doctor_run(const struct rn_doctor_target *t, struct rn_doctor_facts *facts,
 		  struct rn_doctor_report *out, struct rn_error *err);
-
-/* The process's facts and the checklist: doctor_process.h, doctor_checks.h. */
-#include "rdmans/doctor_checks.h"
-#include "rdmans/doctor_process.h"
 
 #endif

@@ -30,6 +30,7 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/error.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_gid.h"
 
 #define RN_NCCL_NAME_MAX 64
 /* NCCL reads at most 1023 bytes of a value from nccl.conf (src/misc/param.cc). */
@@ -303,12 +304,5 @@ void rn_nccl_result_sort(struct rn_nccl_result *res);
  * address as 16 bytes (IPv4 mapped), the prefix length; -EINVAL otherwise.
  */
 int rn_nccl_cidr_parse(const char *cidr, int *family, uint8_t raw[16], int *plen);
-
-/* The node (nccl_node.h), the resolver (nccl_resolve.h), the render (nccl_conf.h), the image's
- * NCCL (nccl_version.h): the rest of the NCCL API. */
-#include "rdmans/nccl_conf.h"
-#include "rdmans/nccl_node.h"
-#include "rdmans/nccl_resolve.h"
-#include "rdmans/nccl_version.h"
 
 #endif

@@ -7,6 +7,7 @@
 #include "rdmans/error.h"
 #include "rdmans/nccl.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_port.h"
 
 void rn_nccl_node_free(struct rn_nccl_node *node);
 static inline void rn_nccl_node_freep(struct rn_nccl_node *node)

@@ -81,10 +81,4 @@ int rn_sysfs_netdevs_by_bus_id(const char *bus_id, char (*names)[IF_NAMESIZE], s
 /* The PCI BDF behind netdev `ifname`; -ENOENT when it has none (veth, bridge). */
 int rn_sysfs_netdev_pci(const char *ifname, char *bdf, size_t len, struct rn_error *err);
 
-/* The GID tables, character devices and modules, PCI topology, the ports: the rest of the reader. */
-#include "rdmans/sysfs_gid.h"
-#include "rdmans/sysfs_kernel.h"
-#include "rdmans/sysfs_pci.h"
-#include "rdmans/sysfs_port.h"
-
 #endif

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "rdmans/error.h"
+#include "rdmans/sysfs_gid.h"
 
 /* ---- per-port facts: the one reader of ports/P and of the bound netdev's class/net ---- */
 

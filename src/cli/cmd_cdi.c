@@ -23,7 +23,11 @@
 #include "rdmans.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/devnodes.h"
+#include "rdmans/gid.h"
 #include "rdmans/nccl.h"
+#include "rdmans/nccl_node.h"
+#include "rdmans/nccl_resolve.h"
+#include "rdmans/nccl_rules.h"
 #include "rdmans/rootfs.h"
 
 #define CDI_KIND "rdmans.io/rdma"

@@ -18,8 +18,14 @@
 #include "rdmans/container.h"
 #include "rdmans/discover.h"
 #include "rdmans/nccl.h"
+#include "rdmans/nccl_conf.h"
 #include "rdmans/nccl_json.h"
+#include "rdmans/nccl_node.h"
+#include "rdmans/nccl_resolve.h"
+#include "rdmans/nccl_rules.h"
+#include "rdmans/nccl_version.h"
 #include "rdmans/netns.h"
+#include "rdmans/rootfs.h"
 #include "rdmans/util.h"
 
 static int env_usage(void)

@@ -7,6 +7,7 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/netns.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_gid.h"
 #include "rdmans/util.h"
 
 struct gids_job {

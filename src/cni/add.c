@@ -14,10 +14,16 @@
 #include "devinfo.h"
 #include "fault.h"
 #include "result.h"
+#include "rdmans/attach.h"
+#include "rdmans/attach_plan.h"
+#include "rdmans/attach_soft_roce.h"
+#include "rdmans/attach_state.h"
 #include "rdmans/cleanup.h"
+#include "rdmans/cni_state.h"
 #include "rdmans/link.h"
 #include "rdmans/netns.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_kernel.h"
 #include "rdmans/util.h"
 
 #define LOCK_TIMEOUT_MS 60000

@@ -7,6 +7,8 @@
 #include "check.h"
 #include "delegate.h"
 #include "result.h"
+#include "rdmans/attach_plan.h"
+#include "rdmans/attach_state.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/netns.h"
 #include "rdmans/rdma_nl.h"

@@ -15,8 +15,15 @@
 #include "devinfo.h"
 #include "fault.h"
 #include "result.h"
+#include "rdmans/attach.h"
+#include "rdmans/attach_home.h"
+#include "rdmans/attach_plan.h"
+#include "rdmans/attach_soft_roce.h"
+#include "rdmans/attach_state.h"
 #include "rdmans/cleanup.h"
+#include "rdmans/cni_state.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_kernel.h"
 
 #define LOCK_TIMEOUT_MS 60000
 #define GC_GRACE_S 300 /* an ADD younger than this may still be running */

@@ -22,6 +22,7 @@
 #include "rdmans/netns.h"
 #include "rdmans/rdma_nl.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_gid.h"
 #include "rdmans/util.h"
 #include "attach_private.h"
 

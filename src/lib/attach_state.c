@@ -23,6 +23,7 @@
 #include "rdmans/netns.h"
 #include "rdmans/rdma_nl.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_kernel.h"
 #include "rdmans/util.h"
 
 /* ---- state ---- */

@@ -26,6 +26,8 @@
 #include "rdmans/counters.h"
 #include "rdmans/discover.h"
 #include "rdmans/rdma_nl.h"
+#include "rdmans/sysfs.h"
+#include "rdmans/sysfs_port.h"
 #include "rdmans/util.h"
 
 /* ---- counter lists ---- */

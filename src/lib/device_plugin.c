@@ -13,9 +13,13 @@
 #include <string.h>
 
 #include "rdmans/cleanup.h"
+#include "rdmans/counters.h"
 #include "rdmans/device_plugin.h"
 #include "rdmans/devnodes.h"
 #include "rdmans/rdma_nl.h"
+#include "rdmans/sysfs.h"
+#include "rdmans/sysfs_pci.h"
+#include "rdmans/sysfs_port.h"
 #include "rdmans/util.h"
 
 #define IB_PORT_ACTIVE 4

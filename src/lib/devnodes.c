@@ -7,6 +7,8 @@
 
 #include "rdmans/cleanup.h"
 #include "rdmans/devnodes.h"
+#include "rdmans/sysfs.h"
+#include "rdmans/sysfs_kernel.h"
 #include "rdmans/util.h"
 
 static int cmp_node(const void *a, const void *b)

@@ -9,6 +9,7 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/discover.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_port.h"
 #include "rdmans/util.h"
 
 struct dump_job {

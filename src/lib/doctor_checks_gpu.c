@@ -8,6 +8,7 @@
 
 #include "rdmans/doctor.h"
 #include "rdmans/nccl_process.h"
+#include "rdmans/sysfs_pci.h"
 #include "rdmans/util.h"
 #include "doctor_checks_private.h"
 #include "doctor_checks_gpu.h"

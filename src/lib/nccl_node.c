@@ -22,6 +22,8 @@
 #include "rdmans/netns.h"
 #include "rdmans/rdma_nl.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_gid.h"
+#include "rdmans/sysfs_port.h"
 #include "rdmans/util.h"
 
 void rn_nccl_node_free(struct rn_nccl_node *node)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "rdmans/nccl_rules.h"
+#include "rdmans/sysfs_gid.h"
 #include "rdmans/util.h"
 
 static bool is_ethernet(const struct rn_nccl_port *p)

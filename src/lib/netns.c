@@ -20,6 +20,7 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/netns.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_port.h"
 #include "rdmans/util.h"
 
 #ifndef NSFS_MAGIC

@@ -7,7 +7,11 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/discover.h"
 #include "rdmans/move.h"
+#include "rdmans/nccl.h"
 #include "rdmans/nccl_json.h"
+#include "rdmans/nccl_node.h"
+#include "rdmans/nccl_resolve.h"
+#include "rdmans/nccl_rules.h"
 #include "rdmans/pod_ask.h"
 #include "rdmans/util.h"
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
+#include "rdmans/sysfs_gid.h"
 #include "rdmans/util.h"
 #include "sysfs_private.h"
 #include "rdmans/sysfs_port.h"

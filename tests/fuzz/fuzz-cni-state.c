@@ -10,6 +10,7 @@
 
 #include "fuzz.h"
 #include "rdmans/attach.h"
+#include "rdmans/attach_state.h"
 #include "rdmans/cni_state.h"
 
 static void write_input(const char *path, const uint8_t *data, size_t size)

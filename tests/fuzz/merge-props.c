@@ -11,6 +11,8 @@
 
 #include "merge-props.h"
 #include "rdmans/cleanup.h"
+#include "rdmans/nccl.h"
+#include "rdmans/nccl_conf.h"
 
 #define BEGIN "# rdmans: begin"
 #define END "# rdmans: end"

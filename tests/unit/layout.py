@@ -171,6 +171,29 @@ for p in sorted(q for q in (root / "src").rglob("*") if q.suffix in (".c", ".h")
             bad.append(f"{p.relative_to(root)}:{lineno} spells a sysfs path: ask src/lib/sysfs*.c")
 check("sysfs paths are spelled in src/lib/sysfs*.c only", bad)
 
+# 7. headers declare their own file and include no umbrella: the include graph of
+#    include/rdmans has no cycle, so a file's includes say which modules it uses
+inc_re = re.compile(r'^#include "rdmans/([^"]+)"', re.M)
+graph = {h.name: set(inc_re.findall(h.read_text())) for h in (root / "include/rdmans").glob("*.h")}
+bad = []
+state = {}
+
+
+def visit(h, path):
+    state[h] = "open"
+    for d in sorted(graph.get(h, ())):
+        if state.get(d) == "open":
+            bad.append("include cycle: " + " -> ".join(path[path.index(d):] + [d]))
+        elif d not in state:
+            visit(d, path + [d])
+    state[h] = "done"
+
+
+for h in sorted(graph):
+    if h not in state:
+        visit(h, [h])
+check("include/rdmans has no include cycle", bad)
+
 for n, (name, problems) in enumerate(checks, 1):
     print(f"{'not ok' if problems else 'ok'} {n} - {name}")
     for line in problems:

@@ -26,6 +26,9 @@
 #include <unistd.h>
 
 #include "rdmans/attach.h"
+#include "rdmans/attach_home.h"
+#include "rdmans/attach_plan.h"
+#include "rdmans/attach_state.h"
 #include "rdmans/cni_state.h"
 #include "rdmans/discover.h"
 #include "rdmans/link.h"

@@ -14,8 +14,11 @@
 #include <unistd.h>
 
 #include "rdmans/attach.h"
+#include "rdmans/attach_plan.h"
+#include "rdmans/attach_state.h"
 #include "rdmans/cni_state.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_kernel.h"
 #include "test.h"
 
 static char dir[64];

@@ -17,6 +17,9 @@
 #include "fakesys.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/doctor.h"
+#include "rdmans/doctor_checks.h"
+#include "rdmans/doctor_process.h"
+#include "rdmans/sysfs_pci.h"
 #include "test.h"
 
 #define PID 4242

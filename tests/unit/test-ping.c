@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rdmans/nccl.h"
+#include "rdmans/nccl_conf.h"
 #include "rdmans/ping.h"
 #include "test.h"
 

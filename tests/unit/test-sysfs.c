@@ -14,7 +14,10 @@
 
 #include "fakesys.h"
 #include "rdmans/cleanup.h"
+#include "rdmans/counters.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_gid.h"
+#include "rdmans/sysfs_port.h"
 #include "test.h"
 
 /* Stops the test (the goto target "out" runs the cleanups) after a failed check. */

@@ -23,6 +23,7 @@
 #include "fakesys.h"
 #include "rdmans/netns.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_port.h"
 #include "rdmans/util.h"
 #include "test.h"
 
