@@ -108,40 +108,70 @@ int rn_cli_print_json(const struct rn_cli *cli, json_t *doc)
 	return 0;
 }
 
-static void usage(FILE *out)
+/* Each object's usage lines: `rdmans OBJECT --help` prints its own, `rdmans help` all. */
+static const struct {
+	const char *object;
+	const char *text;
+} usages[] = {
+	{ "system", "  system [show]                       netns mode now and at next boot\n"
+		    "  system set netns exclusive|shared [--persist]\n" },
+	{ "dev", "  dev [show [DEV]] [--all-netns]       RDMA devices, ports, bound netdevs\n"
+		 "  dev set DEV name NEWNAME             rename an RDMA device\n" },
+	{ "gids", "  gids [DEV] [--netns TARGET]          GID table (DEV PORT INDEX GID IPv4 VER "
+		  "NETDEV)\n" },
+	{ "move", "  move DEV TARGET [--with-netdev [--netdev-name NAME]]\n"
+		  "  move DEV --container ID [--with-netdev [--netdev-name NAME]]\n"
+		  "        TARGET: host | PID | netns name | netns path\n" },
+	{ "link", "  link add NAME type rxe|siw netdev NETDEV   create a soft RDMA device\n"
+		  "  link del NAME                        delete a soft RDMA device\n" },
+	{ "doctor",
+	  "  doctor [--netns TARGET | --pid PID] check RDMA, netns mode, ports, GIDs, "
+	  "limits, NCCL\n"
+	  "        [--peer ADDR]                  ... and RDMA traffic to an 'rdmans ping "
+	  "--server'\n" },
+	{ "exporter",
+	  "  exporter [--listen ADDR:PORT] [--once]  Prometheus metrics of every netns\n" },
+	{ "env", "  env [--netns TARGET] [--format env|sh|nccl-conf|json] [--explain]  NCCL "
+		 "settings\n"
+		 "  env profiles                         the platforms' NCCL presets\n" },
+	{ "cdi",
+	  "  cdi generate [--addr-range CIDR] [--output FILE]  CDI spec (rdmans.io/rdma)\n" },
+	{ "ipam", "  ipam [ls|show ADDRESS|release ...|gc [--dry-run]|reconcile [--grace S] "
+		  "[--dry-run]]\n"
+		  "        addresses held by rdma-netns-ipam (rdma-netns-ipam(8))\n" },
+	{ "ping", "  ping --server [--netns T | --pid P] [--device D] [--once]   RDMA ping server\n"
+		  "  ping ADDRESS [--netns T | --pid P] [--device D] [--gid-index N] [--count N] "
+		  "[--size B]\n"
+		  "        RC connection (librdmacm), SEND/WRITE latency, WRITE bandwidth\n" },
+};
+
+static void usage_of(FILE *out, const char *object)
 {
-	fputs("Usage: rdmans [-j] [-p] OBJECT [COMMAND] [ARGS]\n"
-	      "\n"
-	      "  system [show]                       netns mode now and at next boot\n"
-	      "  system set netns exclusive|shared [--persist]\n"
-	      "  dev [show [DEV]] [--all-netns]       RDMA devices, ports, bound netdevs\n"
-	      "  dev set DEV name NEWNAME             rename an RDMA device\n"
-	      "  gids [DEV] [--netns TARGET]          GID table (DEV PORT INDEX GID IPv4 VER "
-	      "NETDEV)\n"
-	      "  move DEV TARGET [--with-netdev [--netdev-name NAME]]\n"
-	      "  move DEV --container ID [--with-netdev [--netdev-name NAME]]\n"
-	      "        TARGET: host | PID | netns name | netns path\n"
-	      "  link add NAME type rxe|siw netdev NETDEV   create a soft RDMA device\n"
-	      "  link del NAME                        delete a soft RDMA device\n"
-	      "  doctor [--netns TARGET | --pid PID] check RDMA, netns mode, ports, GIDs, limits, "
-	      "NCCL\n"
-	      "        [--peer ADDR]                  ... and RDMA traffic to an 'rdmans ping "
-	      "--server'\n"
-	      "  exporter [--listen ADDR:PORT] [--once]  Prometheus metrics of every netns\n"
-	      "  env [--netns TARGET] [--format env|sh|nccl-conf|json] [--explain]  NCCL "
-	      "settings\n"
-	      "  env profiles                         the platforms' NCCL presets\n"
-	      "  cdi generate [--addr-range CIDR] [--output FILE]  CDI spec (rdmans.io/rdma)\n"
-	      "  ipam [ls|show ADDRESS|release ...|gc|reconcile]  addresses held by "
-	      "rdma-netns-ipam\n"
-	      "  ping --server [--netns T | --pid P] [--device D] [--once]   RDMA ping server\n"
-	      "  ping ADDRESS [--netns T | --pid P] [--device D] [--gid-index N] [--count N] "
-	      "[--size B]\n"
-	      "        RC connection (librdmacm), SEND/WRITE latency, WRITE bandwidth\n"
-	      "\n"
-	      "Options: -j/--json JSON output, -p/--pretty indented JSON, -V/--version, -h/--help\n"
+	fputs("Usage: rdmans [-j] [-p] OBJECT [COMMAND] [ARGS]\n\n", out);
+	for (size_t i = 0; i < sizeof(usages) / sizeof(usages[0]); i++)
+		if (!object || strcmp(object, usages[i].object) == 0)
+			fputs(usages[i].text, out);
+	fputs("\nOptions: -j/--json JSON output, -p/--pretty indented JSON, -V/--version, "
+	      "-h/--help\n"
 	      "See rdmans(8).\n",
 	      out);
+}
+
+static void usage(FILE *out)
+{
+	usage_of(out, NULL);
+}
+
+/* -h or --help among an object's arguments (before a "--"): that object's usage, exit 0. */
+static bool asks_help(const struct rn_cli *cli)
+{
+	for (int i = 0; i < cli->argc; i++) {
+		if (strcmp(cli->argv[i], "--") == 0)
+			return false;
+		if (strcmp(cli->argv[i], "-h") == 0 || strcmp(cli->argv[i], "--help") == 0)
+			return true;
+	}
+	return false;
 }
 
 static int cmd_help(struct rn_cli *cli)
@@ -205,8 +235,14 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return RN_EXIT_USAGE;
 	}
-	for (const struct rn_cmd *o = objects; o->name; o++)
-		if (strcmp(o->name, object) == 0)
-			return o->fn(&cli);
+	for (const struct rn_cmd *o = objects; o->name; o++) {
+		if (strcmp(o->name, object) != 0)
+			continue;
+		if (o->fn != cmd_help && o->fn != cmd_version && asks_help(&cli)) {
+			usage_of(stdout, object);
+			return 0;
+		}
+		return o->fn(&cli);
+	}
 	return rn_cli_usage("unknown object '%s' (try 'rdmans help')", object);
 }
