@@ -95,6 +95,14 @@ vm_kubelet_env() {
 	mkdir -p "$DIR"
 }
 
+# vm_still_running NAME PID LOG: one TAP result: the daemon PID has not
+# exited on its own (a crash, a sanitizer's stop); on failure LOG's tail.
+vm_still_running() {
+	vm_check "$1 is still running" kill -0 "$2" && return 0
+	vm_diag "$1's log: $(tail -n 30 "$3" 2>&1)"
+	return 1
+}
+
 # vm_kubelet_registered NAME SECS [N]: one TAP result: kubelet.py has seen N
 # (default 1) registrations through to GetDevicePluginOptions within SECS. On
 # failure, both sides' logs are shown and the script gives up: nothing after
