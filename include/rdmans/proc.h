@@ -6,6 +6,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "rdmans/error.h"
+
+/* 0 when PROC_ROOT/PID is there; -ESRCH ("has it exited?") or -ENAMETOOLONG with err set. */
+int rn_proc_exists(const char *proc_root, pid_t pid, struct rn_error *err);
+
 /* Reads PROC_ROOT/PID/NAME (at most max bytes) into *ret, NUL-terminated: 0 or -errno. */
 int rn_proc_read(const char *proc_root, pid_t pid, const char *name, size_t max, char **ret,
 		 size_t *ret_len);

@@ -104,13 +104,10 @@ int rn_doctor_facts_process(struct rn_doctor_facts *f, const char *proc_root, pi
 	f->have_process = true;
 	p->pid = pid;
 	p->cap_ipc_lock = -1;
-	r = rn_path(path, sizeof(path), "%s/%d", proc_root, (int)pid);
+	r = rn_proc_exists(proc_root, pid, err);
 	if (r < 0)
-		return rn_error_set(err, ENAMETOOLONG, "path %s/%d is too long", proc_root,
-				    (int)pid);
-	if (access(path, F_OK) < 0)
-		return rn_error_set(err, ESRCH, "no process with PID %d (has it exited?)",
-				    (int)pid);
+		return r;
+	(void)rn_path(path, sizeof(path), "%s/%d", proc_root, (int)pid);
 
 	if (rn_proc_read(proc_root, pid, "comm", 4096, &comm, &len) == 0) {
 		comm[strcspn(comm, "\n")] = '\0';

@@ -169,13 +169,10 @@ int rn_nccl_process_read(struct rn_nccl_process *np, const char *proc_root, pid_
 	int r;
 
 	memset(np, 0, sizeof(*np));
-	r = rn_path(path, sizeof(path), "%s/%d", proc_root, (int)pid);
+	r = rn_proc_exists(proc_root, pid, err);
 	if (r < 0)
-		return rn_error_set(err, ENAMETOOLONG, "path %s/%d is too long", proc_root,
-				    (int)pid);
-	if (access(path, F_OK) < 0)
-		return rn_error_set(err, ESRCH, "no process with PID %d (has it exited?)",
-				    (int)pid);
+		return r;
+	(void)rn_path(path, sizeof(path), "%s/%d", proc_root, (int)pid);
 
 	r = rn_proc_read(proc_root, pid, "environ", ENVIRON_MAX, &environ_text, &len);
 	if (r == -ENOMEM)

@@ -10,6 +10,19 @@
 #include "rdmans/proc.h"
 #include "rdmans/util.h"
 
+int rn_proc_exists(const char *proc_root, pid_t pid, struct rn_error *err)
+{
+	char path[PATH_MAX];
+
+	if (rn_path(path, sizeof(path), "%s/%d", proc_root, (int)pid) < 0)
+		return rn_error_set(err, ENAMETOOLONG, "path %s/%d is too long", proc_root,
+				    (int)pid);
+	if (access(path, F_OK) < 0)
+		return rn_error_set(err, ESRCH, "no process with PID %d (has it exited?)",
+				    (int)pid);
+	return 0;
+}
+
 int rn_proc_read(const char *proc_root, pid_t pid, const char *name, size_t max, char **ret,
 		 size_t *ret_len)
 {
