@@ -167,11 +167,7 @@ done
 vm_check "every device is home" vm_expect_eq "host host host host" \
 	"$(for i in 0 1 2 3; do rt_where "${dev[i]}"; done | tr '\n' ' ' | sed 's/ $//')"
 
-vm_still_running rdmans-device-plugin "$PLUGIN" /run/kubelet/plugin.err
-kill "$PLUGIN" 2>/dev/null
-rc=0
-vm_wait_exit "$PLUGIN" 60 || rc=$?
-vm_check "the plugin stops on SIGTERM (exit 0)" vm_expect_eq 0 "$rc"
+vm_plugin_stops rdmans-device-plugin "$PLUGIN" /run/kubelet/plugin.err
 kill "$KPID"
 kill "$CTRD" && vm_wait_exit "$CTRD" 120 2>/dev/null
 vm_done

@@ -73,8 +73,8 @@ vm_check "  nothing moved" vm_expect_eq "host host" "$(rt_where "${dev[0]}") $(r
 rt_here "StopPodSandbox podL" cri stopp "$podL"
 rt_here "RemovePodSandbox podL" cri rmp "$podL"
 
-vm_still_running "rdmans-device-plugin (kubelet went away under it)" "$PLUGIN" /run/kubelet/plugin.err
+vm_plugin_stops "rdmans-device-plugin (kubelet went away under it)" "$PLUGIN" /run/kubelet/plugin.err
 vm_still_running "rdmans-nri (kubelet went away under it)" "$NRI_PID" /tmp/nri.log
-kill "$NRI_PID" "$PLUGIN" 2>/dev/null
+kill "$NRI_PID" 2>/dev/null
 kill "$CTRD" && vm_wait_exit "$CTRD" 120 2>/dev/null
 vm_done

@@ -77,10 +77,6 @@ vm_run_code 0 "rdma-netns DEL" cni DEL
 vm_check "  ${dev[4]} is home" rdma dev show "${dev[4]}"
 ip netns del pod
 
-vm_still_running rdmans-device-plugin "$PLUGIN" /run/kubelet/plugin.err
-kill "$PLUGIN" 2>/dev/null
-rc=0
-vm_wait_exit "$PLUGIN" 60 || rc=$?
-vm_check "the plugin exits 0 on SIGTERM" vm_expect_eq 0 "$rc"
+vm_plugin_stops rdmans-device-plugin "$PLUGIN" /run/kubelet/plugin.err
 kill "$KPID"
 vm_done

@@ -96,9 +96,21 @@ vm_kubelet_env() {
 }
 
 # vm_still_running NAME PID LOG: one TAP result: the daemon PID has not
-# exited on its own (a crash, a sanitizer's stop); on failure LOG's tail.
+# exited on its own (a crash, a sanitizer's stop); LOG's tail when it has.
 vm_still_running() {
 	vm_check "$1 is still running" kill -0 "$2" && return 0
+	vm_diag "$1's log: $(tail -n 30 "$3" 2>&1)"
+	return 1
+}
+
+# vm_plugin_stops NAME PID LOG: vm_still_running, then SIGTERM ends it with
+# exit 0 within 60 s (ASan's leak check passed); LOG's tail when it does not.
+vm_plugin_stops() {
+	local rc=0
+	vm_still_running "$@" || return 1
+	kill "$2"
+	vm_wait_exit "$2" 60 || rc=$?
+	vm_check "$1 exits 0 on SIGTERM" vm_expect_eq 0 "$rc" && return 0
 	vm_diag "$1's log: $(tail -n 30 "$3" 2>&1)"
 	return 1
 }
