@@ -197,12 +197,35 @@ static int take_home(struct session *s, const struct rn_nri_call *c, int nsfd,
 }
 
 /*
+ * The devices this plugin moved into the pod at RunPodSandbox, from its
+ * record, as "mlx5_0,mlx5_1" into names; false when it moved none.
+ */
+static bool recorded_devices(const struct session *s, const struct rn_nri_call *c, char *names,
+			     size_t len)
+{
+	_cleanup_free_ char *text = NULL;
+	struct rn_error err = { 0 };
+	char path[PATH_MAX], *save = NULL;
+
+	names[0] = '\0';
+	if (state_path(s, c, path, sizeof(path), &err) < 0 ||
+	    rn_read_regular(path, 1 << 16, NULL, &text, NULL, &err) < 0)
+		return false;
+	for (char *t = strtok_r(text, "\n", &save); t; t = strtok_r(NULL, "\n", &save))
+		if (strncmp(t, "netns ", 6) != 0)
+			rn_strappend(names, len, "%s%s", names[0] ? "," : "", t);
+	return names[0] != '\0';
+}
+
+/*
  * What the pod asks: its rdmans.io annotations, and the devices kubelet
  * allocated to it. A kubelet that does not answer is logged, not fatal: the
- * pod still starts with what its annotations ask.
+ * pod still starts with what its annotations ask. At CreateContainer the
+ * devices moved at RunPodSandbox are what kubelet allocated: the record says
+ * so without asking kubelet again within the runtime's request timeout.
  */
-static int pod_ask(struct session *s, const struct rn_nri_call *c, struct rn_pod_ask *ask,
-		   struct rn_error *err)
+static int pod_ask(struct session *s, const struct rn_nri_call *c, bool at_create,
+		   struct rn_pod_ask *ask, struct rn_error *err)
 {
 	struct rn_error kerr = { 0 };
 	char names[1024] = "";
@@ -210,6 +233,8 @@ static int pod_ask(struct session *s, const struct rn_nri_call *c, struct rn_pod
 
 	if (r < 0 || !s->o->pod_devices || !c->pod_namespace || !c->pod_name)
 		return r;
+	if (at_create && recorded_devices(s, c, names, sizeof(names)))
+		return rn_pod_ask_add_devices(ask, names, "kubelet's allocation", err);
 	r = s->o->pod_devices(s->o->pod_devices_ctx, c->pod_namespace, c->pod_name, names,
 			      sizeof(names), &kerr);
 	if (r < 0) {
@@ -230,7 +255,7 @@ static int run_pod(struct session *s, const struct rn_nri_call *c, struct rn_err
 	int r;
 
 	forget_gone_pods(s);
-	r = pod_ask(s, c, &ask, err);
+	r = pod_ask(s, c, false, &ask, err);
 	if (r == 0 && (ask.n_devices || ask.all)) {
 		nsfd = open_pod_netns(c, desc, sizeof(desc), err);
 		r = nsfd < 0 ? nsfd : 0;
@@ -355,7 +380,7 @@ static int create_container(struct session *s, const struct rn_nri_call *c, uint
 	long start = rn_now_ms();
 	int r;
 
-	r = pod_ask(s, c, &ask, err);
+	r = pod_ask(s, c, true, &ask, err);
 	if (r < 0 || !rn_pod_ask_any(&ask)) {
 		rn_pod_ask_free(&ask);
 		return r < 0 ? r
@@ -369,7 +394,9 @@ static int create_container(struct session *s, const struct rn_nri_call *c, uint
 	if (r == 0 && !rn_pod_ask_conf_off(&ask)) {
 		/* leave the runtime time to answer within its own request timeout */
 		patience = s->request_timeout_ms > 0 ? s->request_timeout_ms - 500 : 1500;
-		patience = patience < 0 ? 0 : patience > 1500 ? 1500 : patience;
+		patience = patience > 1500 ? 1500 : patience;
+		patience -= rn_now_ms() - start; /* what this call took so far */
+		patience = patience < 0 ? 0 : patience;
 		r = rn_pod_ask_layers(&ask, &s->o->sources, layers, &n_layers, err);
 		if (r == 0)
 			r = rn_pod_ask_resolve(&ask, nsfd, layers, n_layers, NULL,

@@ -57,6 +57,7 @@ rt_here "StartContainer" cri start "$c"
 cri exec "$c" 'json:["sh", "-c", "tr \"\\0\" \"\\n\" </proc/1/environ | grep -E \"^NCCL_IB_(HCA|GID_INDEX)=\" | sort | tr \"\\n\" \" \"; ls /dev/infiniband | tr \"\\n\" \" \""]'
 ex=$(jq -r .stdout <<<"$CRI_OUT")
 vm_diag "in the container: $ex"
+vm_diag "rdmans-nri at CreateContainer: $(grep 'container c of pod default/podK' /tmp/nri.log | tr '\n' ' ')"
 vm_check "  PID 1: NCCL_IB_HCA from Allocate, the GID index from rdmans-nri" vm_expect_contains "$ex" \
 	"NCCL_IB_GID_INDEX=$gid NCCL_IB_HCA==${dev[0]} "
 vm_check "  its uverbs node and rdma_cm" vm_expect_contains "$ex" "rdma_cm uverbs"
