@@ -234,7 +234,7 @@ static int pod_ask(struct session *s, const struct rn_nri_call *c, bool at_creat
 	if (r < 0 || !s->o->pod_devices || !c->pod_namespace || !c->pod_name)
 		return r;
 	if (at_create && recorded_devices(s, c, names, sizeof(names)))
-		return rn_pod_ask_add_devices(ask, names, "kubelet's allocation", err);
+		return rn_pod_ask_add_devices(ask, names, "rdmans-nri's record of the pod", err);
 	r = s->o->pod_devices(s->o->pod_devices_ctx, c->pod_namespace, c->pod_name, names,
 			      sizeof(names), &kerr);
 	if (r < 0) {
