@@ -23,6 +23,8 @@ usage() {
 }
 # the kubernetes store's kubeconfig reader (src/lib/ipam_kubeconfig.c)
 targets+=(fuzz-kubeconfig)
+# whereabouts' IPPools, as rdmans ipam import reads them (src/lib/ipam_import.c)
+targets+=(fuzz-whereabouts-ippool)
 [ $# -ge 1 ] || usage
 if [ "$1" = --list ]; then
 	printf '%s\n' "${targets[@]}"

@@ -79,6 +79,15 @@ int rn_ipam_attachment_id(const struct rn_ipam_owner *o, char *buf, size_t len,
 /* One address from each range; the same ones again for a repeated ADD. -EADDRNOTAVAIL: a range is full. */
 int rn_ipam_add(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 		const struct rn_ipam_owner *o, struct rn_ipam_lease *ret, struct rn_error *err);
+/*
+ * The same for one wanted address (an import keeping a pod's address): the
+ * range holding it gets it, the other ranges keep what the attachment holds.
+ * -EEXIST: another attachment holds it, or this one holds another address
+ * there; -ERANGE: no range has it.
+ */
+int rn_ipam_add_at(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+		   const struct rn_ipam_owner *o, const struct rn_ip *want,
+		   struct rn_ipam_lease *ret, struct rn_error *err);
 /* Releases the caller's addresses; 0 when it holds none. *ret_released (optional) counts them. */
 int rn_ipam_del(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 		const struct rn_ipam_owner *o, size_t *ret_released, struct rn_error *err);

@@ -9,6 +9,8 @@
  *   rdmans ipam gc [--dry-run] [STORE]         crash leftovers, orphans, damaged attachments
  *   rdmans ipam reconcile [--grace SECONDS] [--node NODE] [--dry-run] [STORE]
  *                                              this node's records of dead pods
+ *   rdmans ipam import IPPOOLS.json --config CONF [--ifname IF] [--node NODE] [--dry-run]
+ *                                              whereabouts' allocations, kept
  *
  * STORE: --config FILE (a CNI network config, conflist or flat IPAM file),
  * --data-dir DIR, or --etcd URL[,URL] with --etcd-ca/-cert/-key/-user/
@@ -29,6 +31,7 @@
 #include "rdmans/util.h"
 #include "rdmans/ipam.h"
 #include "rdmans/ipam_admin.h"
+#include "rdmans/ipam_import.h"
 #include "rdmans/ipam_reconcile.h"
 
 struct ipam_opts {
@@ -50,6 +53,7 @@ enum {
 	OPT_DAMAGED = 1 << 3,
 	OPT_GRACE = 1 << 4,
 	OPT_NODE = 1 << 5, /* --node alone */
+	OPT_IFNAME = 1 << 6, /* --ifname alone */
 };
 
 /* Parses options; a leftover non-option goes to o->address (when allowed). */
@@ -102,7 +106,8 @@ static int parse_opts(struct rn_cli *cli, struct ipam_opts *o, unsigned allow, c
 			if (strcmp(arg, table[i].flag) != 0)
 				continue;
 			if (table[i].filter && !filters &&
-			    !((allow & OPT_NODE) && strcmp(arg, "--node") == 0))
+			    !((allow & OPT_NODE) && strcmp(arg, "--node") == 0) &&
+			    !((allow & OPT_IFNAME) && strcmp(arg, "--ifname") == 0))
 				return rn_cli_usage("%s does not take %s; %s", "this command", arg,
 						    usage);
 			value = rn_cli_next(cli);
@@ -126,8 +131,12 @@ static int parse_opts(struct rn_cli *cli, struct ipam_opts *o, unsigned allow, c
 	return 0;
 }
 
-/* The store settings, through the same parser as the plugin's. */
-static int load_config(const struct ipam_opts *o, struct rn_ipam_config *c, struct rn_error *err)
+/*
+ * The store settings, through the same parser as the plugin's; with
+ * `ranges`, the network's ranges too (then --config must name them).
+ */
+static int load_config(const struct ipam_opts *o, bool ranges, struct rn_ipam_config *c,
+		       struct rn_error *err)
 {
 	_cleanup_json_ json_t *doc = NULL;
 	int r;
@@ -171,9 +180,10 @@ static int load_config(const struct ipam_opts *o, struct rn_ipam_config *c, stru
 			json_object_set_new(doc, "etcd", etcd);
 		}
 	}
-	r = rn_ipam_config_from_json(
-		doc, rn_config_root(),
-		RN_IPAM_CONFIG_STORE_ONLY | (o->config ? 0 : RN_IPAM_CONFIG_CLI), c, err);
+	r = rn_ipam_config_from_json(doc, rn_config_root(),
+				     (ranges ? 0 : RN_IPAM_CONFIG_STORE_ONLY) |
+					     (o->config ? 0 : RN_IPAM_CONFIG_CLI),
+				     c, err);
 	/* no runtime's deadline over rdmans (a reconcile pass may take long): each request's only */
 	c->etcd.deadline_ms = 0;
 	c->kubernetes.deadline_ms = 0;
@@ -192,13 +202,19 @@ static void opened_close(struct opened *x)
 	rn_ipam_config_free(&x->c);
 }
 
-static int open_from(const struct ipam_opts *o, struct opened *ret, struct rn_error *err)
+static int open_with(const struct ipam_opts *o, bool ranges, struct opened *ret,
+		     struct rn_error *err)
 {
-	int r = load_config(o, &ret->c, err);
+	int r = load_config(o, ranges, &ret->c, err);
 
 	if (r == 0)
 		r = rn_ipam_store_open(&ret->c, &ret->s, err);
 	return r;
+}
+
+static int open_from(const struct ipam_opts *o, struct opened *ret, struct rn_error *err)
+{
+	return open_with(o, false, ret, err);
 }
 
 static json_t *record_json(const struct rn_ipam_record *r)
@@ -667,19 +683,124 @@ static int ipam_reconcile(struct rn_cli *cli)
 	return 0;
 }
 
+static const char *import_outcome_name(enum rn_import_outcome v)
+{
+	switch (v) {
+	case RN_IMPORT_TAKEN:
+		return "imported";
+	case RN_IMPORT_HELD:
+		return "already held";
+	case RN_IMPORT_REFUSED:
+		return "refused";
+	case RN_IMPORT_WOULD:
+		return "would import";
+	}
+	return "?";
+}
+
+struct import_out {
+	json_t *events; /* -j */
+	size_t counts[RN_IMPORT_WOULD + 1];
+};
+
+static void import_event(void *ctx, const struct rn_whereabouts_alloc *a, const char *attachment,
+			 enum rn_import_outcome v, const char *why)
+{
+	struct import_out *out = ctx;
+
+	out->counts[v]++;
+	if (out->events) {
+		json_array_append_new(out->events,
+				      json_pack("{s:s,s:s,s:s,s:s,s:s,s:s?}", "address", a->ip_text,
+						"ippool", a->pool, "attachment", attachment,
+						"container_id", a->container_id, "outcome",
+						import_outcome_name(v), "why", why));
+		return;
+	}
+	printf("%-13s %-28s %s (IPPool %s, container %.12s)%s%s\n", import_outcome_name(v),
+	       a->ip_text, attachment, a->pool, a->container_id, why ? ": " : "", why ? why : "");
+}
+
+static const char *const import_usage =
+	"usage: rdmans ipam import IPPOOLS.json --config NETWORK-CONFIG [--ifname IF] "
+	"[--node NODE] [--dry-run]";
+
+/*
+ * whereabouts' IPPools (kubectl get ippools.whereabouts.cni.cncf.io -A -o
+ * json) into the store the network's config names: its pods keep their addresses.
+ */
+static int ipam_import(struct rn_cli *cli)
+{
+	_cleanup_(opened_close) struct opened store = { 0 };
+	_cleanup_free_ struct rn_whereabouts_alloc *allocs = NULL;
+	_cleanup_free_ char *text = NULL;
+	struct ipam_opts o = { 0 };
+	struct import_out out = { 0 };
+	struct rn_import_opts io = { 0 };
+	struct rn_error err = { 0 };
+	size_t len = 0, n = 0, refused = 0;
+	int r;
+
+	r = parse_opts(cli, &o, OPT_ADDRESS | OPT_DRY_RUN | OPT_NODE | OPT_IFNAME, import_usage);
+	if (r)
+		return r;
+	if (!o.address)
+		return rn_cli_usage("which IPPools? %s", import_usage);
+	if (!o.config)
+		return rn_cli_usage("--config names the network the addresses are for (its "
+				    "ranges and store); %s",
+				    import_usage);
+	io.ifname = o.filter.ifname;
+	io.node = o.filter.node;
+	io.dry_run = o.dry_run;
+	r = rn_read_regular(o.address, 64u << 20, "IPPools file", &text, &len, &err);
+	if (r == 0)
+		r = rn_whereabouts_parse(text, len, &allocs, &n, &err);
+	if (r == 0)
+		r = open_with(&o, true, &store, &err);
+	if (r < 0)
+		return rn_cli_fail(&err);
+	if (cli->json)
+		out.events = json_array();
+	r = rn_ipam_import(store.s, &store.c, allocs, n, &io, import_event, &out, &refused, &err);
+	if (r < 0) {
+		json_decref(out.events);
+		return rn_cli_fail(&err);
+	}
+	if (cli->json)
+		rn_cli_print_json(cli,
+				  json_pack("{s:b,s:I,s:I,s:I,s:I,s:o}", "dry_run", o.dry_run,
+					    "allocations", (json_int_t)n, "imported",
+					    (json_int_t)out.counts[RN_IMPORT_TAKEN], "already_held",
+					    (json_int_t)out.counts[RN_IMPORT_HELD], "refused",
+					    (json_int_t)refused, "events", out.events));
+	else
+		printf("import: %zu allocation(s): %zu %s, %zu already held, %zu refused\n", n,
+		       out.counts[o.dry_run ? RN_IMPORT_WOULD : RN_IMPORT_TAKEN],
+		       o.dry_run ? "to import" : "imported", out.counts[RN_IMPORT_HELD], refused);
+	if (refused) {
+		rn_error_set(&err, EEXIST,
+			     "%zu allocation(s) refused (listed above): their addresses are held "
+			     "by other attachments in this store",
+			     refused);
+		return rn_cli_fail(&err);
+	}
+	return 0;
+}
+
 static int ipam_help(struct rn_cli *cli)
 {
 	return rn_cli_usage("usage: rdmans ipam [ls|show ADDRESS|release ...|gc [--dry-run]|"
-			    "reconcile [--grace S] [--dry-run]] "
+			    "reconcile [--grace S] [--dry-run]|import IPPOOLS.json --config CONF] "
 			    "(see rdmans(8) and rdma-netns-ipam(8))");
 }
 
 int rn_cmd_ipam(struct rn_cli *cli)
 {
 	static const struct rn_cmd cmds[] = {
-		{ "ls", ipam_ls },	     { "list", ipam_ls }, { "show", ipam_show },
-		{ "release", ipam_release }, { "gc", ipam_gc },	  { "reconcile", ipam_reconcile },
-		{ "help", ipam_help },	     { NULL, NULL },
+		{ "ls", ipam_ls },	     { "list", ipam_ls },   { "show", ipam_show },
+		{ "release", ipam_release }, { "gc", ipam_gc },	    { "reconcile", ipam_reconcile },
+		{ "import", ipam_import },   { "help", ipam_help }, { NULL, NULL },
 	};
 
 	return rn_cli_dispatch(cli, cmds, "ipam");

@@ -138,7 +138,9 @@ static const struct {
 	  "  cdi generate [--addr-range CIDR] [--output FILE]  CDI spec (rdmans.io/rdma)\n" },
 	{ "ipam", "  ipam [ls|show ADDRESS|release ...|gc [--dry-run]|reconcile [--grace S] "
 		  "[--dry-run]]\n"
-		  "        addresses held by rdma-netns-ipam (rdma-netns-ipam(8))\n" },
+		  "        addresses held by rdma-netns-ipam (rdma-netns-ipam(8))\n"
+		  "  ipam import IPPOOLS.json --config CONF [--ifname IF] [--node N] [--dry-run]\n"
+		  "        whereabouts' IPPool allocations into the store CONF names\n" },
 	{ "ping", "  ping --server [--netns T | --pid P] [--device D] [--once]   RDMA ping server\n"
 		  "  ping ADDRESS [--netns T | --pid P] [--device D] [--gid-index N] [--count N] "
 		  "[--size B]\n"

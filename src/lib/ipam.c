@@ -252,6 +252,9 @@ struct add_plan {
 	size_t n_matched, n_claimed;
 	uint64_t att_version;
 	bool have_prev, rebuilt, attempted;
+	const struct rn_ip *want; /* rn_ipam_add_at: this address, in the range holding it */
+	char want_text[RN_IP_STRLEN];
+	bool skipped[RN_IPAM_MAX_RANGES]; /* a range add_at leaves as it was */
 };
 
 /* Match: reads what the attachment holds; each range keeps an address of it that is still ours. */
@@ -321,7 +324,32 @@ static void add_undo(struct rn_ipam_store *s, const struct rn_ipam_config *c, co
 		undo_failed(err, id, &undo_err);
 }
 
-/* Claim: a range without an address is searched from this attachment's hint. */
+static bool wanted_in(const struct rn_ipam_range *r, const struct rn_ip *want)
+{
+	return want->family == r->family && rn_ipam_range_usable(r, want->v);
+}
+
+/* The error for a wanted address another attachment holds: which one, where it can be told. */
+static void taken_by(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+		     const struct add_plan *p, size_t k, struct rn_error *err)
+{
+	_cleanup_free_ char *text = NULL;
+	struct rn_ipam_record rec;
+	struct rn_error ignored = { 0 };
+	uint64_t version;
+	const char *holder = "another attachment";
+
+	if (s->ops->addr_get(s, c->scope, p->pools[k], p->want, &text, &version, &ignored) == 0 &&
+	    rn_ipam_record_parse(text, &rec, &ignored) == 0)
+		holder = rec.attachment;
+	rn_error_set(err, EEXIST, "%s in range %s is already held by %s", p->want_text,
+		     c->ranges[k].cidr, holder);
+}
+
+/*
+ * Claim: a range without an address is searched from this attachment's hint;
+ * rn_ipam_add_at claims its one address and leaves the other ranges as they are.
+ */
 static int add_claim(struct rn_ipam_store *s, const struct rn_ipam_config *c, const char *id,
 		     struct add_plan *p, struct rn_error *err)
 {
@@ -338,10 +366,29 @@ static int add_claim(struct rn_ipam_store *s, const struct rn_ipam_config *c, co
 		rn_u128 got;
 		int r;
 
+		if (p->want && !wanted_in(&c->ranges[k], p->want)) {
+			p->skipped[k] = p->match[k] < 0;
+			continue;
+		}
+		if (p->want && p->match[k] >= 0 &&
+		    (p->st[p->match[k]].ip.family != p->want->family ||
+		     p->st[p->match[k]].ip.v != p->want->v))
+			return rn_error_set(err, EEXIST,
+					    "attachment %s already holds %s in range %s, not %s "
+					    "(release it first with 'rdmans ipam release')",
+					    id, p->prev.held[p->match[k]].ip, c->ranges[k].cidr,
+					    p->want_text);
 		if (p->match[k] >= 0)
 			continue;
-		r = rn_ipam_range_walk(&c->ranges[k], rn_ipam_range_hint(&c->ranges[k], id),
-				       s->window, &ops, &cc, &got);
+		if (p->want) {
+			got = p->want->v;
+			r = walk_claim(&cc, got);
+			if (r == -EEXIST)
+				taken_by(s, c, p, k, err);
+		} else {
+			r = rn_ipam_range_walk(&c->ranges[k], rn_ipam_range_hint(&c->ranges[k], id),
+					       s->window, &ops, &cc, &got);
+		}
 		if (r == 0) {
 			p->claimed_ip[p->n_claimed].family = c->ranges[k].family;
 			p->claimed_ip[p->n_claimed].v = got;
@@ -432,6 +479,8 @@ static void add_lease(const struct rn_ipam_config *c, const struct add_plan *p,
 	size_t next_claim = 0;
 
 	for (size_t k = 0; k < c->n_ranges; k++) {
+		if (p->skipped[k])
+			continue;
 		if (p->match[k] >= 0)
 			lease_add(lease, c, k, &p->st[p->match[k]].ip);
 		else
@@ -475,37 +524,74 @@ static int attachment_locked(struct rn_ipam_store *s, const struct rn_ipam_confi
 	return r;
 }
 
+/* What one ADD asks: the lease to fill, and for rn_ipam_add_at the address it wants. */
+struct add_call {
+	struct rn_ipam_lease *lease;
+	const struct rn_ip *want;
+};
+
 static int add_once(struct rn_ipam_store *s, const struct rn_ipam_config *c,
 		    const struct rn_ipam_owner *o, const char *id, void *ret, struct rn_error *err)
 {
-	struct rn_ipam_lease *lease = ret;
+	struct add_call *call = ret;
 	struct add_plan p;
 	int r;
 
-	memset(lease, 0, sizeof(*lease));
+	memset(call->lease, 0, sizeof(*call->lease));
 	r = add_match(s, c, o, id, &p, err);
+	if (r == 0 && call->want) {
+		p.want = call->want;
+		rn_ip_format(call->want->family, call->want->v, p.want_text, sizeof(p.want_text));
+	}
 	if (r == 0)
 		r = add_claim(s, c, id, &p, err);
 	if (r == 0)
 		r = add_rewrite(s, c, id, &p, err);
 	if (r < 0)
 		return r;
-	add_lease(c, &p, lease);
+	add_lease(c, &p, call->lease);
 	return 0;
 }
 
-int rn_ipam_add(struct rn_ipam_store *s, const struct rn_ipam_config *c,
-		const struct rn_ipam_owner *o, struct rn_ipam_lease *ret, struct rn_error *err)
+static int add_call(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+		    const struct rn_ipam_owner *o, struct add_call *call, struct rn_error *err)
 {
 	if (c->n_ranges == 0)
 		return rn_error_set(err, EINVAL,
 				    "no range configured (set ipam.range or ipam.ipRanges)");
 	int r;
 
-	s->read_ahead = c;
-	r = attachment_locked(s, c, o, add_once, ret, " while it was being stored", err);
+	s->read_ahead = call->want ? NULL : c;
+	r = attachment_locked(s, c, o, add_once, call, " while it was being stored", err);
 	s->read_ahead = NULL;
 	return r;
+}
+
+int rn_ipam_add(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+		const struct rn_ipam_owner *o, struct rn_ipam_lease *ret, struct rn_error *err)
+{
+	struct add_call call = { ret, NULL };
+
+	return add_call(s, c, o, &call, err);
+}
+
+int rn_ipam_add_at(struct rn_ipam_store *s, const struct rn_ipam_config *c,
+		   const struct rn_ipam_owner *o, const struct rn_ip *want,
+		   struct rn_ipam_lease *ret, struct rn_error *err)
+{
+	struct add_call call = { ret, want };
+	char text[RN_IP_STRLEN];
+	size_t k;
+
+	for (k = 0; k < c->n_ranges && !wanted_in(&c->ranges[k], want); k++)
+		;
+	if (k == c->n_ranges) {
+		rn_ip_format(want->family, want->v, text, sizeof(text));
+		return rn_error_set(
+			err, ERANGE,
+			"%s is in none of this network's ranges (or is one they exclude)", text);
+	}
+	return add_call(s, c, o, &call, err);
 }
 
 /* Releases what the attachment (at version) holds, and the attachment. */

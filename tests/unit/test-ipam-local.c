@@ -17,6 +17,7 @@
 #include "ipam_store.h" /* src/lib: a store whose commit fails, for the undo test */
 #include "rdmans/ipam.h"
 #include "rdmans/ipam_admin.h"
+#include "rdmans/ipam_import.h"
 #include "test.h"
 
 static char dir[64];
@@ -936,6 +937,166 @@ static void a_failed_undo_of_an_add_reaches_the_message(void)
 	teardown();
 }
 
+static void add_at_takes_the_wanted_address_or_says_who_holds_it(void)
+{
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l;
+	struct rn_ipam_owner a = pod("ca", "a"), b = pod("cb", "b");
+	struct rn_error err = { 0 };
+	struct rn_ip want, other, outside;
+
+	setup();
+	config(&c, "rdma-a",
+	       "\"ipRanges\":[{\"range\":\"10.56.0.0/24\"},{\"range\":\"fd00:56::/120\"}]");
+	s = open_store(&c);
+	REQUIRE(rn_ip_parse("10.56.0.77", &want) == 0);
+	REQUIRE(rn_ip_parse("10.56.0.78", &other) == 0);
+	REQUIRE(rn_ip_parse("10.57.0.1", &outside) == 0);
+	CHECK_INT(rn_ipam_add_at(s, &c, &a, &want, &l, &err), 0);
+	/* the other range is left as it was: nothing claimed there */
+	CHECK_INT(l.n, 1);
+	CHECK_STR(addr_of(&l, 0), "10.56.0.77");
+	CHECK(!l.existing);
+	CHECK_INT(count_files("_default/addr"), 1);
+	CHECK_INT(rn_ipam_add_at(s, &c, &a, &want, &l, &err), 0);
+	CHECK(l.existing);
+	/* a plain ADD of the same attachment keeps it and fills the other range */
+	CHECK_INT(rn_ipam_add(s, &c, &a, &l, &err), 0);
+	CHECK_INT(l.n, 2);
+	CHECK_STR(addr_of(&l, 0), "10.56.0.77");
+	CHECK_INT(rn_ipam_add_at(s, &c, &b, &want, &l, &err), -EEXIST);
+	CHECK_CONTAINS(err.msg,
+		       "10.56.0.77 in range 10.56.0.0/24 is already held by team-a/a/net1");
+	CHECK_INT(rn_ipam_add_at(s, &c, &a, &other, &l, &err), -EEXIST);
+	CHECK_CONTAINS(err.msg, "already holds 10.56.0.77 in range 10.56.0.0/24, not 10.56.0.78");
+	CHECK_INT(rn_ipam_add_at(s, &c, &b, &outside, &l, &err), -ERANGE);
+	CHECK_CONTAINS(err.msg, "10.57.0.1 is in none of this network's ranges");
+	/* b's refused claims left nothing behind */
+	CHECK_INT(count_files("_default/addr"), 2);
+	CHECK(read_all("_default/attachments/team-a%2Fb%2Fnet1") == NULL);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	teardown();
+}
+
+struct import_seen {
+	char lines[8][160];
+	size_t n;
+};
+
+static void import_seen(void *ctx, const struct rn_whereabouts_alloc *a, const char *attachment,
+			enum rn_import_outcome outcome, const char *why)
+{
+	struct import_seen *seen = ctx;
+
+	(void)why;
+	if (seen->n < 8)
+		snprintf(seen->lines[seen->n++], sizeof(seen->lines[0]), "%s %s %d", a->ip_text,
+			 attachment, (int)outcome);
+}
+
+static void whereabouts_ippools_are_imported_for_their_pods(void)
+{
+	static const char pools[] =
+		"{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[{\"apiVersion\":"
+		"\"whereabouts.cni.cncf.io/v1alpha1\",\"kind\":\"IPPool\",\"metadata\":{\"name\":"
+		"\"p\"},\"spec\":{\"range\":\"10.56.0.5/24\",\"allocations\":{\"0\":{\"id\":\"c0\","
+		"\"podref\":\"team-a/x\",\"ifname\":\"net1\"},\"3\":{\"id\":\"c3\"}}}}]}";
+	struct rn_whereabouts_alloc *allocs = NULL;
+	struct rn_import_opts io = { 0 };
+	struct import_seen seen = { 0 };
+	struct rn_ipam_config c;
+	struct rn_ipam_store *s;
+	struct rn_ipam_lease l;
+	struct rn_ipam_owner x = pod("c0", "x");
+	struct rn_error err = { 0 };
+	size_t n = 0, refused = 9;
+
+	setup();
+	config(&c, "rdma-a", "\"range\":\"10.56.0.0/24\"");
+	s = open_store(&c);
+	CHECK_INT(rn_whereabouts_parse(pools, sizeof(pools) - 1, &allocs, &n, &err), 0);
+	REQUIRE(n == 2);
+	/* offsets count from the range's address as written (whereabouts' net.ParseCIDR) */
+	CHECK_STR(allocs[0].ip_text, "10.56.0.5");
+	CHECK_STR(allocs[1].ip_text, "10.56.0.8");
+	CHECK_STR(allocs[1].pod_name, "");
+	/* c3 names no pod and no interface: refused as a whole until --ifname */
+	CHECK_INT(rn_ipam_import(s, &c, allocs, n, &io, import_seen, &seen, &refused, &err),
+		  -EINVAL);
+	CHECK_CONTAINS(err.msg, "10.56.0.8 (allocation 3) names no interface");
+	CHECK_INT((int)seen.n, 0);
+	CHECK_INT(count_files("_default/addr"), 0);
+	io.ifname = "net9";
+	CHECK_INT(rn_ipam_import(s, &c, allocs, n, &io, import_seen, &seen, &refused, &err), 0);
+	CHECK_INT((int)refused, 0);
+	REQUIRE(seen.n == 2);
+	CHECK_STR(seen.lines[0], "10.56.0.5 team-a/x/net1 0");
+	CHECK_STR(seen.lines[1], "10.56.0.8 c3/net9 0");
+	/* the records carry no node: no node's reconciler or GC judges them */
+	CHECK_CONTAINS(read_all("_default/addr/10.56.0.5"), "node=\n");
+	/* the pod's own repeated ADD finds its imported address */
+	CHECK_INT(rn_ipam_add(s, &c, &x, &l, &err), 0);
+	CHECK_STR(addr_of(&l, 0), "10.56.0.5");
+	CHECK(l.existing);
+	rn_ipam_store_close(s);
+	rn_ipam_config_free(&c);
+	free(allocs);
+	teardown();
+}
+
+static void bad_ippools_are_refused_by_pool_and_key(void)
+{
+	static const struct {
+		const char *json, *says;
+	} bad[] = {
+		{ "{\"kind\":\"IPPool\"}", "not a whereabouts IPPool" },
+		{ "{\"apiVersion\":\"whereabouts.cni.cncf.io/v1alpha1\",\"kind\":\"IPPool\","
+		  "\"metadata\":{\"name\":\"p\"},\"spec\":{\"range\":\"10.0.0.0/33\"}}",
+		  "IPPool p: spec.range '10.0.0.0/33' is not an address/prefix" },
+		{ "{\"apiVersion\":\"whereabouts.cni.cncf.io/v1alpha1\",\"kind\":\"IPPool\","
+		  "\"metadata\":{\"name\":\"p\"},\"spec\":{\"range\":\"10.0.0.0/"
+		  "30\",\"allocations\":"
+		  "{\"4\":{\"id\":\"c\"}}}}",
+		  "IPPool p: allocation 4 is outside range 10.0.0.0/30" },
+		{ "{\"apiVersion\":\"whereabouts.cni.cncf.io/v1alpha1\",\"kind\":\"IPPool\","
+		  "\"metadata\":{\"name\":\"p\"},\"spec\":{\"range\":\"10.0.0.0/"
+		  "30\",\"allocations\":"
+		  "{\"-1\":{\"id\":\"c\"}}}}",
+		  "allocation key '-1' is not an offset" },
+		{ "{\"apiVersion\":\"whereabouts.cni.cncf.io/v1alpha1\",\"kind\":\"IPPool\","
+		  "\"metadata\":{\"name\":\"p\"},\"spec\":{\"range\":\"10.0.0.0/"
+		  "30\",\"allocations\":"
+		  "{\"1\":{\"podref\":\"a/b\"}}}}",
+		  "IPPool p, allocation 1 (10.0.0.1): no container id" },
+		{ "{\"apiVersion\":\"whereabouts.cni.cncf.io/v1alpha1\",\"kind\":\"IPPool\","
+		  "\"metadata\":{\"name\":\"p\"},\"spec\":{\"range\":\"10.0.0.0/"
+		  "30\",\"allocations\":"
+		  "{\"1\":{\"id\":\"c\",\"podref\":\"nons\"}}}}",
+		  "podref 'nons' is not namespace/name" },
+		{ "{\"items\":[{\"apiVersion\":\"whereabouts.cni.cncf.io/"
+		  "v1alpha1\",\"kind\":\"IPPool\","
+		  "\"metadata\":{\"name\":\"p\"},\"spec\":{\"range\":\"10.0.0.0/"
+		  "30\",\"allocations\":"
+		  "{\"1\":{\"id\":\"c\"}}}},{\"apiVersion\":\"whereabouts.cni.cncf.io/v1alpha1\","
+		  "\"kind\":\"IPPool\",\"metadata\":{\"name\":\"q\"},\"spec\":{\"range\":\"10.0.0."
+		  "0/29\","
+		  "\"allocations\":{\"1\":{\"id\":\"d\"}}}}]}",
+		  "10.0.0.1 is allocated in IPPool p and in q" },
+	};
+
+	for (size_t i = 0; i < RN_ARRAY_SIZE(bad); i++) {
+		struct rn_whereabouts_alloc *a = NULL;
+		struct rn_error err = { 0 };
+		size_t n = 0;
+
+		CHECK(rn_whereabouts_parse(bad[i].json, strlen(bad[i].json), &a, &n, &err) < 0);
+		CHECK_CONTAINS(err.msg, bad[i].says);
+		CHECK(a == NULL && n == 0);
+	}
+}
+
 RN_TEST_MAIN(T(add_gives_an_address_and_an_operator_readable_record),
 	     T(the_netns_is_recorded_and_a_path_too_long_for_a_record_is_left_out),
 	     T(a_repeated_add_returns_the_same_address),
@@ -953,4 +1114,7 @@ RN_TEST_MAIN(T(add_gives_an_address_and_an_operator_readable_record),
 	     T(gc_rebuilds_a_damaged_attachment_and_keeps_its_addresses),
 	     T(del_removes_its_own_damaged_address_record),
 	     T(damaged_address_records_are_listed_and_removed_only_while_damaged),
-	     T(a_failed_undo_of_an_add_reaches_the_message))
+	     T(a_failed_undo_of_an_add_reaches_the_message),
+	     T(add_at_takes_the_wanted_address_or_says_who_holds_it),
+	     T(whereabouts_ippools_are_imported_for_their_pods),
+	     T(bad_ippools_are_refused_by_pool_and_key))
