@@ -4,7 +4,9 @@
 # from deploy/ created through REST; ADD, repeated ADD, CHECK, DEL, GC and the
 # requests each costs, counted by the server; 100 parallel ADDs from clients
 # posing as two nodes with no duplicate; the last free address; rdmans ipam
-# ls/show/release over the store; an RBAC denial naming verb and resource.
+# ls/show/release over the store; an RBAC denial naming verb and resource;
+# whereabouts' IPPools imported (rdmans ipam import) from the same server; a
+# DEL racing the same pod's new ADD; rdmans ipam reconcile over the store.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/ipam-lib.sh"
@@ -125,5 +127,132 @@ CONF=$(printf '%s' "$CONF" | jq -c --arg k "$IPAM_TMP/flow.kubeconfig" '.ipam.ku
 	ipam_run ADD flow net1 ns/flow || rc=$?
 vm_check "a kubeconfig in YAML the reader does not take is refused, with its line" vm_expect_contains \
 	"$rc $(printf '%s' "$IPAM_OUT" | jq -r .details)" "line 3: flow collections"
+
+
+# whereabouts' IPPools imported: the IPPool CRD (group, kind and fields of
+# whereabouts' pkg/api/.../ippool_types.go) on the same server, a pool written
+# through REST as whereabouts writes it (offsets from the range's address),
+# read back as 'kubectl get ippools -A -o json' prints it, imported
+WB=$(printf '%s' "$CONF" | jq -c '.name = "rdma-wb" | .ipam += {range: "10.72.0.0/29", network_name: "wb"} | del(.ipam.gateway)')
+printf '%s' "$WB" >"$IPAM_TMP/wb.conf"
+wb_crd='{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+ "metadata":{"name":"ippools.whereabouts.cni.cncf.io"},"spec":{"group":"whereabouts.cni.cncf.io",
+ "scope":"Namespaced","names":{"plural":"ippools","singular":"ippool","kind":"IPPool","listKind":"IPPoolList"},
+ "versions":[{"name":"v1alpha1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object",
+ "properties":{"spec":{"type":"object","required":["range"],"properties":{"range":{"type":"string"},
+ "allocations":{"type":"object","additionalProperties":{"type":"object","required":["id"],
+ "properties":{"id":{"type":"string"},"podref":{"type":"string"},"ifname":{"type":"string"}}}}}}}}}}]}}'
+k8s_curl -o /dev/null -X POST -H 'Content-Type: application/json' --data-binary "$wb_crd" \
+	"$K8S_URL/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+WB_URL=$K8S_URL/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/ippools
+# pod wb-1 at offset 1 with its ifname; wb-2 at offset 2 as whereabouts before 0.7 wrote it
+wb_pool='{"apiVersion":"whereabouts.cni.cncf.io/v1alpha1","kind":"IPPool",
+ "metadata":{"name":"wb-10.72.0.0-29","namespace":"kube-system"},"spec":{"range":"10.72.0.0/29",
+ "allocations":{"1":{"id":"wbc1","podref":"ns/wb-1","ifname":"net1"},"2":{"id":"wbc2","podref":"ns/wb-2"}}}}'
+for i in $(seq 1 100); do
+	[ "$(k8s_curl -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+		--data-binary "$wb_pool" "$WB_URL")" = 201 ] && break
+	sleep 0.1 # the new CRD is served a moment after it is created
+done
+k8s_curl "$K8S_URL/apis/whereabouts.cni.cncf.io/v1alpha1/ippools" >"$IPAM_TMP/ippools.json"
+vm_check "whereabouts' IPPool is stored and listed by the server" vm_expect_eq "wb-10.72.0.0-29 2" \
+	"$(jq -r '.items[0] | "\(.metadata.name) \(.spec.allocations | length)"' "$IPAM_TMP/ippools.json")"
+wb_objects() { k8s_objects | grep -c '"address":"10\.72\.'; }
+rc=0
+"$RDMANS" ipam import "$IPAM_TMP/ippools.json" --config "$IPAM_TMP/wb.conf" >"$IPAM_TMP/import.out" 2>&1 || rc=$?
+vm_check "an import with an allocation naming no interface is refused as a whole" vm_expect_eq "7 0" \
+	"$rc $(wb_objects)" "exit status and objects"
+vm_check "... saying which and what to give" vm_expect_contains "$(cat "$IPAM_TMP/import.out")" \
+	"IPPool wb-10.72.0.0-29: 10.72.0.2 (allocation 2) names no interface (whereabouts before 0.7): give the pods' interface with --ifname; nothing imported"
+before=$(k8s_requests)
+"$RDMANS" -j ipam import "$IPAM_TMP/ippools.json" --config "$IPAM_TMP/wb.conf" --ifname net1 >"$IPAM_TMP/import.out" 2>&1
+vm_check "the import with --ifname succeeds" vm_expect_eq 0 $? "exit status"
+vm_check "... taking both addresses for their pods" vm_expect_eq "10.72.0.1 ns/wb-1/net1 imported,10.72.0.2 ns/wb-2/net1 imported" \
+	"$(jq -r '[.events[] | "\(.address) \(.attachment) \(.outcome)"] | sort | join(",")' "$IPAM_TMP/import.out")"
+vm_check "... 2 requests each" vm_expect_eq 4 "$(($(k8s_requests) - before))" "requests"
+vm_check "the RdmaAddresses name the pods, and no node" vm_expect_eq \
+	'{"address":"10.72.0.1","pod":"ns/wb-1","node":"","attachment":"ns/wb-1/net1"} {"address":"10.72.0.2","pod":"ns/wb-2","node":"","attachment":"ns/wb-2/net1"}' \
+	"$(k8s_objects | grep '"address":"10\.72\.' | sort | tr '\n' ' ' | sed 's/ $//')"
+"$RDMANS" ipam import "$IPAM_TMP/ippools.json" --config "$IPAM_TMP/wb.conf" --ifname net1 >"$IPAM_TMP/import.out" 2>&1
+vm_check "importing again succeeds and takes nothing twice" vm_expect_eq "0 2" "$? $(wb_objects)" \
+	"exit status and objects"
+vm_check "... reporting both as already held" vm_expect_contains "$(cat "$IPAM_TMP/import.out")" \
+	"import: 2 allocation(s): 0 imported, 2 already held, 0 refused"
+CONF=$WB ipam_run CHECK wbc1 net1 ns/wb-1
+vm_check "the runtime's CHECK for pod wb-1's container finds its imported address" vm_expect_eq 0 $? "exit status"
+# the /29's 6 usable addresses: 2 imported, 4 left for new pods, then none
+for i in 3 4 5 6; do CONF=$WB ipam_run ADD "wbnew$i" net1 "ns/wbnew-$i"; done
+CONF=$WB ipam_run ADD wbnew7 net1 ns/wbnew-7
+vm_check "new pods get the 4 addresses the import left, then none" vm_expect_eq \
+	"1 10.72.0.3 10.72.0.4 10.72.0.5 10.72.0.6" \
+	"$? $(k8s_objects | jq -r 'select(.pod | startswith("ns/wbnew")) | .address' | sort | tr '\n' ' ' | sed 's/ $//')"
+CONF=$WB ipam_run DEL wbc1 net1 ns/wb-1
+vm_check "the runtime's DEL for pod wb-1 releases the imported address" vm_expect_eq "0 1" \
+	"$? $(wb_objects | awk '{print $1 - 4}')" "exit status and imported objects left"
+# an allocation whose address another pod holds now is refused and listed; the others go in
+jq '.items[0].spec.allocations += {"1": {"id":"wbc9","podref":"ns/wb-9","ifname":"net1"},
+	"3": {"id":"wbc3","podref":"ns/wb-3","ifname":"net1"}}' "$IPAM_TMP/ippools.json" >"$IPAM_TMP/ippools2.json"
+rc=0
+"$RDMANS" ipam import "$IPAM_TMP/ippools2.json" --config "$IPAM_TMP/wb.conf" --ifname net1 >"$IPAM_TMP/import.out" 2>&1 || rc=$?
+vm_check "an import with an address held by another pod exits 13 (exists)" vm_expect_eq 13 "$rc" "exit status"
+vm_check "... naming the address and its holder" vm_expect_contains "$(cat "$IPAM_TMP/import.out")" \
+	"10.72.0.3 in range 10.72.0.0/29 is already held by $(k8s_objects | jq -r 'select(.address == "10.72.0.3") | .attachment')"
+vm_check "... taking the free one (pod wb-9 at 10.72.0.1) and keeping wb-2" vm_expect_contains \
+	"$(cat "$IPAM_TMP/import.out")" "import: 3 allocation(s): 1 imported, 1 already held, 1 refused"
+# an offset outside the pool's range: nothing is read into the store
+jq '.items[0].spec.allocations += {"8": {"id":"x","podref":"ns/x","ifname":"net1"}}' \
+	"$IPAM_TMP/ippools.json" >"$IPAM_TMP/ippools3.json"
+n=$(k8s_objects | grep -c .)
+rc=0
+"$RDMANS" ipam import "$IPAM_TMP/ippools3.json" --config "$IPAM_TMP/wb.conf" --ifname net1 >"$IPAM_TMP/import.out" 2>&1 || rc=$?
+vm_check "an allocation outside its IPPool's range is refused, and nothing changes" vm_expect_eq \
+	"7 $n" "$rc $(k8s_objects | grep -c .)" "exit status and objects"
+vm_check "... naming pool, key and range" vm_expect_contains "$(cat "$IPAM_TMP/import.out")" \
+	"IPPool wb-10.72.0.0-29: allocation 8 is outside range 10.72.0.0/29"
+
+
+# DEL of a pod's old sandbox racing the ADD of its new one (the same attachment,
+# ns/race/net1): whichever runs first, the new container ends up holding one
+# address and the old one none; 10 rounds
+RACE=$(printf '%s' "$CONF" | jq -c '.ipam += {network_name: "race"}')
+bad=""
+for r in $(seq 1 10); do
+	CONF=$RACE ipam_run ADD "race$r" net1 ns/race || bad+=" round $r: ADD race$r failed;"
+	(CONF=$RACE ipam_run DEL "race$r" net1 ns/race; echo "$?" >"$IPAM_TMP/race.del") &
+	del=$!
+	CONF=$RACE ipam_run ADD "race$((r + 1))" net1 ns/race
+	add_rc=$?
+	wait "$del"
+	held=$(k8s_curl "$K8S_URL/apis/rdmans.io/v1alpha1/rdmaaddresses" |
+		jq -r '[.items[].spec | select(.scope == "race") | .record | capture("container_id=(?<c>[^\n]*)").c] | join(" ")')
+	[ "$add_rc $(cat "$IPAM_TMP/race.del") $held" = "0 0 race$((r + 1))" ] ||
+		bad+=" round $r: ADD $add_rc, DEL $(cat "$IPAM_TMP/race.del"), held by '$held';"
+	CONF=$RACE ipam_run DEL "race$((r + 1))" net1 ns/race || bad+=" round $r: the cleanup DEL failed;"
+done
+vm_check "a DEL racing the pod's new ADD: the new container holds one address, 10 rounds" \
+	vm_expect_eq "" "$bad" "rounds that broke it"
+
+# the reconciler over this store: node-a's pod whose netns is gone is released,
+# its live pod and node-b's records are kept
+REC=$(printf '%s' "$CONF" | jq -c '.ipam += {network_name: "rec"}')
+trap 'ip netns del rnk8s-live 2>/dev/null; ip netns del rnk8s-dead 2>/dev/null; k8s_cleanup' EXIT
+ip netns add rnk8s-live
+ip netns add rnk8s-dead
+rec_add() { # rec_add CID POD NETNS NODE
+	IPAM_OUT=$(printf '%s' "$REC" | jq -c --arg n "$4" '.ipam.node_name = $n' |
+		CNI_COMMAND=ADD CNI_CONTAINERID=$1 CNI_IFNAME=net1 CNI_NETNS=/var/run/netns/$3 \
+		CNI_PATH=/nonexistent CNI_ARGS="K8S_POD_NAMESPACE=ns;K8S_POD_NAME=$2" "$IPAM" 2>>"$IPAM_TMP/stderr")
+}
+rec_add reclive rec-live rnk8s-live node-a && rec_add recdead rec-dead rnk8s-dead node-a &&
+	rec_add recother rec-other rnk8s-dead node-b
+vm_check "three ADDs with live netns paths succeed" vm_expect_eq 0 $? "exit status"
+ip netns del rnk8s-dead
+"$RDMANS" ipam reconcile --grace 0 --node node-a --config "$IPAM_TMP/flat.conf" >"$IPAM_TMP/rec.out" 2>&1
+vm_check "rdmans ipam reconcile over the kubernetes store succeeds" vm_expect_eq 0 $? "exit status"
+vm_check "... releasing node-a's pod whose netns is gone, and only it" vm_expect_eq \
+	"ns/rec-live node-a,ns/rec-other node-b" \
+	"$(k8s_objects | jq -r 'select(.pod | startswith("ns/rec-")) | "\(.pod) \(.node)"' | sort | paste -sd,)"
+vm_check "... saying so" vm_expect_contains "$(cat "$IPAM_TMP/rec.out")" "released"
+ip netns del rnk8s-live
 
 vm_done
