@@ -7,12 +7,16 @@
 #   k8s_stop / k8s_restart the server alone (etcd keeps running)
 #   k8s_kubeconfig F USER  a kubeconfig for client certificate USER (admin: system:masters;
 #                          sa: the ServiceAccount deploy/rbac.yaml binds; node: no binding)
+#   k8s_tokens LINE...     the bearer tokens the server accepts, from now on: lines
+#                          "TOKEN USERNAME [GROUP,...]" (none before the first call)
 #   k8s_curl ARGS...       curl as admin against $K8S_URL
 #   k8s_requests           the server's count of requests on rdmaaddresses (its /metrics)
 
 K8S_TOP=$(cd "${BASH_SOURCE[0]%/*}/../.." && pwd)
 K8S_BIN=$("$K8S_TOP/tools/apiserver.sh") || vm_fail "no API server (tools/apiserver.sh failed)"
 K8S_PKI=$IPAM_TMP/pki
+# the authorizer reads it at each TokenReview: rewriting it revokes or adds tokens
+K8S_TOKENS=$IPAM_TMP/tokens
 K8S_PID=
 K8S_ETCD_PID=
 K8S_AUTHZ_PID=
@@ -73,6 +77,10 @@ k8s_kubeconfig() {
 	EOF
 }
 
+k8s_tokens() {
+	printf '%s\n' "$@" >"$K8S_TOKENS.new" && mv -f "$K8S_TOKENS.new" "$K8S_TOKENS"
+}
+
 k8s_curl() {
 	curl -sS --max-time 10 --cacert "$K8S_PKI/ca.crt" --cert "$K8S_PKI/admin.crt" \
 		--key "$K8S_PKI/admin.key" "$@"
@@ -82,7 +90,8 @@ k8s_server() {
 	"$K8S_BIN/apiextensions-apiserver" --etcd-servers "$K8S_ETCD" --secure-port "$K8S_PORT" \
 		--bind-address 127.0.0.1 --tls-cert-file "$K8S_PKI/server.crt" \
 		--tls-private-key-file "$K8S_PKI/server.key" --client-ca-file "$K8S_PKI/ca.crt" \
-		--authentication-skip-lookup --authentication-kubeconfig "$IPAM_TMP/admin.kubeconfig" \
+		--authentication-skip-lookup --authentication-kubeconfig "$IPAM_TMP/authz.kubeconfig" \
+		--authentication-token-webhook-cache-ttl 0s \
 		--authorization-kubeconfig "$IPAM_TMP/authz.kubeconfig" \
 		--kubeconfig "$IPAM_TMP/admin.kubeconfig" \
 		--disable-admission-plugins NamespaceLifecycle,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,MutatingAdmissionPolicy,ValidatingAdmissionPolicy \
@@ -146,9 +155,12 @@ k8s_start() {
 		sleep 0.1
 	done
 	k8s_kubeconfig "$IPAM_TMP/admin.kubeconfig" admin
-	# RBAC from deploy/rbac.yaml (the server asks SubjectAccessReviews of another server)
+	# bearer tokens from $K8S_TOKENS and RBAC from deploy/rbac.yaml: the server asks
+	# TokenReviews and SubjectAccessReviews of another server; client certificates it
+	# checks itself (--client-ca-file). No token cache: a revoked token fails at once.
 	free_port
-	"$K8S_TOP/tests/netns/rbac-authorizer.py" "$PORT" "$K8S_TOP/deploy/rbac.yaml" \
+	: >"$K8S_TOKENS"
+	"$K8S_TOP/tests/netns/rbac-authorizer.py" "$PORT" --tokens "$K8S_TOKENS" "$K8S_TOP/deploy/rbac.yaml" \
 		>"$IPAM_TMP/authz.log" 2>&1 &
 	K8S_AUTHZ_PID=$!
 	printf 'apiVersion: v1\nkind: Config\nclusters:\n- name: authz\n  cluster:\n    server: %s\n%s\n' \
