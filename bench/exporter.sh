@@ -58,7 +58,7 @@ placed=$("$R" -j dev --all-netns | jq '[.[] | select(.netns.host | not)] | lengt
 pid=$!
 for ((i = 0; i < 100; i++)); do curl -sf -o /dev/null "$URL" && break; sleep 0.1; done
 out=$(curl -sf "$URL")
-served=$(printf '%s\n' "$out" | grep -c '^rdma_port_state{' || true)
+served=$(printf '%s\n' "$out" | grep -c '^rdmans_port_state{' || true)
 nsread=$(printf '%s\n' "$out" | awk '/^rdmans_scrape_namespaces / { print $2 }')
 printf '%s\n' "$out" | promtool check metrics >/dev/null && promtool=ok || promtool=FAILED
 

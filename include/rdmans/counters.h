@@ -89,6 +89,7 @@ struct rn_ns_metrics {
 	char pod_namespace[256];
 	char container[128];
 	bool failed; /* it could not be read (it may have vanished meanwhile) */
+	int error_code; /* errno */
 	char error[256];
 };
 
@@ -104,6 +105,8 @@ struct rn_scrape {
 	double seconds; /* how long the scrape took */
 };
 
+/* A failed namespace's reason in a few fixed words (a label): gone, permission, other. */
+const char *rn_scrape_failure_reason(const struct rn_ns_metrics *m);
 void rn_scrape_free(struct rn_scrape *s);
 static inline void rn_scrape_freep(struct rn_scrape *s)
 {

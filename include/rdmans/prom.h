@@ -31,13 +31,17 @@ int rn_prom_escape_label(struct rn_buf *b, const char *value);
 int rn_prom_escape_help(struct rn_buf *b, const char *text);
 
 /*
- * Renders the scrape. Families (see the HELP lines for each):
- *   rdma_device_info, rdma_port_info, rdma_port_state, rdma_port_physical_state,
- *   rdma_port_rate_bytes_per_second, rdma_port_netdev_up, rdma_port_netdev_mtu_bytes
- *   (gauges); rdma_port_hw_stats_total, rdma_port_pma_total,
- *   rdma_device_hw_stats_total (counters, the counter's kernel name in
- *   label "counter"); rdma_up, rdma_netns_exclusive, rdmans_scrape_* (gauges).
- * Port samples carry device, port, netdev, netns, pod, pod_namespace, container.
+ * Renders the scrape, every name prefixed rdmans_ (see the HELP lines):
+ *   rdmans_device_info, rdmans_port_info, rdmans_port_state,
+ *   rdmans_port_physical_state, rdmans_port_rate_bytes_per_second,
+ *   rdmans_port_netdev_up, rdmans_port_netdev_mtu_bytes (gauges);
+ *   one counter per kernel counter: rdmans_port_transmitted_bytes_total and
+ *   rdmans_port_received_bytes_total (PMA data, in bytes),
+ *   rdmans_port_transmitted/received_packets_total, rdmans_port_NAME_total
+ *   (the other PMA counters, "port_" dropped), rdmans_port_hw_NAME_total,
+ *   rdmans_device_hw_NAME_total; rdmans_up, rdmans_netns_exclusive,
+ *   rdmans_scrape_* (gauges).
+ * Port samples carry device, port, netdev, netns, pod, namespace, container.
  */
 int rn_prom_render(const struct rn_scrape *s, struct rn_buf *out, struct rn_error *err);
 

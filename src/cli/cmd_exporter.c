@@ -44,6 +44,11 @@ static int scrape_render(const struct exporter *ex, struct rn_buf *out, struct r
 	r = rn_scrape_all(&ex->opts, &s, err);
 	if (r < 0)
 		return r;
+	/* the metric says which netns and a reason word; the message goes here */
+	for (size_t i = 0; i < s.nns; i++)
+		if (s.ns[i].failed)
+			fprintf(stderr, "rdmans exporter: netns %s not read (%s): %s\n",
+				s.ns[i].label, rn_scrape_failure_reason(&s.ns[i]), s.ns[i].error);
 	return rn_prom_render(&s, out, err);
 }
 

@@ -155,6 +155,21 @@ int rn_port_metrics_read_sysfs(const char *dev, struct rn_port_metrics *pm, stru
 
 /* ---- the scrape ---- */
 
+const char *rn_scrape_failure_reason(const struct rn_ns_metrics *m)
+{
+	switch (m->error_code) {
+	case ENOENT:
+	case ESRCH:
+	case EINVAL: /* a netns file that is no netns any more */
+		return "gone";
+	case EPERM:
+	case EACCES:
+		return "permission";
+	default:
+		return "other";
+	}
+}
+
 void rn_scrape_free(struct rn_scrape *s)
 {
 	if (!s)
@@ -539,6 +554,7 @@ failed:
 	scrape_truncate(s, first);
 	m = &s->ns[nsi];
 	m->failed = true;
+	m->error_code = -r;
 	(void)rn_strscpy(m->error, sizeof(m->error), err.msg[0] ? err.msg : strerror(-r));
 	s->ns_failed++;
 	return 0;

@@ -192,16 +192,16 @@ static void sample_double(struct rn_buf *b, const char *name, const struct label
 #define PORT_LABELS 7
 #define MAX_LABELS 10
 
-/* netns, pod, pod_namespace, container: where the device is, into l[0..3] */
+/* netns, pod, namespace (kube-state-metrics' name for it), container: into l[0..3] */
 static void ns_labels(const struct rn_ns_metrics *ns, struct label *l)
 {
 	l[0] = (struct label){ "netns", ns->label };
 	l[1] = (struct label){ "pod", ns->pod };
-	l[2] = (struct label){ "pod_namespace", ns->pod_namespace };
+	l[2] = (struct label){ "namespace", ns->pod_namespace };
 	l[3] = (struct label){ "container", ns->container };
 }
 
-/* device, netns, pod, pod_namespace, container */
+/* device, netns, pod, namespace, container */
 static size_t dev_labels(const struct rn_scrape *s, const struct rn_dev_metrics *d, struct label *l)
 {
 	l[0] = (struct label){ "device", d->name };
@@ -209,7 +209,7 @@ static size_t dev_labels(const struct rn_scrape *s, const struct rn_dev_metrics 
 	return DEV_LABELS;
 }
 
-/* device, port, netdev, netns, pod, pod_namespace, container */
+/* device, port, netdev, netns, pod, namespace, container */
 static size_t port_labels(const struct rn_scrape *s, const struct rn_dev_metrics *d,
 			  const struct rn_port_metrics *p, char *portbuf, size_t portlen,
 			  struct label *l)
@@ -234,16 +234,16 @@ static const struct {
 	const char *name;
 	const char *help;
 } port_gauges[] = {
-	[G_STATE] = { "rdma_port_state",
+	[G_STATE] = { "rdmans_port_state",
 		      "Logical port state: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER." },
-	[G_PHYS_STATE] = { "rdma_port_physical_state",
+	[G_PHYS_STATE] = { "rdmans_port_physical_state",
 			   "Physical port state: 1 SLEEP, 2 POLLING, 3 DISABLED, 4 TRAINING, 5 "
 			   "LINK_UP, 6 LINK_ERROR_RECOVERY, 7 PHY_TEST." },
-	[G_RATE] = { "rdma_port_rate_bytes_per_second",
+	[G_RATE] = { "rdmans_port_rate_bytes_per_second",
 		     "Port data rate (sysfs ports/P/rate) in bytes per second." },
-	[G_NETDEV_UP] = { "rdma_port_netdev_up",
+	[G_NETDEV_UP] = { "rdmans_port_netdev_up",
 			  "1 when the netdev bound to the port is operationally up, else 0." },
-	[G_NETDEV_MTU] = { "rdma_port_netdev_mtu_bytes", "MTU of the netdev bound to the port." },
+	[G_NETDEV_MTU] = { "rdmans_port_netdev_mtu_bytes", "MTU of the netdev bound to the port." },
 };
 
 /* Whether port p has gauge g, and its value. */
@@ -300,7 +300,7 @@ static void render_info(const struct rn_scrape *s, struct rn_buf *b)
 {
 	if (s->ndevs == 0)
 		return;
-	family(b, "rdma_device_info", "gauge",
+	family(b, "rdmans_device_info", "gauge",
 	       "RDMA device, always 1; its firmware, node GUID and protocol as labels.");
 	for (size_t i = 0; i < s->ndevs; i++) {
 		const struct rn_dev_metrics *d = &s->devs[i];
@@ -315,9 +315,9 @@ static void render_info(const struct rn_scrape *s, struct rn_buf *b)
 		l[n++] = (struct label){ "fw", d->fw };
 		l[n++] = (struct label){ "node_guid", guid };
 		l[n++] = (struct label){ "protocol", d->protocol };
-		sample_u64(b, "rdma_device_info", l, n, 1);
+		sample_u64(b, "rdmans_device_info", l, n, 1);
 	}
-	family(b, "rdma_port_info", "gauge",
+	family(b, "rdmans_port_info", "gauge",
 	       "RDMA port, always 1; its link layer and rate text as labels.");
 	for (size_t i = 0; i < s->ndevs; i++) {
 		const struct rn_dev_metrics *d = &s->devs[i];
@@ -330,76 +330,209 @@ static void render_info(const struct rn_scrape *s, struct rn_buf *b)
 
 			l[n++] = (struct label){ "link_layer", pm->link_layer };
 			l[n++] = (struct label){ "rate", pm->rate };
-			sample_u64(b, "rdma_port_info", l, n, 1);
+			sample_u64(b, "rdmans_port_info", l, n, 1);
 		}
 	}
 }
 
-enum counter_kind { C_PORT_HW, C_PORT_PMA, C_DEV_HW };
+/*
+ * One metric per counter, as node_exporter's infiniband collector names
+ * them: a sum over a label of counter names means nothing. The kernel's
+ * name makes the metric's, with the two data counters in bytes (the PMA
+ * counts 4-octet words, IBA 16.1.3.5).
+ */
+enum counter_kind { C_PORT_PMA, C_PORT_HW, C_DEV_HW };
 
 static const struct {
-	const char *name;
+	const char *kernel;
+	const char *metric;
+	unsigned scale;
 	const char *help;
-} counter_families[] = {
-	[C_PORT_HW] = { "rdma_port_hw_stats_total",
-			"Port hardware counter (RDMA netlink statistics and sysfs "
-			"ports/P/hw_counters), by its kernel name in label counter." },
-	[C_PORT_PMA] = { "rdma_port_pma_total",
-			 "Port PMA counter (sysfs ports/P/counters), by its kernel name in label "
-			 "counter; port_xmit_data and port_rcv_data count 4-octet words." },
-	[C_DEV_HW] = { "rdma_device_hw_stats_total",
-		       "Device-wide hardware counter (sysfs DEV/hw_counters), by its kernel name "
-		       "in label counter." },
+} pma_known[] = {
+	{ "port_xmit_data", "rdmans_port_transmitted_bytes_total", 4,
+	  "Bytes transmitted on the port (sysfs counters/port_xmit_data, in 4-octet words, "
+	  "times 4)." },
+	{ "port_rcv_data", "rdmans_port_received_bytes_total", 4,
+	  "Bytes received on the port (sysfs counters/port_rcv_data, in 4-octet words, times "
+	  "4)." },
+	{ "port_xmit_packets", "rdmans_port_transmitted_packets_total", 1,
+	  "Packets transmitted on the port (sysfs counters/port_xmit_packets)." },
+	{ "port_rcv_packets", "rdmans_port_received_packets_total", 1,
+	  "Packets received on the port (sysfs counters/port_rcv_packets)." },
 };
 
-static void counter_samples(const struct rn_counters *c, const char *name, struct label *l,
-			    size_t n, struct rn_buf *b, bool *any, enum counter_kind k)
+/* Not counters: a hw_counters setting (the update interval, ms). */
+static bool not_a_counter(const char *kernel)
 {
-	for (size_t j = 0; j < c->n; j++) {
-		if (!*any)
-			family(b, name, "counter", counter_families[k].help);
-		*any = true;
-		l[n] = (struct label){ "counter", c->v[j].name };
-		sample_u64(b, name, l, n + 1, c->v[j].value);
+	return strcmp(kernel, "lifespan") == 0;
+}
+
+/*
+ * The metric for kernel counter `kernel` of a kind into buf, and its scale
+ * and HELP text; false when it is not exported.
+ */
+static bool counter_metric(enum counter_kind k, const char *kernel, char *buf, size_t len,
+			   unsigned *scale, char *help, size_t help_len)
+{
+	static const char *const prefix[] = { [C_PORT_PMA] = "rdmans_port_",
+					      [C_PORT_HW] = "rdmans_port_hw_",
+					      [C_DEV_HW] = "rdmans_device_hw_" };
+	static const char *const where[] = { [C_PORT_PMA] = "port PMA counter (sysfs counters/",
+					     [C_PORT_HW] = "port hardware counter (RDMA netlink "
+							   "statistics, sysfs hw_counters/",
+					     [C_DEV_HW] = "device-wide hardware counter (sysfs "
+							  "DEV/hw_counters/" };
+	const char *name = kernel;
+	size_t n;
+
+	if (not_a_counter(kernel))
+		return false;
+	*scale = 1;
+	if (k == C_PORT_PMA) {
+		for (size_t i = 0; i < RN_ARRAY_SIZE(pma_known); i++) {
+			if (strcmp(kernel, pma_known[i].kernel) == 0) {
+				rn_strscpy(buf, len, pma_known[i].metric);
+				rn_strscpy(help, help_len, pma_known[i].help);
+				*scale = pma_known[i].scale;
+				return true;
+			}
+		}
+		if (strncmp(name, "port_", 5) == 0)
+			name += 5;
 	}
+	snprintf(buf, len, "%s", prefix[k]);
+	n = strlen(buf);
+	/*
+	 * snake_case, as promtool asks: "cnpHandled" cnp_handled, "RxECNMrkd"
+	 * rx_ecn_mrkd, "ip4InOctets" ip4_in_octets; what is not [a-zA-Z0-9] is '_'
+	 */
+	for (const char *c = name; *c && n + 8 < len; c++) {
+		bool upper = *c >= 'A' && *c <= 'Z', lower = *c >= 'a' && *c <= 'z',
+		     digit = *c >= '0' && *c <= '9';
+		bool after_word = c > name && ((c[-1] >= 'a' && c[-1] <= 'z') ||
+					       (c[-1] >= '0' && c[-1] <= '9'));
+		bool acronym_end =
+			c > name && c[-1] >= 'A' && c[-1] <= 'Z' && c[1] >= 'a' && c[1] <= 'z';
+
+		if (upper && (after_word || acronym_end) && buf[n - 1] != '_')
+			buf[n++] = '_';
+		buf[n++] = upper ? (char)(*c - 'A' + 'a') : lower || digit ? *c : '_';
+	}
+	buf[n] = '\0';
+	rn_strscpy(buf + n, len - n, "_total");
+	snprintf(help, help_len, "The %s%s).", where[k], kernel);
+	return true;
+}
+
+static const struct rn_counters *counters_of(const struct rn_dev_metrics *d, size_t p,
+					     enum counter_kind k)
+{
+	return k == C_DEV_HW ? &d->hw : k == C_PORT_HW ? &d->ports[p].hw : &d->ports[p].pma;
+}
+
+/* One sample to be: a kernel counter of a device (and port), under its metric's name. */
+struct counter_sample {
+	char metric[96];
+	enum counter_kind kind;
+	size_t dev, port, order; /* order: the scrape's, kept among equal names */
+	const struct rn_counter *c;
+	unsigned scale;
+};
+
+static int by_metric(const void *x, const void *y)
+{
+	const struct counter_sample *a = x, *b = y;
+	int r = strcmp(a->metric, b->metric);
+
+	return r ? r : a->order < b->order ? -1 : a->order > b->order;
+}
+
+/* Every exported counter sample, grouped by metric name (one family each). */
+static int gather_counters(const struct rn_scrape *s, struct counter_sample **ret, size_t *ret_n)
+{
+	struct counter_sample *all = NULL;
+	size_t n = 0, cap = 0;
+	char help[160];
+
+	for (enum counter_kind k = C_PORT_PMA; k <= C_DEV_HW; k++)
+		for (size_t i = 0; i < s->ndevs; i++) {
+			size_t nports = k == C_DEV_HW ? 1 : s->devs[i].nports;
+
+			for (size_t p = 0; p < nports; p++) {
+				const struct rn_counters *c = counters_of(&s->devs[i], p, k);
+
+				for (size_t j = 0; j < c->n; j++) {
+					struct counter_sample *e;
+
+					if (RN_GROW(all, &cap, n + 1) < 0) {
+						free(all);
+						return -ENOMEM;
+					}
+					e = &all[n];
+					if (!counter_metric(k, c->v[j].name, e->metric,
+							    sizeof(e->metric), &e->scale, help,
+							    sizeof(help)))
+						continue;
+					e->kind = k;
+					e->dev = i;
+					e->port = p;
+					e->order = n;
+					e->c = &c->v[j];
+					n++;
+				}
+			}
+		}
+	if (n)
+		qsort(all, n, sizeof(*all), by_metric);
+	*ret = all;
+	*ret_n = n;
+	return 0;
 }
 
 static void render_counters(const struct rn_scrape *s, struct rn_buf *b)
 {
-	for (size_t k = 0; k < RN_ARRAY_SIZE(counter_families); k++) {
-		const char *name = counter_families[k].name;
-		bool any = false;
+	struct counter_sample *all = NULL;
+	size_t n = 0;
 
-		for (size_t i = 0; i < s->ndevs; i++) {
-			const struct rn_dev_metrics *d = &s->devs[i];
-			struct label l[MAX_LABELS];
-			char port[16];
-
-			if (k == C_DEV_HW) {
-				size_t n = dev_labels(s, d, l);
-
-				counter_samples(&d->hw, name, l, n, b, &any, C_DEV_HW);
-				continue;
-			}
-			for (size_t p = 0; p < d->nports; p++) {
-				const struct rn_port_metrics *pm = &d->ports[p];
-				size_t n = port_labels(s, d, pm, port, sizeof(port), l);
-
-				counter_samples(k == C_PORT_HW ? &pm->hw : &pm->pma, name, l, n, b,
-						&any, (enum counter_kind)k);
-			}
-		}
+	if (gather_counters(s, &all, &n) < 0) {
+		b->error = -ENOMEM;
+		return;
 	}
+	for (size_t i = 0; i < n; i++) {
+		const struct counter_sample *e = &all[i];
+		const struct rn_dev_metrics *d = &s->devs[e->dev];
+		struct label l[MAX_LABELS];
+		char port[16], metric[96], help[160];
+		unsigned scale;
+		size_t nl;
+		bool first = i == 0 || strcmp(all[i - 1].metric, e->metric) != 0, twice = false;
+
+		if (first) {
+			counter_metric(e->kind, e->c->name, metric, sizeof(metric), &scale, help,
+				       sizeof(help));
+			family(b, e->metric, "counter", help);
+		}
+		/* two kernel names one metric name on one port ("cnpSent", "cnp_sent"): the first */
+		for (size_t j = i; j-- > 0 && !strcmp(all[j].metric, e->metric);)
+			twice |= all[j].dev == e->dev && all[j].port == e->port;
+		if (twice)
+			continue;
+		nl = e->kind == C_DEV_HW
+			     ? dev_labels(s, d, l)
+			     : port_labels(s, d, &d->ports[e->port], port, sizeof(port), l);
+		sample_u64(b, e->metric, l, nl, e->c->value * e->scale);
+	}
+	free(all);
 }
 
 static void render_self(const struct rn_scrape *s, struct rn_buf *b)
 {
-	family(b, "rdma_up", "gauge", "1 when the kernel has RDMA netlink (ib_core), else 0.");
-	sample_u64(b, "rdma_up", NULL, 0, s->rdma);
+	family(b, "rdmans_up", "gauge", "1 when the kernel has RDMA netlink (ib_core), else 0.");
+	sample_u64(b, "rdmans_up", NULL, 0, s->rdma);
 	if (s->rdma) {
-		family(b, "rdma_netns_exclusive", "gauge",
+		family(b, "rdmans_netns_exclusive", "gauge",
 		       "1 when ib_core is in exclusive netns mode (devices can move into pods).");
-		sample_u64(b, "rdma_netns_exclusive", NULL, 0, s->exclusive);
+		sample_u64(b, "rdmans_netns_exclusive", NULL, 0, s->exclusive);
 	}
 	family(b, "rdmans_scrape_duration_seconds", "gauge",
 	       "How long reading every namespace took.");
@@ -411,10 +544,11 @@ static void render_self(const struct rn_scrape *s, struct rn_buf *b)
 	sample_u64(b, "rdmans_scrape_namespace_errors", NULL, 0, s->ns_failed);
 	if (s->ns_failed) {
 		family(b, "rdmans_scrape_netns_failed", "gauge",
-		       "1 for each network namespace that could not be read, its error as label.");
+		       "1 for each network namespace that could not be read; reason: gone, "
+		       "permission or other (the message is in the exporter's log).");
 		for (size_t i = 0; i < s->nns; i++) {
 			struct label l[2] = { { "netns", s->ns[i].label },
-					      { "error", s->ns[i].error } };
+					      { "reason", rn_scrape_failure_reason(&s->ns[i]) } };
 
 			if (s->ns[i].failed)
 				sample_u64(b, "rdmans_scrape_netns_failed", l, 2, 1);

@@ -78,7 +78,7 @@ vm_check "text: the summary line" sh -c 'echo "$1" | tail -1 | grep -Eq "^[0-9]+
 
 # --- exporter ----------------------------------------------------------------------
 vm_run_code 0 "exporter --once without RDMA" "$R" exporter --once
-vm_check "rdma_up 0" sh -c 'echo "$1" | grep -qx "rdma_up 0"' sh "$OUT"
+vm_check "rdmans_up 0" sh -c 'echo "$1" | grep -qx "rdmans_up 0"' sh "$OUT"
 if command -v promtool >/dev/null; then
 	vm_check "promtool check metrics accepts it" sh -c 'echo "$1" | promtool check metrics' sh "$OUT"
 fi
@@ -140,7 +140,7 @@ vm_check "1000 slow clients connected" grep -q "connected 1000" "$tmp/slow.ready
 holds_1000() { [ "$(ls "/proc/$exporter/fd" | wc -l)" -ge 1000 ]; }
 vm_poll 60 holds_1000
 vm_check "the exporter holds them all (1000+ fds: none refused)" holds_1000
-vm_check "a scrape is still answered, with the metrics" sh -c "curl -sf --max-time 120 '$url/metrics' | grep -qx 'rdma_up 0'"
+vm_check "a scrape is still answered, with the metrics" sh -c "curl -sf --max-time 120 '$url/metrics' | grep -qx 'rdmans_up 0'"
 vm_check "... and so is GET / (another connection)" sh -c "curl -sf --max-time 120 '$url/' | grep -q 'rdmans exporter'"
 kill -TERM "$slow"
 wait "$slow"

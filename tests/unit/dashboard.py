@@ -83,10 +83,10 @@ for v in dash.get("templating", {}).get("list", []):
 check(f"the dashboard has queries ({len(queries)}) and every panel target has one",
       len(queries) >= 10 and all(e for _, e in queries))
 
-rc, msg = promtool_rules(["sum(rate(rdma_port_pma_total[5m])"])
+rc, msg = promtool_rules(["sum(rate(rdmans_port_received_bytes_total[5m])"])
 check("promtool check rules refuses a query with an unclosed parenthesis", rc != 0, msg)
-bogus = metric_names('sum by (pod) (rate(rdma_port_bytes_total{pod=~".*", counter="x"}[5m])) * 4')
-check("the name check sees a metric the exporter does not serve", bogus == {"rdma_port_bytes_total"} and
+bogus = metric_names('sum by (pod) (rate(rdmans_port_bytes_total{pod=~".*", namespace="x"}[5m])) * 4')
+check("the name check sees a metric the exporter does not serve", bogus == {"rdmans_port_bytes_total"} and
       not bogus <= served, str(bogus))
 for where, expr in queries + variables:
     promql = grafana_to_promql(expr)

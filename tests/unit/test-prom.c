@@ -70,8 +70,8 @@ static void build_scrape(struct rn_scrape *s)
 	snprintf(s->ns[1].pod, sizeof(s->ns[1].pod), "gpu-pod0");
 	snprintf(s->ns[1].pod_namespace, sizeof(s->ns[1].pod_namespace), "default");
 	snprintf(s->ns[1].container, sizeof(s->ns[1].container), "4f3c2a1b");
-	s->ndevs = 1;
-	s->devs = calloc(1, sizeof(*s->devs));
+	s->ndevs = 2;
+	s->devs = calloc(2, sizeof(*s->devs));
 	d = &s->devs[0];
 	snprintf(d->name, sizeof(d->name), "irdma0");
 	snprintf(d->fw, sizeof(d->fw), "1.52");
@@ -94,6 +94,21 @@ static void build_scrape(struct rn_scrape *s)
 	rn_counters_set(&p->hw, "iwInRdmaWrites", 141075419);
 	rn_counters_set(&p->hw, "ip4InOctets", 18446744073709551615ULL);
 	rn_counters_set(&p->pma, "port_xmit_data", 12);
+	/* a second device on the host: the same counters join the first's families */
+	d = &s->devs[1];
+	snprintf(d->name, sizeof(d->name), "irdma1");
+	d->ns = 0;
+	rn_counters_set(&d->hw, "lifespan", 10);
+	d->nports = 1;
+	d->ports = calloc(1, sizeof(*d->ports));
+	p = &d->ports[0];
+	p->port = 1;
+	rn_counters_set(&p->hw, "iwInRdmaWrites", 5);
+	rn_counters_set(&p->hw, "rx-odd.name", 1);
+	rn_counters_set(&p->pma, "port_rcv_data", 3);
+	rn_counters_set(&p->pma, "port_xmit_data", 1);
+	rn_counters_set(&p->pma, "symbol_error", 2);
+	rn_counters_set(&p->pma, "port_xmit_discards", 6);
 }
 
 /* Count of lines of text starting with prefix. */
@@ -119,12 +134,14 @@ static void counters_are_typed_counter_and_end_in_total(void)
 
 	build_scrape(&s);
 	CHECK_INT(rn_prom_render(&s, &out, &err), 0);
-	CHECK_CONTAINS(out.buf, "# TYPE rdma_port_hw_stats_total counter\n");
-	CHECK_CONTAINS(out.buf, "# TYPE rdma_port_pma_total counter\n");
-	CHECK_CONTAINS(out.buf, "# TYPE rdma_device_hw_stats_total counter\n");
-	CHECK_CONTAINS(out.buf, "# TYPE rdma_port_state gauge\n");
-	CHECK_CONTAINS(out.buf, "# TYPE rdma_port_rate_bytes_per_second gauge\n");
-	CHECK_CONTAINS(out.buf, "# TYPE rdma_port_netdev_mtu_bytes gauge\n");
+	CHECK_CONTAINS(out.buf, "# TYPE rdmans_port_hw_iw_in_rdma_writes_total counter\n");
+	CHECK_CONTAINS(out.buf, "# TYPE rdmans_port_transmitted_bytes_total counter\n");
+	CHECK_CONTAINS(out.buf, "# TYPE rdmans_device_hw_cnp_handled_total counter\n");
+	CHECK_CONTAINS(out.buf, "# TYPE rdmans_port_state gauge\n");
+	CHECK_CONTAINS(out.buf, "# TYPE rdmans_port_rate_bytes_per_second gauge\n");
+	CHECK_CONTAINS(out.buf, "# TYPE rdmans_port_netdev_mtu_bytes gauge\n");
+	/* one prefix: nothing but rdmans_ */
+	CHECK_INT(count_lines(out.buf, "# TYPE rdmans_"), count_lines(out.buf, "# TYPE "));
 	/* every counter family's name ends in _total, no gauge's does */
 	for (const char *l = out.buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 		char name[128], type[16];
@@ -148,19 +165,49 @@ static void samples_carry_every_label_escaped(void)
 	build_scrape(&s);
 	CHECK_INT(rn_prom_render(&s, &out, &err), 0);
 	CHECK_CONTAINS(out.buf,
-		       "rdma_port_hw_stats_total{device=\"irdma0\",port=\"1\",netdev=\"net1\","
-		       "netns=\"cni-\\\"x\\\"\\\\1\",pod=\"gpu-pod0\",pod_namespace=\"default\","
-		       "container=\"4f3c2a1b\",counter=\"iwInRdmaWrites\"} 141075419\n");
+		       "rdmans_port_hw_iw_in_rdma_writes_total{device=\"irdma0\",port=\"1\",netdev="
+		       "\"net1\","
+		       "netns=\"cni-\\\"x\\\"\\\\1\",pod=\"gpu-pod0\",namespace=\"default\","
+		       "container=\"4f3c2a1b\"} 141075419\n");
 	/* the full 64-bit range, printed exactly */
-	CHECK_CONTAINS(out.buf, "counter=\"ip4InOctets\"} 18446744073709551615\n");
-	CHECK_CONTAINS(out.buf, "counter=\"port_xmit_data\"} 12\n");
-	CHECK_CONTAINS(out.buf, "rdma_device_hw_stats_total{device=\"irdma0\",netns=\"cni-");
-	CHECK_CONTAINS(out.buf, "counter=\"cnpHandled\"} 7\n");
-	CHECK_CONTAINS(out.buf, "rdma_port_rate_bytes_per_second{device=\"irdma0\",port=\"1\"");
+	CHECK_CONTAINS(out.buf, "rdmans_port_hw_ip4_in_octets_total{device=\"irdma0\"");
+	CHECK_CONTAINS(out.buf, "} 18446744073709551615\n");
+	CHECK_CONTAINS(out.buf,
+		       "rdmans_device_hw_cnp_handled_total{device=\"irdma0\",netns=\"cni-");
+	CHECK_CONTAINS(out.buf, "rdmans_port_rate_bytes_per_second{device=\"irdma0\",port=\"1\"");
 	CHECK_CONTAINS(out.buf, "} 3125000000\n");
 	CHECK_CONTAINS(out.buf, "node_guid=\"b696:91ff:feec:a458\"");
-	CHECK_CONTAINS(out.buf, "rdma_netns_exclusive 1\n");
-	CHECK_CONTAINS(out.buf, "rdma_up 1\n");
+	CHECK_CONTAINS(out.buf, "rdmans_netns_exclusive 1\n");
+	CHECK_CONTAINS(out.buf, "rdmans_up 1\n");
+	rn_buf_free(&out);
+}
+
+static void one_metric_per_counter_data_in_bytes(void)
+{
+	_cleanup_scrape_ struct rn_scrape s;
+	struct rn_buf out = { 0 };
+	struct rn_error err = { 0 };
+
+	build_scrape(&s);
+	CHECK_INT(rn_prom_render(&s, &out, &err), 0);
+	/* the PMA's 4-octet words, as bytes: 12 and 1 words */
+	CHECK_CONTAINS(out.buf, "rdmans_port_transmitted_bytes_total{device=\"irdma0\"");
+	CHECK_CONTAINS(out.buf, "container=\"4f3c2a1b\"} 48\n");
+	CHECK_CONTAINS(out.buf,
+		       "rdmans_port_transmitted_bytes_total{device=\"irdma1\",port=\"1\","
+		       "netdev=\"\",netns=\"host\",pod=\"\",namespace=\"\",container=\"\"} 4\n");
+	CHECK_CONTAINS(out.buf, "rdmans_port_received_bytes_total{device=\"irdma1\"");
+	CHECK_CONTAINS(out.buf, "container=\"\"} 12\n");
+	/* other PMA counters by their kernel name, "port_" dropped */
+	CHECK_CONTAINS(out.buf, "\nrdmans_port_symbol_error_total{device=\"irdma1\"");
+	CHECK_CONTAINS(out.buf, "\nrdmans_port_xmit_discards_total{device=\"irdma1\"");
+	/* both devices' samples in one family, a name made a metric name */
+	CHECK_INT(count_lines(out.buf, "rdmans_port_hw_iw_in_rdma_writes_total{"), 2);
+	CHECK_INT(count_lines(out.buf, "# TYPE rdmans_port_hw_iw_in_rdma_writes_total "), 1);
+	CHECK_INT(count_lines(out.buf, "rdmans_port_hw_rx_odd_name_total{device=\"irdma1\""), 1);
+	/* no counter name in a label, no setting as a counter */
+	CHECK(!strstr(out.buf, "counter=\""));
+	CHECK(!strstr(out.buf, "lifespan"));
 	rn_buf_free(&out);
 }
 
@@ -205,12 +252,18 @@ static void failed_namespaces_are_reported(void)
 
 	build_scrape(&s);
 	s.ns[1].failed = true;
+	s.ns[1].error_code = EACCES;
 	snprintf(s.ns[1].error, sizeof(s.ns[1].error), "cannot enter \"it\"");
-	s.ns_failed = 1;
+	s.ns[0].failed = true;
+	s.ns[0].error_code = EIO;
+	s.ns_failed = 2;
 	CHECK_INT(rn_prom_render(&s, &out, &err), 0);
-	CHECK_CONTAINS(out.buf, "rdmans_scrape_namespace_errors 1\n");
+	CHECK_CONTAINS(out.buf, "rdmans_scrape_namespace_errors 2\n");
+	/* a reason from a fixed few words; the free text is not a label */
 	CHECK_CONTAINS(out.buf, "rdmans_scrape_netns_failed{netns=\"cni-\\\"x\\\"\\\\1\","
-				"error=\"cannot enter \\\"it\\\"\"} 1\n");
+				"reason=\"permission\"} 1\n");
+	CHECK_CONTAINS(out.buf, "rdmans_scrape_netns_failed{netns=\"host\",reason=\"other\"} 1\n");
+	CHECK(!strstr(out.buf, "cannot enter"));
 	rn_buf_free(&out);
 }
 
@@ -222,9 +275,9 @@ static void no_rdma_renders_only_the_exporter_gauges(void)
 
 	s.nns = 0;
 	CHECK_INT(rn_prom_render(&s, &out, &err), 0);
-	CHECK_CONTAINS(out.buf, "rdma_up 0\n");
-	CHECK(!strstr(out.buf, "rdma_netns_exclusive"));
-	CHECK(!strstr(out.buf, "rdma_port"));
+	CHECK_CONTAINS(out.buf, "rdmans_up 0\n");
+	CHECK(!strstr(out.buf, "rdmans_netns_exclusive"));
+	CHECK(!strstr(out.buf, "rdmans_port"));
 	rn_buf_free(&out);
 }
 
@@ -322,7 +375,7 @@ static void rxe_netdev_comes_from_its_parent(void)
 	CHECK_INT(s.devs[0].ports[0].hw.n, 2);
 }
 
-/* rdma_port_netdev_up is operstate, not IFF_UP: set up without carrier is 0, the reverse 1 */
+/* rdmans_port_netdev_up is operstate, not IFF_UP: set up without carrier is 0, the reverse 1 */
 static void netdev_up_follows_operstate_not_iff_up(void)
 {
 	_cleanup_fake_ char *root = fake_start();
@@ -372,7 +425,8 @@ RN_TEST_MAIN(T(label_values_escape_backslash_quote_newline),
 	     T(invalid_utf8_becomes_replacement_character),
 	     T(counters_are_typed_counter_and_end_in_total), T(samples_carry_every_label_escaped),
 	     T(each_family_appears_once_with_its_samples_together),
-	     T(failed_namespaces_are_reported), T(no_rdma_renders_only_the_exporter_gauges),
+	     T(failed_namespaces_are_reported), T(one_metric_per_counter_data_in_bytes),
+	     T(no_rdma_renders_only_the_exporter_gauges),
 	     T(sysfs_counters_of_a_port_are_read_by_name),
 	     T(netlink_values_win_and_sysfs_adds_the_rest), T(rxe_netdev_comes_from_its_parent),
 	     T(netdev_up_follows_operstate_not_iff_up), T(a_missing_sysfs_root_is_an_error))

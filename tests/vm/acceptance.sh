@@ -100,7 +100,7 @@ if [ "$RDMANS_ACCEPT_PHASE" = 1 ]; then
 	vm_check "doctor: GID check passes with pod-a's address" vm_expect_contains "$OUT" "RoCE v2: ${ip_a%/*} at GID index $gid_a"
 	vm_check "doctor: boot mode passes once persisted" sh -c "printf '%s\n' \"\$1\" | grep -q '^PASS  netns-mode-boot'" _ "$OUT"
 	vm_run_code 0 "one exporter scrape" "$R" exporter --once --cni-state-dir "$disk/cni"
-	vm_check "exporter: $d1 labelled with pod-a" sh -c "printf '%s\n' \"\$1\" | grep -E '^rdma_port_state\\{' | grep 'device=\"$d1\"' | grep -q 'pod=\"pod-a\"'" _ "$OUT"
+	vm_check "exporter: $d1 labelled with pod-a" sh -c "printf '%s\n' \"\$1\" | grep -E '^rdmans_port_state\\{' | grep 'device=\"$d1\"' | grep -q 'pod=\"pod-a\"'" _ "$OUT"
 
 	# --- pod-b deleted without DEL: GC and DEL clean up ----------------------------
 	ip netns del pod-b

@@ -77,7 +77,7 @@ say "rdmans doctor inside pod-a"
 "$R" doctor --netns pod-a || [ $? = 20 ] # WARN: simhca has no libibverbs provider, so the active MTU is unread
 
 say "One Prometheus scrape (rdmans exporter): counters and port state, labelled by pod"
-"$R" exporter --once | grep -E "^rdma_port_state\{" | sed 's/^/  /'
+"$R" exporter --once | grep -E "^rdmans_port_state\{" | sed 's/^/  /'
 
 say "Teardown: CNI DEL for pod-b; pod-a deleted without DEL (a crashed node), then GC"
 cni DEL pod-b eth2

@@ -68,22 +68,22 @@ printf '%s\n' "$OUT" >/tmp/once.prom
 vm_check "promtool check metrics accepts exporter --once" sh -c 'promtool check metrics </tmp/once.prom'
 vm_check "exporter --once: every rxe0 hw counter of sysfs is there" sh -c '
 	for c in $(ls /sys/class/infiniband/rxe0/ports/1/hw_counters | grep -vx lifespan); do
-		grep -q "^rdma_port_hw_stats_total{device=\"rxe0\",port=\"1\",netdev=\"veth0\",netns=\"host\".*counter=\"$c\"}" /tmp/once.prom || { echo "missing $c"; exit 1; }
+		grep -q "^rdmans_port_hw_${c}_total{device=\"rxe0\",port=\"1\",netdev=\"veth0\",netns=\"host\"" /tmp/once.prom || { echo "missing $c"; exit 1; }
 	done'
 "$R" exporter --listen 127.0.0.1:$PORT 2>/tmp/exporter.log &
 EXPORTER=$!
 vm_check "exporter listens" vm_poll 60 curl -sf -o /dev/null "$URL"
 vm_run_code 0 "scrape before traffic" curl -sf "$URL"
-before_sent=$(metric "$OUT" rdma_port_hw_stats_total 'device="rxe0"' 'counter="sent_pkts"')
-before_sends=$(metric "$OUT" rdma_port_hw_stats_total 'device="rxe0"' 'counter="rdma_sends"')
+before_sent=$(metric "$OUT" rdmans_port_hw_sent_pkts_total 'device="rxe0"')
+before_sends=$(metric "$OUT" rdmans_port_hw_rdma_sends_total 'device="rxe0"')
 vm_check "sent_pkts of rxe0 is served" test -n "$before_sent"
 timeout 120 rping -s -a 192.168.50.1 -C 10 >/tmp/rping-s.log 2>&1 &
 # the client is refused until the server listens: retry it (no sleep to guess)
 vm_check "rping over rxe0 (10 pings)" vm_poll 60 timeout 60 rping -c -a 192.168.50.1 -C 10
 wait $! 2>/dev/null
 vm_run_code 0 "scrape after traffic" curl -sf "$URL"
-after_sent=$(metric "$OUT" rdma_port_hw_stats_total 'device="rxe0"' 'counter="sent_pkts"')
-after_sends=$(metric "$OUT" rdma_port_hw_stats_total 'device="rxe0"' 'counter="rdma_sends"')
+after_sent=$(metric "$OUT" rdmans_port_hw_sent_pkts_total 'device="rxe0"')
+after_sends=$(metric "$OUT" rdmans_port_hw_rdma_sends_total 'device="rxe0"')
 vm_check "traffic raised sent_pkts ($before_sent -> $after_sent)" test "${after_sent:-0}" -gt "${before_sent:-0}"
 vm_check "traffic raised rdma_sends ($before_sends -> $after_sends)" test "${after_sends:-0}" -gt "${before_sends:-0}"
 vm_check "served sent_pkts equals 'rdma statistic'" vm_expect_eq "$(stat_of rxe0/1 sent_pkts)" "$after_sent"
@@ -142,10 +142,10 @@ vm_run_code 0 "scrape with devices in pods" curl -sf "$URL"
 printf '%s\n' "$OUT" >/tmp/pods.prom
 vm_check "promtool check metrics accepts it" sh -c 'promtool check metrics </tmp/pods.prom'
 vm_check "$dev1 served from pod1, netdev net1, labelled with its pod" vm_expect_eq 4 \
-	"$(metric "$OUT" rdma_port_state "device=\"$dev1\"" 'netdev="net1"' 'netns="pod1"' 'pod="gpu-pod0"' 'pod_namespace="ml"' 'container="4f3c2a1b9e8d"')"
+	"$(metric "$OUT" rdmans_port_state "device=\"$dev1\"" 'netdev="net1"' 'netns="pod1"' 'pod="gpu-pod0"' 'namespace="ml"' 'container="4f3c2a1b9e8d"')"
 vm_check "$dev2 served from pod2 (no CNI state: no pod label)" vm_expect_eq 4 \
-	"$(metric "$OUT" rdma_port_state "device=\"$dev2\"" 'netns="pod2"' 'pod=""')"
-vm_check "rxe0 still served from the host" vm_expect_eq 4 "$(metric "$OUT" rdma_port_state 'device="rxe0"' 'netns="host"')"
+	"$(metric "$OUT" rdmans_port_state "device=\"$dev2\"" 'netns="pod2"' 'pod=""')"
+vm_check "rxe0 still served from the host" vm_expect_eq 4 "$(metric "$OUT" rdmans_port_state 'device="rxe0"' 'netns="host"')"
 vm_check "the scrape read every namespace" test "$(metric "$OUT" rdmans_scrape_namespaces)" -ge 3
 
 vm_run_code 20 "doctor --netns pod1: healthy, worst WARN (veth MTU 1500)" "$R" -j doctor --netns pod1
@@ -164,8 +164,8 @@ vm_check "down port: the fix says ip link set net1 up" vm_expect_contains \
 	"$(echo "$OUT" | jq -r --arg s "$dev1/1" '.checks[] | select(.id == "port-state" and .subject == $s) | .fix')" "ip link set net1 up"
 vm_check "down port: netdev FAIL" vm_expect_eq FAIL "$(status netdev "$dev1/1")"
 vm_run_code 0 "scrape with the port down" curl -sf "$URL"
-vm_check "exporter: rdma_port_state 1 (DOWN)" vm_expect_eq 1 "$(metric "$OUT" rdma_port_state "device=\"$dev1\"")"
-vm_check "exporter: rdma_port_netdev_up 0" vm_expect_eq 0 "$(metric "$OUT" rdma_port_netdev_up "device=\"$dev1\"")"
+vm_check "exporter: rdmans_port_state 1 (DOWN)" vm_expect_eq 1 "$(metric "$OUT" rdmans_port_state "device=\"$dev1\"")"
+vm_check "exporter: rdmans_port_netdev_up 0" vm_expect_eq 0 "$(metric "$OUT" rdmans_port_netdev_up "device=\"$dev1\"")"
 ip -n pod1 link set net1 up
 vm_check "port ACTIVE again" vm_poll 60 sh -c "ip netns exec pod1 rdma link show '$dev1/1' | grep -q 'state ACTIVE'"
 

@@ -89,9 +89,9 @@ dev_lines() { grep -E "device=\"($dev0|$dev1)\"" | grep -v '^#' | sort; }
 vm_run_code 0 "exporter --once on the host" "$R" exporter --once
 want=$(printf '%s\n' "$OUT" | dev_lines)
 vm_check "exporter on the host: $dev0 from pod1 on net1" \
-	sh -c "printf '%s\n' '$want' | grep '^rdma_port_state{' | grep 'device=\"$dev0\"' | grep 'netdev=\"net1\"' | grep -q 'netns=\"pod1\"'"
+	sh -c "printf '%s\n' '$want' | grep '^rdmans_port_state{' | grep 'device=\"$dev0\"' | grep 'netdev=\"net1\"' | grep -q 'netns=\"pod1\"'"
 vm_check "exporter on the host: $dev0's rate (read from pod1's sysfs)" \
-	sh -c "printf '%s\n' '$want' | grep '^rdma_port_rate_bytes_per_second{' | grep -q 'device=\"$dev0\"'"
+	sh -c "printf '%s\n' '$want' | grep '^rdmans_port_rate_bytes_per_second{' | grep -q 'device=\"$dev0\"'"
 vm_run_code 0 "exporter --once under nsenter --net" $IN_POD "$R" exporter --once
 vm_check "exporter under nsenter --net = on the host ($dev0, $dev1)" vm_expect_eq "$want" "$(printf '%s\n' "$OUT" | dev_lines)"
 vm_check "exporter under nsenter --net: no namespace failed" \
