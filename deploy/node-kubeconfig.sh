@@ -8,6 +8,10 @@
 #   token                        the ServiceAccount's token (0600)
 #   rdma-netns-ipam.kubeconfig   the server, and ca.crt and token by their host
 #                                paths (0644: it holds no secret)
+#   rdma-netns-ipam.conf         with RDMANS_IPAM_FLAT_CONF=true: the flat file
+#                                every NAD's rdma-netns-ipam (and the reconciler)
+#                                merges, naming this store and kubeconfig; never
+#                                over a file someone else wrote there
 # Then, every RDMANS_TOKEN_CHECK_INTERVAL seconds, it copies the token (and
 # the CA) again when kubelet has rotated it: the plugin reads tokenFile at
 # each request, so the kubeconfig itself never changes. Every write is a
@@ -22,6 +26,7 @@
 #   RDMANS_KUBECONFIG_DIR         the directory, as the host names it (default
 #                                 /etc/cni/net.d/rdma-netns-ipam.d)
 #   RDMANS_TOKEN_CHECK_INTERVAL   seconds between checks (default 60)
+#   RDMANS_IPAM_FLAT_CONF         true: write rdma-netns-ipam.conf too (default false)
 set -u
 me=node-kubeconfig
 sa=${RDMANS_SA_DIR:-/var/run/secrets/kubernetes.io/serviceaccount}
@@ -122,6 +127,26 @@ kubeconfig() {
 	EOF
 }
 
+flat_conf() {
+	printf '{"store": "kubernetes", "kubernetes": {"kubeconfig": "%s/rdma-netns-ipam.kubeconfig"}}\n' "$dir"
+}
+
+# write_flat_conf: ours when absent or already ours; someone else's is left, once said
+write_flat_conf() {
+	[ "${RDMANS_IPAM_FLAT_CONF:-false}" = true ] || return 0
+	new=$(mktemp "$out/.rdma-netns-ipam.conf.XXXXXX") || return 1
+	flat_conf >"$new"
+	if [ ! -e "$out/rdma-netns-ipam.conf" ]; then
+		put rdma-netns-ipam.conf 0644 <"$new" && echo "$me: wrote $out/rdma-netns-ipam.conf"
+	elif ! cmp -s "$new" "$out/rdma-netns-ipam.conf" && [ -z "${flat_said-}" ]; then
+		echo "$me: $out/rdma-netns-ipam.conf is not ours (it is not what we write): left as it is" >&2
+		flat_said=1
+	fi
+	r=$?
+	rm -f "$new"
+	return $r
+}
+
 # refresh: the CA and token when they changed, then the kubeconfig (which names them)
 refresh() {
 	check_source ca.crt && check_source token &&
@@ -133,13 +158,13 @@ refresh() {
 		copy_if_changed rdma-netns-ipam.kubeconfig 0644 "$new" "the server or the paths changed"
 	r=$?
 	rm -f "$new"
-	return $r
+	[ $r = 0 ] && write_flat_conf
 }
 
 [ -d "${out%/*}" ] || die "no directory ${out%/*}: mount the host's ${dir%/*} there (RDMANS_HOST_ROOT: $host)"
 mkdir -p "$out" || die "cannot create $out"
 # temp files a killed run left behind
-rm -f "$out"/.ca.crt.* "$out"/.token.* "$out"/.rdma-netns-ipam.kubeconfig.*
+rm -f "$out"/.ca.crt.* "$out"/.token.* "$out"/.rdma-netns-ipam.kubeconfig.* "$out"/.rdma-netns-ipam.conf.*
 refresh || exit 1
 $once && exit 0
 

@@ -7,7 +7,9 @@
 # once the token rotates and the old one is revoked, the host's stale token is
 # refused (401, code 101, no record), then the script copies the new one and
 # the same kubeconfig works again with no restart; it refuses a missing token,
-# CA or server; its loop copies a rotated token and ends on SIGTERM.
+# CA or server; with RDMANS_IPAM_FLAT_CONF=true it writes the flat file that
+# gives NADs naming no store this one, never over an operator's file; its loop
+# copies a rotated token and ends on SIGTERM.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/ipam-lib.sh"
@@ -145,6 +147,31 @@ mkdir -p "$IPAM_TMP/v6root${D%/*}"
 vm_run_code 0 "an IPv6 service address is written" v6
 vm_check "... in brackets" vm_expect_eq "https://[fd00::1]:$K8S_PORT" \
 	"$(kc_json "$IPAM_TMP/v6root$D/rdma-netns-ipam.kubeconfig" | jq -r '.clusters[0].cluster.server')" "server"
+
+# the flat file every NAD's plugin merges (RDMANS_IPAM_FLAT_CONF=true, as the DaemonSet sets it)
+flat() { RDMANS_IPAM_FLAT_CONF=true script --once; }
+vm_run_code 0 "with RDMANS_IPAM_FLAT_CONF=true it writes the flat file" flat
+vm_check "... saying so, and nothing else changed" vm_expect_eq \
+	"node-kubeconfig: wrote $OUTD/rdma-netns-ipam.conf" "$OUT" "stdout"
+vm_check "... naming the kubernetes store and the kubeconfig by its host path" vm_expect_eq \
+	"{\"store\":\"kubernetes\",\"kubernetes\":{\"kubeconfig\":\"$KC\"}}" \
+	"$(jq -c . "$OUTD/rdma-netns-ipam.conf")" "flat file"
+rc=0
+CONF='{"cniVersion":"1.1.0","name":"rdma-flat","type":"rdma-netns","ipam":{"type":"rdma-netns-ipam",
+ "range":"10.74.0.0/24","node_name":"node-a","configuration_path":"'"$D/rdma-netns-ipam.conf"'"}}' \
+	ipam_run ADD flat net1 ns/flat || rc=$?
+vm_check "a NAD naming no store gets the kubernetes store from the flat file" vm_expect_eq \
+	"0 1" "$rc $(k8s_objects | grep -c '"pod":"ns/flat"')" "exit status and objects"
+CONF='{"cniVersion":"1.1.0","name":"rdma-flat","type":"rdma-netns","ipam":{"type":"rdma-netns-ipam",
+ "range":"10.74.0.0/24","node_name":"node-a","configuration_path":"'"$D/rdma-netns-ipam.conf"'"}}' \
+	ipam_run DEL flat net1 ns/flat
+vm_run_code 0 "run again, it writes nothing (the file is its own)" flat
+vm_check "... and says nothing" vm_expect_eq "" "$OUT" "stdout"
+printf '{"store": "etcd", "etcd": {"endpoints": ["http://127.0.0.1:1"]}}\n' >"$OUTD/rdma-netns-ipam.conf"
+vm_run_code 0 "an operator's own flat file is left alone" flat
+vm_check "... saying so" vm_expect_contains "$ERR" "rdma-netns-ipam.conf is not ours (it is not what we write): left as it is"
+vm_check "... unchanged" vm_expect_contains "$(cat "$OUTD/rdma-netns-ipam.conf")" '"store": "etcd"'
+rm -f "$OUTD/rdma-netns-ipam.conf"
 
 # the loop the container runs: a rotation is copied at the next check; SIGTERM ends it
 # (each wait below is for an event, bounded at 30 s; the check interval is 1 s)
