@@ -54,8 +54,8 @@ free_port() {
 	done
 }
 
-# etcd_cluster N [EXTRA ETCD ARGS...]: starts N members on loopback (plain
-# HTTP unless the extra args say otherwise), waits until they serve, and sets
+# etcd_cluster N [EXTRA ETCD ARGS...]: starts N members of ${ETCD_BIN:-etcd} on
+# loopback (plain HTTP unless the extra args say otherwise), waits until they serve, and sets
 # ETCD_CLIENT[i] (client URLs) and ETCD_PIDS[i]. Data lives in tmpfs-backed
 # $IPAM_TMP when /tmp is tmpfs, else on disk.
 etcd_cluster() {
@@ -70,7 +70,7 @@ etcd_cluster() {
 	done
 	for ((i = 0; i < n; i++)); do
 		ETCD_CLIENT[i]=$scheme://127.0.0.1:${cports[i]}
-		etcd --name "m$i" --data-dir "$IPAM_TMP/etcd-m$i" \
+		"${ETCD_BIN:-etcd}" --name "m$i" --data-dir "$IPAM_TMP/etcd-m$i" \
 			--listen-client-urls "${ETCD_CLIENT[i]}" --advertise-client-urls "${ETCD_CLIENT[i]}" \
 			--listen-peer-urls "http://127.0.0.1:${peers[i]}" \
 			--initial-advertise-peer-urls "http://127.0.0.1:${peers[i]}" \

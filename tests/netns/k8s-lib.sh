@@ -3,7 +3,8 @@
 # k8s.io/apiextensions-apiserver (the custom-resource server kube-apiserver
 # runs), built once and cached by tools/apiserver.sh, over sid's etcd, on
 # loopback, with certificates made here. Source after ipam-lib.sh.
-#   k8s_start              PKI, etcd, the server, the CRD from deploy/ (K8S_URL, K8S_PID)
+#   k8s_start              PKI, etcd (K8S_ETCD_MEMBERS members, default 1), the
+#                          server, the CRD from deploy/ (K8S_URL, K8S_PID)
 #   k8s_stop / k8s_restart the server alone (etcd keeps running)
 #   k8s_kubeconfig F USER  a kubeconfig for client certificate USER (admin: system:masters;
 #                          sa: the ServiceAccount deploy/rbac.yaml binds; node: no binding)
@@ -145,15 +146,21 @@ k8s_start() {
 	K8S_PORT=$PORT
 	K8S_URL=https://127.0.0.1:$K8S_PORT
 	K8S_ETCD=http://127.0.0.1:$cport
-	"$K8S_BIN/etcd" --name k8s --data-dir "$IPAM_TMP/etcd-k8s" --listen-client-urls "$K8S_ETCD" \
-		--advertise-client-urls "$K8S_ETCD" --listen-peer-urls "http://127.0.0.1:$pport" \
-		--initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-		--initial-cluster "k8s=http://127.0.0.1:$pport" >"$IPAM_TMP/etcd-k8s.log" 2>&1 &
-	K8S_ETCD_PID=$!
-	for ((i = 0; i < 100; i++)); do
-		curl -fsS --max-time 1 "$K8S_ETCD/health" 2>/dev/null | grep -q '"health":"true"' && break
-		sleep 0.1
-	done
+	if [ "${K8S_ETCD_MEMBERS:-1}" -gt 1 ]; then
+		# a cluster the server reaches through every member (ETCD_CLIENT, ETCD_PIDS)
+		ETCD_BIN=$K8S_BIN/etcd etcd_cluster "$K8S_ETCD_MEMBERS"
+		K8S_ETCD=$(IFS=,; echo "${ETCD_CLIENT[*]}")
+	else
+		"$K8S_BIN/etcd" --name k8s --data-dir "$IPAM_TMP/etcd-k8s" --listen-client-urls "$K8S_ETCD" \
+			--advertise-client-urls "$K8S_ETCD" --listen-peer-urls "http://127.0.0.1:$pport" \
+			--initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+			--initial-cluster "k8s=http://127.0.0.1:$pport" >"$IPAM_TMP/etcd-k8s.log" 2>&1 &
+		K8S_ETCD_PID=$!
+		for ((i = 0; i < 100; i++)); do
+			curl -fsS --max-time 1 "$K8S_ETCD/health" 2>/dev/null | grep -q '"health":"true"' && break
+			sleep 0.1
+		done
+	fi
 	k8s_kubeconfig "$IPAM_TMP/admin.kubeconfig" admin
 	# bearer tokens from $K8S_TOKENS and RBAC from deploy/rbac.yaml: the server asks
 	# TokenReviews and SubjectAccessReviews of another server; client certificates it
