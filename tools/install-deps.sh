@@ -64,3 +64,6 @@ fi
 # The NRI and ttrpc .proto files rdmans-nri is generated from: Debian's
 # golang-github-containerd-{nri,ttrpc}-dev, from sid (Debian 12 has neither).
 "$(dirname "$0")/fetch-protos.sh" >/dev/null
+# The manifest checks' `kubectl kustomize`: sid's kubectl (kustomize 5), unpacked,
+# never installed (tools/kubectl.sh; Debian 12's kubectl 1.20 predates components).
+"$(dirname "$0")/kubectl.sh" >/dev/null

@@ -74,6 +74,9 @@ else
 	vm_done
 fi
 out=$(pm run --rm "$tag" --version 2>&1)
+vm_check "the image carries OCI labels: title, version (meson.build's), licenses" vm_expect_eq \
+	"rdmans $(sed -n "s/^ *version : '\(.*\)',$/\1/p" "$src/meson.build") Apache-2.0" \
+	"$(pm image inspect "$tag" --format '{{index .Labels "org.opencontainers.image.title"}} {{index .Labels "org.opencontainers.image.version"}} {{index .Labels "org.opencontainers.image.licenses"}}' 2>&1)"
 vm_check "rdmans --version from the image" vm_expect_eq "rdmans $(sed -n "s/^ *version : '\(.*\)',$/\1/p" "$src/meson.build")" "$out"
 out=$(pm run --rm --entrypoint /usr/sbin/rdmans-nri "$tag" --version 2>&1)
 vm_check "the image holds rdmans-nri (the DaemonSet's nri container)" vm_expect_contains "$out" "rdmans-nri "

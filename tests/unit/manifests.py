@@ -26,6 +26,8 @@ reference = {"host-device", "host-local", "static", "macvlan", "sriov"}
 results = []
 conf_check = sys.argv[1] if len(sys.argv) > 1 else None
 npm_dir = os.environ.get("RDMANS_NPM_DIR", "/var/cache/rdmans-npm")
+kubectl = os.environ.get("RDMANS_KUBECTL", "/var/cache/rdmans-kubectl/root/usr/bin/kubectl")
+kustomize_kinds = {"Kustomization", "Component"}
 k8s_docs = []  # (where, doc) for k8s-validate.js
 
 
@@ -97,6 +99,8 @@ for path in sorted(glob.glob(f"{top}/examples/*.yaml") + glob.glob(f"{top}/deplo
         check(f"{rel} parses as YAML", False, str(e))
         continue
     for d in docs:
+        if d.get("kind") in kustomize_kinds:
+            continue  # kustomize's own files: rendered below
         k8s_docs.append((f"{rel} {d.get('kind')} {d.get('metadata', {}).get('name')}", d))
         if d.get("kind") == "NetworkAttachmentDefinition":
             check(f"{rel} {d['metadata']['name']}: spec.config is a JSON string",
@@ -158,6 +162,82 @@ for host_path in ("/opt/cni/bin", "/opt/rdmans", "/etc/cdi", "/etc/containers/oc
           mounts.get(f"/host{host_path}") == host_path, str(mounts))
 check("node-install.sh installs the node tree under the host prefix meson builds it for (/opt/rdmans)",
       "node_prefix', type : 'string', value : '/opt/rdmans'" in options)
+
+# --- hardened as Pod Security admission and the CIS benchmark expect ----------------------------
+ns = [d for d in yaml.safe_load_all(open(f"{top}/deploy/daemonset.yaml")) if d and d["kind"] == "Namespace"][0]
+check("Namespace: Pod Security labels enforce, audit and warn privileged (hostNetwork, hostPID, privileged)",
+      all(ns["metadata"].get("labels", {}).get(f"pod-security.kubernetes.io/{m}") == "privileged"
+          for m in ("enforce", "audit", "warn")), str(ns["metadata"].get("labels")))
+check("DaemonSet: seccompProfile RuntimeDefault for the pod",
+      pod.get("securityContext", {}).get("seccompProfile", {}).get("type") == "RuntimeDefault")
+for c in pod.get("containers", []) + pod.get("initContainers", []):
+    check(f"DaemonSet: container {c['name']} has a read-only root filesystem",
+          c.get("securityContext", {}).get("readOnlyRootFilesystem") is True)
+sa_mounts = [c["name"] for c in pod.get("containers", []) + pod.get("initContainers", [])
+             if any(m["name"] == "sa-token" for m in c.get("volumeMounts", []))]
+check("DaemonSet: no automounted ServiceAccount token; the projected one only in ipam-kubeconfig",
+      pod.get("automountServiceAccountToken") is False and sa_mounts == ["ipam-kubeconfig"], str(sa_mounts))
+for cname, vol in (("exporter", "netns"), ("exporter", "cni-state"), ("ipam-reconcile", "netns"),
+                   ("ipam-reconcile", "cni-conf"), ("nri", "pod-resources")):
+    c = [x for x in pod["containers"] if x["name"] == cname][0]
+    m = [x for x in c.get("volumeMounts", []) if x["name"] == vol]
+    check(f"DaemonSet: {cname} mounts hostPath {vol} read-only (it writes nothing there)",
+          len(m) == 1 and m[0].get("readOnly") is True, str(m))
+install = pod["initContainers"][0]
+check("DaemonSet: the boot configuration is left alone unless asked (RDMANS_PERSIST_EXCLUSIVE false)",
+      {"name": "RDMANS_PERSIST_EXCLUSIVE", "value": "false"} in install.get("env", []))
+
+# --- kustomize: the base and the example overlay, as `kubectl kustomize` renders them ----------
+
+
+def kustomize(path):
+    """The documents `kubectl kustomize PATH` renders, or None with the error checked."""
+    r = subprocess.run([kubectl, "kustomize", path], capture_output=True, text=True)
+    rel = os.path.relpath(path, top)
+    check(f"kubectl kustomize {rel} renders", r.returncode == 0, r.stderr[-1500:])
+    if r.returncode != 0:
+        return None
+    docs = [d for d in yaml.safe_load_all(r.stdout) if d]
+    for d in docs:
+        k8s_docs.append((f"kustomize {rel}: {d.get('kind')} {d.get('metadata', {}).get('name')}", d))
+    return docs
+
+
+if not os.access(kubectl, os.X_OK):
+    check(f"kubectl is at {kubectl}", False, "run tools/kubectl.sh (tools/install-deps.sh does)")
+else:
+    plain = [d for f in ("daemonset.yaml", "rbac.yaml", "rdmaaddress-crd.yaml")
+             for d in yaml.safe_load_all(open(f"{top}/deploy/{f}")) if d]
+    base = kustomize(f"{top}/deploy") or []
+    check("the base renders exactly deploy/'s objects",
+          sorted((d["kind"], d["metadata"]["name"]) for d in base) ==
+          sorted((d["kind"], d["metadata"]["name"]) for d in plain))
+    over = kustomize(f"{top}/examples/overlays/example") or []
+    ods = [d for d in over if d["kind"] == "DaemonSet"]
+    if ods:
+        opod = ods[0]["spec"]["template"]["spec"]
+        cs = opod["containers"] + opod["initContainers"]
+        ovols = {v["name"]: v.get("hostPath", {}).get("path") for v in opod["volumes"]}
+        env = {(c["name"], e["name"]): e.get("value") for c in cs for e in c.get("env", [])}
+        check("overlay: every container runs the registry's image at its tag",
+              {c["image"] for c in cs} == {"registry.example.com/ml/rdmans:0.1.0"}, str({c["image"] for c in cs}))
+        check("overlay: the CNI bin dir and the NRI socket's directory are the node's",
+              (ovols["cni-bin"], ovols["nri-socket"]) == ("/home/kubernetes/bin", "/run/containerd/nri"), str(ovols))
+        check("overlay: nodes by the operator's label, not NFD's",
+              opod["nodeSelector"] == {"rdmans.io/rdma-node": "true"}, str(opod["nodeSelector"]))
+        check("overlay: no flat file naming the kubernetes store; exclusive mode persisted; other env kept",
+              env.get(("ipam-kubeconfig", "RDMANS_IPAM_FLAT_CONF")) == "false" and
+              env.get(("install", "RDMANS_PERSIST_EXCLUSIVE")) == "true" and
+              env.get(("ipam-kubeconfig", "RDMANS_TOKEN_CHECK_INTERVAL")) == "60", str(env))
+    else:
+        check("overlay: renders a DaemonSet", False)
+    # a control: a kustomization naming a file that is not there must not render
+    bad = tempfile.mkdtemp(prefix="rn-kustomize.")
+    atexit.register(shutil.rmtree, bad)
+    with open(f"{bad}/kustomization.yaml", "w") as f:
+        f.write("resources: [no-such-file.yaml]\n")
+    r = subprocess.run([kubectl, "kustomize", bad], capture_output=True, text=True)
+    check("kubectl kustomize refuses a kustomization naming a missing file", r.returncode != 0, r.stdout[-500:])
 
 # --- Kubernetes' own schemas ------------------------------------------------------------------
 # A control first: a DaemonSet the API server would refuse must be refused here too.
