@@ -64,6 +64,21 @@ int rn_rdma_dev_find(struct rn_rdma *rdma, const char *name, struct rn_rdma_dev 
 		     struct rn_error *err);
 void rn_rdma_dev_free(struct rn_rdma_dev *dev);
 
+/*
+ * The one rule for what RDMA netlink says of a port's netdev: the kernel
+ * names it only to a socket in the netdev's own netns, so a dump taken in a
+ * netns says the port is bound to *ret_name there (HERE), to no netdev there
+ * (NOT_HERE: another netns's, or none), or does not list the port (UNKNOWN:
+ * sysfs decides, rn_sysfs_port_read()).
+ */
+enum rn_rdma_binding {
+	RN_RDMA_BINDING_UNKNOWN,
+	RN_RDMA_BINDING_HERE,
+	RN_RDMA_BINDING_NOT_HERE,
+};
+enum rn_rdma_binding rn_rdma_port_binding(const struct rn_rdma_devs *devs, const char *dev,
+					  uint32_t port, const char **ret_name);
+
 const char *rn_rdma_port_state_name(uint8_t state);
 const char *rn_rdma_port_phys_state_name(uint8_t phys_state);
 

@@ -409,7 +409,11 @@ static int scrape_netlink(struct rn_scrape *s, size_t nsi, bool read_mode, struc
 			pm->port = src->ports[p].index;
 			pm->state = src->ports[p].state;
 			pm->phys_state = src->ports[p].phys_state;
-			snprintf(pm->netdev, sizeof(pm->netdev), "%s", src->ports[p].ndev_name);
+			const char *bound;
+
+			if (rn_rdma_port_binding(&devs, src->name, pm->port, &bound) ==
+			    RN_RDMA_BINDING_HERE)
+				snprintf(pm->netdev, sizeof(pm->netdev), "%s", bound);
 			r = rn_rdma_stat_get(rdma, d->index, pm->port, &st, err);
 			if (r == -EOPNOTSUPP)
 				continue;

@@ -283,25 +283,19 @@ static int gather_netns(void *arg, struct rn_error *err)
 			return rn_error_wrap(err, "RDMA netlink in the target network namespace");
 		for (size_t i = 0; i < f->nports; i++) {
 			struct rn_doctor_port *p = &f->ports[i];
+			const char *name;
+			struct rn_sysfs_netdev nd;
 
-			for (size_t d = 0; d < devs.n; d++) {
-				if (strcmp(devs.devs[d].name, p->dev) != 0)
-					continue;
-				for (size_t k = 0; k < devs.devs[d].nports; k++) {
-					const struct rn_rdma_port *np = &devs.devs[d].ports[k];
-
-					if (np->index != p->port)
-						continue;
-					if (np->ndev_name[0]) {
-						struct rn_sysfs_netdev nd;
-
-						rn_sysfs_netdev_read(np->ndev_name, &nd);
-						set_netdev(p, &nd);
-					} else {
-						/* netlink names the netdev only in its own netns */
-						p->netdev_here = false;
-					}
-				}
+			switch (rn_rdma_port_binding(&devs, p->dev, p->port, &name)) {
+			case RN_RDMA_BINDING_HERE:
+				rn_sysfs_netdev_read(name, &nd);
+				set_netdev(p, &nd);
+				break;
+			case RN_RDMA_BINDING_NOT_HERE:
+				p->netdev_here = false;
+				break;
+			case RN_RDMA_BINDING_UNKNOWN:
+				break;
 			}
 		}
 	}

@@ -132,11 +132,11 @@ struct probe_job {
 /*
  * In shared mode every netns sees every RDMA device, and two pods' soft-RoCE
  * devices sit on netdevs of the same name (net1): sysfs names the netdev,
- * and a netdev of that name here is not necessarily it. RDMA netlink tells:
- * the kernel reports a port's netdev only to a socket in the netdev's own
- * netns. A port it reports without a netdev, or with another one, is not
- * this netns's. Only ever demotes; nothing changes without RDMA netlink, or
- * on a sysfs that is not the kernel's (tests' fake trees).
+ * and a netdev of that name here is not necessarily it. RDMA netlink tells
+ * (rn_rdma_port_binding()): a port bound to no netdev of this netns is not
+ * this netns's; one bound to a netdev here is bound to the one netlink
+ * names. Nothing changes without RDMA netlink, or on a sysfs that is not the
+ * kernel's (tests' fake trees).
  */
 static void netdevs_by_netlink(struct rn_nccl_node *node)
 {
@@ -149,17 +149,17 @@ static void netdevs_by_netlink(struct rn_nccl_node *node)
 		return;
 	for (size_t i = 0; i < node->n_ports; i++) {
 		struct rn_nccl_port *p = &node->ports[i];
+		const char *name;
 
-		for (size_t d = 0; p->netdev_here && d < devs.n; d++) {
-			if (strcmp(devs.devs[d].name, p->dev) != 0)
-				continue;
-			for (size_t k = 0; k < devs.devs[d].nports; k++) {
-				const struct rn_rdma_port *rp = &devs.devs[d].ports[k];
-
-				if (rp->index == p->port &&
-				    (rp->ndev_index == 0 || strcmp(rp->ndev_name, p->netdev) != 0))
-					p->netdev_here = false;
-			}
+		switch (rn_rdma_port_binding(&devs, p->dev, p->port, &name)) {
+		case RN_RDMA_BINDING_HERE:
+			p->netdev_here = rn_strscpy(p->netdev, sizeof(p->netdev), name) >= 0;
+			break;
+		case RN_RDMA_BINDING_NOT_HERE:
+			p->netdev_here = false;
+			break;
+		case RN_RDMA_BINDING_UNKNOWN:
+			break;
 		}
 	}
 }

@@ -424,6 +424,27 @@ void rn_rdma_devs_free(struct rn_rdma_devs *devs)
 	devs->n = 0;
 }
 
+enum rn_rdma_binding rn_rdma_port_binding(const struct rn_rdma_devs *devs, const char *dev,
+					  uint32_t port, const char **ret_name)
+{
+	*ret_name = NULL;
+	for (size_t d = 0; devs && d < devs->n; d++) {
+		if (strcmp(devs->devs[d].name, dev) != 0)
+			continue;
+		for (size_t k = 0; k < devs->devs[d].nports; k++) {
+			const struct rn_rdma_port *p = &devs->devs[d].ports[k];
+
+			if (p->index != port)
+				continue;
+			if (p->ndev_index == 0 || !p->ndev_name[0])
+				return RN_RDMA_BINDING_NOT_HERE;
+			*ret_name = p->ndev_name;
+			return RN_RDMA_BINDING_HERE;
+		}
+	}
+	return RN_RDMA_BINDING_UNKNOWN;
+}
+
 int rn_rdma_dev_find(struct rn_rdma *rdma, const char *name, struct rn_rdma_dev *out,
 		     struct rn_error *err)
 {

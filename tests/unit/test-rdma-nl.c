@@ -363,5 +363,24 @@ static void find_absent_is_enodev(void)
 	CHECK_CONTAINS(err.msg, "mlx5_9 not found");
 }
 
+/* The kernel names a port's netdev only to a socket in its netns: the one rule. */
+static void port_binding_says_here_not_here_or_unknown(void)
+{
+	struct rn_rdma_port pa[2] = { { .index = 1, .ndev_index = 7, .ndev_name = "net1" },
+				      { .index = 2, .ndev_index = 0 } };
+	struct rn_rdma_dev d = { .name = "mlx5_0", .nports = 2, .ports = pa };
+	struct rn_rdma_devs devs = { .n = 1, .devs = &d };
+	const char *name = "x";
+
+	CHECK_INT(rn_rdma_port_binding(&devs, "mlx5_0", 1, &name), RN_RDMA_BINDING_HERE);
+	CHECK_STR(name, "net1");
+	CHECK_INT(rn_rdma_port_binding(&devs, "mlx5_0", 2, &name), RN_RDMA_BINDING_NOT_HERE);
+	CHECK(name == NULL);
+	CHECK_INT(rn_rdma_port_binding(&devs, "mlx5_0", 3, &name), RN_RDMA_BINDING_UNKNOWN);
+	CHECK_INT(rn_rdma_port_binding(&devs, "rxe0", 1, &name), RN_RDMA_BINDING_UNKNOWN);
+	CHECK_INT(rn_rdma_port_binding(NULL, "mlx5_0", 1, &name), RN_RDMA_BINDING_UNKNOWN);
+}
+
 RN_TEST_MAIN(T(dump_quiet), T(dump_device_leaves_mid_dump), T(dump_device_arrives_mid_dump),
-	     T(find_device_behind_one_that_leaves), T(dump_never_settles), T(find_absent_is_enodev))
+	     T(find_device_behind_one_that_leaves), T(dump_never_settles), T(find_absent_is_enodev),
+	     T(port_binding_says_here_not_here_or_unknown))
