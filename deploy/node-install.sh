@@ -13,6 +13,11 @@
 #                        where on the host it must go, /opt/rdmans by default)
 #   RDMANS_CLI           the image's own rdmans (default /usr/sbin/rdmans)
 #   RDMANS_HOOK_JSON     the hooks.d JSON to adapt (default from /usr/share)
+#
+# PREFIX/installed.list records, for deploy/node-uninstall.sh, what this and
+# earlier installs wrote outside the tree, as the host names it: "file SHA256
+# PATH" per file (the uninstaller removes it only while it still has that
+# content) and "dir - PATH" per directory they created (removed when empty).
 set -eu
 host=${RDMANS_HOST_ROOT:-/host}
 cni_bin=${RDMANS_CNI_BIN_DIR:-/opt/cni/bin}
@@ -24,18 +29,41 @@ hook_json=${RDMANS_HOOK_JSON:-/usr/share/containers/oci/hooks.d/rdmans-hook.json
 prefix=$(cat "$tree/prefix")
 libdir=$(cd "$tree" && ls -d lib-*)
 hook=$prefix/bin/rdmans-hook
+list=$host$prefix/installed.list
+
+# record KIND PATH: PATH (the host's name for it) in installed.list, in place of
+# an earlier line for it; the list is replaced whole, never seen half written
+record() {
+	if [ "$1" = file ]; then sum=$(sha256sum <"$host$2" | cut -d' ' -f1); else sum=-; fi
+	{
+		[ ! -f "$list" ] || while read -r k s p; do [ "$p" = "$2" ] || echo "$k $s $p"; done <"$list"
+		echo "$1 $sum $2"
+	} >"$list.rdmans-new"
+	mv -f "$list.rdmans-new" "$list"
+}
+# mkdirs DIR: mkdir -p DIR, recording each directory it creates
+mkdirs() {
+	d=$1 new=''
+	while [ ! -d "$d" ]; do
+		new="$d
+$new" d=$(dirname "$d")
+	done
+	mkdir -p "$1"
+	printf '%s' "$new" | while IFS= read -r d; do record dir "${d#"$host"}"; done
+}
 
 install_file() { # install_file SRC DEST MODE: atomic, so a running kubelet never sees half a file
-	mkdir -p "$(dirname "$2")"
+	mkdirs "$(dirname "$2")"
 	cp "$1" "$2.rdmans-new"
 	chmod "$3" "$2.rdmans-new"
 	mv -f "$2.rdmans-new" "$2"
 	echo "installed $2"
+	case $2 in "$host$prefix"/*) ;; *) record file "${2#"$host"}" ;; esac
 }
 
+mkdirs "$host$prefix"
 # The libraries first, in a directory of their own that no binary uses yet.
 if [ ! -d "$host$prefix/$libdir" ]; then
-	mkdir -p "$host$prefix"
 	rm -rf "$host$prefix/$libdir.rdmans-new"
 	cp -R "$tree/$libdir" "$host$prefix/$libdir.rdmans-new"
 	mv "$host$prefix/$libdir.rdmans-new" "$host$prefix/$libdir"
@@ -57,19 +85,23 @@ for d in /etc/containers/oci/hooks.d /usr/share/containers/oci/hooks.d; do
 		sed 's|"path": *"[^"]*"|"path": "'"$hook"'"|' "$hook_json" >"$host$d/rdmans-hook.json.rdmans-new"
 		mv -f "$host$d/rdmans-hook.json.rdmans-new" "$host$d/rdmans-hook.json"
 		echo "installed $host$d/rdmans-hook.json"
+		record file "$d/rdmans-hook.json"
 	fi
 done
 # containerd has no hooks.d: CDI carries the device nodes, env and the hook.
 # It lists the device nodes, so it needs them: without (ib_uverbs not loaded
 # yet, say) the rest is installed and the next start of this pod writes it.
-mkdir -p "$host/etc/cdi"
+mkdirs "$host/etc/cdi"
 if "$rdmans" cdi generate --hook "$hook" --output "$host/etc/cdi/rdmans.json.rdmans-new"; then
 	mv -f "$host/etc/cdi/rdmans.json.rdmans-new" "$host/etc/cdi/rdmans.json"
 	echo "installed $host/etc/cdi/rdmans.json"
+	record file /etc/cdi/rdmans.json
 else
 	echo "node-install: no CDI spec written (see above); containerd pods get no CDI edits until it is" >&2
 fi
 if [ "${RDMANS_PERSIST_EXCLUSIVE:-false}" = true ]; then
+	mkdirs "$host/etc/modprobe.d"
 	RDMANS_CONFIG_ROOT=$host "$rdmans" system set netns exclusive --persist
+	record file /etc/modprobe.d/rdmans-ib_core.conf
 fi
 "$rdmans" system || true
