@@ -34,4 +34,10 @@ const char *rn_boot_mode_name(enum rn_boot_mode mode);
 int rn_system_persist_netns_mode(const char *root, bool exclusive, char *ret_path, size_t len,
 				 struct rn_error *err);
 
+/*
+ * The one refusal of an RDMA device move in shared netns mode, as `rdmans
+ * move` and rdma-netns ADD say it: -EOPNOTSUPP with what to do.
+ */
+int rn_system_refuse_shared(const char *dev, struct rn_error *err);
+
 #endif

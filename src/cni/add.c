@@ -24,6 +24,7 @@
 #include "rdmans/netns.h"
 #include "rdmans/sysfs.h"
 #include "rdmans/sysfs_kernel.h"
+#include "rdmans/system.h"
 #include "rdmans/util.h"
 
 #define LOCK_TIMEOUT_MS 60000
@@ -137,14 +138,12 @@ static int check_policy(struct add_job *job, const struct rn_attach_plan *plan)
 				plan->netdevs[0].name,
 				plan->chained ? " that rdma-netns can find (no PCI function)" : "");
 	}
-	if (plan->n_rdma > 0 && !plan->exclusive)
-		return cni_fail(ctx, RN_CNI_SHARED_MODE,
-				"cannot move RDMA device %s into the pod: the RDMA subsystem is in "
-				"shared netns mode, where every namespace sees every device. Run "
-				"'rdmans system set netns exclusive --persist' and reboot the node "
-				"(the mode can change at runtime only while no other network "
-				"namespace exists)",
-				plan->rdma[0]);
+	if (plan->n_rdma > 0 && !plan->exclusive) {
+		struct rn_error shared = { 0 };
+
+		rn_system_refuse_shared(plan->rdma[0], &shared);
+		return cni_fail(ctx, RN_CNI_SHARED_MODE, "%s", shared.msg);
+	}
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #include "rdmans/discover.h"
 #include "rdmans/link.h"
 #include "rdmans/move.h"
+#include "rdmans/system.h"
 
 struct move_job {
 	const struct rn_located_dev *loc;
@@ -79,13 +80,7 @@ int rn_move(const struct rn_move_request *req, struct rn_move_result *res, struc
 	describe_netns(&loc.netns, res->from_desc, sizeof(res->from_desc));
 
 	if (!exclusive) {
-		r = rn_error_set(
-			err, EOPNOTSUPP,
-			"cannot move RDMA device %s: the RDMA subsystem is in shared netns "
-			"mode, where every namespace sees every device. Switch with "
-			"'rdmans system set netns exclusive' (add --persist when "
-			"namespaces exist already)",
-			loc.dev.name);
+		r = rn_system_refuse_shared(loc.dev.name, err);
 		goto out;
 	}
 	source_fd = loc.netns.is_host ? rn_netns_open_host(err)

@@ -183,3 +183,13 @@ int rn_system_persist_netns_mode(const char *root, bool exclusive, char *ret_pat
 		snprintf(ret_path, len, "%s", path);
 	return 0;
 }
+
+int rn_system_refuse_shared(const char *dev, struct rn_error *err)
+{
+	return rn_error_set(err, EOPNOTSUPP,
+			    "cannot move RDMA device %s: the RDMA subsystem is in shared netns "
+			    "mode, where every namespace sees every device. Switch with "
+			    "'rdmans system set netns exclusive' while no other network namespace "
+			    "exists, or add --persist and reboot the node",
+			    dev);
+}
