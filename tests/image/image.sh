@@ -97,6 +97,12 @@ out=$(in_root "$root" -- /opt/rdmans/bin/rdmans --version 2>&1)
 vm_check "the installed rdmans runs on the bare host" vm_expect_contains "$out" "rdmans "
 vm_check "the hooks.d JSON names the installed hook" grep -q '"path": "/opt/rdmans/bin/rdmans-hook"' \
 	"$root/etc/containers/oci/hooks.d/rdmans-hook.json"
+# and uninstall.yaml's init container: the image's node-uninstall.sh (dash) takes it all away again
+vm_check "the image's node-uninstall.sh removes what node-install.sh wrote" \
+	pm run --rm --privileged --network=host -v "$root:/host" --entrypoint /usr/lib/rdmans/node-uninstall.sh "$tag"
+vm_check "... the node tree, the CNI plugins, the hooks.d JSON" bash -c \
+	'[ ! -e "$1/opt/rdmans" ] && [ ! -e "$1/opt/cni/bin/rdma-netns" ] && [ ! -e "$1/opt/cni/bin/rdma-netns-ipam" ] &&
+	[ ! -e "$1/etc/containers/oci/hooks.d/rdmans-hook.json" ] || { find "$1/opt" "$1/etc"; exit 1; }' _ "$root"
 
 # --- one exporter scrape, as the DaemonSet's main container serves it -----------------------
 port=$((22000 + $$ % 1000))
