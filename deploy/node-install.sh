@@ -4,7 +4,8 @@
 # with their own loader and libraries: they need nothing from the host), the
 # CNI plugins into the CNI bin directory, the OCI hook definition and a CDI
 # spec, and, when RDMANS_PERSIST_EXCLUSIVE=true, the modprobe.d option that
-# makes ib_core start in exclusive netns mode at the next boot.
+# makes ib_core start in exclusive netns mode at the next boot, and, where
+# Node Feature Discovery's features.d is mounted, the node's rdmans features.
 #
 #   RDMANS_HOST_ROOT     the host's / (default /host)
 #   RDMANS_CNI_BIN_DIR   the host's CNI bin directory (default /opt/cni/bin)
@@ -103,5 +104,20 @@ if [ "${RDMANS_PERSIST_EXCLUSIVE:-false}" = true ]; then
 	mkdirs "$host/etc/modprobe.d"
 	RDMANS_CONFIG_ROOT=$host "$rdmans" system set netns exclusive --persist
 	record file /etc/modprobe.d/rdmans-ib_core.conf
+fi
+# What the node is ready for (exclusive now, at the next boot, its device
+# count), for Node Feature Discovery's local source, when its features.d is
+# there: written at each start, so it follows reboots. NFD skips names that
+# start with '.', so the temp file is never read half written.
+nfd=/etc/kubernetes/node-feature-discovery/features.d
+if [ -d "$host$nfd" ]; then
+	if RDMANS_CONFIG_ROOT=$host "$rdmans" system nfd >"$host$nfd/.rdmans.rdmans-new" &&
+		mv -f "$host$nfd/.rdmans.rdmans-new" "$host$nfd/rdmans"; then
+		echo "installed $host$nfd/rdmans"
+		record file "$nfd/rdmans"
+	else
+		rm -f "$host$nfd/.rdmans.rdmans-new"
+		echo "node-install: no Node Feature Discovery file written (see above)" >&2
+	fi
 fi
 "$rdmans" system || true

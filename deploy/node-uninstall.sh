@@ -197,6 +197,11 @@ done
 remove_ours /etc/cdi/rdmans.json names_our_hook
 rm_path "$host/etc/cdi/rdmans.json.rdmans-new"
 
+# the node's features for Node Feature Discovery (NFD drops the labels with the file)
+nfd_wrote() { head -n 1 "$1" | grep -q "^# written by rdmans system nfd"; }
+remove_ours /etc/kubernetes/node-feature-discovery/features.d/rdmans nfd_wrote
+rm_path "$host/etc/kubernetes/node-feature-discovery/features.d/.rdmans.rdmans-new"
+
 # the boot default of ib_core's netns mode
 if [ -f "$host$modprobe_conf" ] && ours "$modprobe_conf" rdmans_wrote && rm_path "$host$modprobe_conf"; then
 	say "ib_core stays in its current netns mode until the node reboots (or ib_core is reloaded); from then on the kernel's default (shared) applies, unless another modprobe.d file or the kernel command line says otherwise ('rdmans system' shows both)"

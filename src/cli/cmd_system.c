@@ -102,11 +102,44 @@ static int system_set(struct rn_cli *cli)
 	return 0;
 }
 
+/*
+ * What the node is ready for, as Node Feature Discovery's local source reads
+ * a file in features.d: one KEY=VALUE a line, in a sub-namespace of
+ * feature.node.kubernetes.io (allowed by every NFD without flags).
+ */
+#define NFD_NS "rdmans.feature.node.kubernetes.io/"
+
+static int system_nfd(struct rn_cli *cli)
+{
+	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
+	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
+	struct rn_boot_config boot;
+	struct rn_error err = { 0 };
+	bool exclusive = false, now;
+
+	if (rn_cli_peek(cli))
+		return rn_cli_usage("'system nfd' takes no arguments");
+	if (rn_system_boot_config(rn_config_root(), &boot, &err) < 0)
+		return rn_cli_fail(&err);
+	/* no RDMA netlink: no mode now, no device; the file still says so */
+	now = rn_rdma_open(&rdma, &err) == 0 &&
+	      rn_rdma_netns_mode_get(rdma, &exclusive, &err) == 0 &&
+	      rn_rdma_dev_dump(rdma, &devs, &err) == 0;
+	printf("# written by rdmans system nfd (rdmans-system's installer)\n");
+	if (now)
+		printf(NFD_NS "netns-mode=%s\n", exclusive ? "exclusive" : "shared");
+	printf(NFD_NS "netns-mode-next-boot=%s\n",
+	       boot.mode == RN_BOOT_EXCLUSIVE ? "exclusive" : "shared");
+	printf(NFD_NS "rdma-devices=%zu\n", now ? devs.n : 0);
+	return 0;
+}
+
 int rn_cmd_system(struct rn_cli *cli)
 {
 	static const struct rn_cmd cmds[] = {
 		{ "show", system_show },
 		{ "set", system_set },
+		{ "nfd", system_nfd },
 		{ NULL, NULL },
 	};
 

@@ -113,8 +113,10 @@ static const struct {
 	const char *object;
 	const char *text;
 } usages[] = {
-	{ "system", "  system [show]                       netns mode now and at next boot\n"
-		    "  system set netns exclusive|shared [--persist]\n" },
+	{ "system",
+	  "  system [show]                       netns mode now and at next boot\n"
+	  "  system set netns exclusive|shared [--persist]\n"
+	  "  system nfd                           Node Feature Discovery feature lines\n" },
 	{ "dev", "  dev [show [DEV]] [--all-netns]       RDMA devices, ports, bound netdevs\n"
 		 "  dev set DEV name NEWNAME             rename an RDMA device\n" },
 	{ "gids", "  gids [DEV] [--netns TARGET]          GID table (DEV PORT INDEX GID IPv4 VER "

@@ -54,6 +54,12 @@ vm_check "--persist says the next step" vm_expect_contains "$out" "reboot the no
 out=$(RDMANS_CONFIG_ROOT=$tmp "$RDMANS" -j system 2>/dev/null)
 vm_check "system shows the boot mode from the file" vm_expect_eq \
 	'{"netns_mode":null,"boot":{"netns_mode":"exclusive","source":"/etc/modprobe.d/rdmans-ib_core.conf"}}' "$out"
+# what Node Feature Discovery's local source reads (features.d): no RDMA netlink here, so
+# no mode now and no device; the next boot's mode from the file
+out=$(RDMANS_CONFIG_ROOT=$tmp "$RDMANS" system nfd 2>&1)
+vm_check "system nfd: the feature lines of a node without RDMA, exclusive at the next boot" vm_expect_eq \
+	"rdmans.feature.node.kubernetes.io/netns-mode-next-boot=exclusive
+rdmans.feature.node.kubernetes.io/rdma-devices=0" "$(printf '%s\n' "$out" | grep -v '^#')"
 mkdir -p "$tmp/proc" && echo "BOOT_IMAGE=/vmlinuz ib_core.netns_mode=1 quiet" >"$tmp/proc/cmdline"
 out=$(RDMANS_CONFIG_ROOT=$tmp "$RDMANS" system 2>/dev/null)
 vm_check "kernel command line wins over modprobe.d" vm_expect_contains "$out" "shared (/proc/cmdline)"

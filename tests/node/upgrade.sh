@@ -83,7 +83,8 @@ cp "$src/deploy/node-uninstall.sh" "$ctr/usr/lib/rdmans/node-uninstall.sh"
 cp "$tree/prefix" "$ctr/usr/lib/rdmans/node/prefix"
 node_root "$root"
 mkdir -p "$root/etc/containers/oci/hooks.d" "$root/usr/share/containers/oci/hooks.d" \
-	"$root/etc/cni/net.d" "$root/var/lib/cni" "$root/opt/cni/bin"
+	"$root/etc/cni/net.d" "$root/var/lib/cni" "$root/opt/cni/bin" \
+	"$root/etc/kubernetes/node-feature-discovery/features.d"
 printf '#!/bin/sh\necho the operator'"'"'s plugin\n' >"$root/opt/cni/bin/bridge"
 chmod 0755 "$root/opt/cni/bin/bridge"
 printf '{"version": "1.0.0", "hook": {"path": "/usr/bin/nvidia-ctk"}, "when": {"always": true}, "stages": ["prestart"]}\n' \
@@ -136,6 +137,11 @@ vm_check "installed.list records the files outside the tree, with their checksum
 		/usr/share/containers/oci/hooks.d/rdmans-hook.json /etc/cdi/rdmans.json /etc/modprobe.d/rdmans-ib_core.conf; do
 		grep -qx "file $(sha256sum <"$2$p" | cut -d" " -f1) $p" "$1" || { cat "$1"; echo "no line for $p"; exit 1; }
 	done' _ "$list" "$root"
+vm_check "Node Feature Discovery's features.d gets the node's rdmans features" vm_expect_eq \
+	"rdmans.feature.node.kubernetes.io/netns-mode-next-boot=exclusive
+rdmans.feature.node.kubernetes.io/rdma-devices=0" \
+	"$(grep -v '^#' "$root/etc/kubernetes/node-feature-discovery/features.d/rdmans" 2>&1)" "features.d/rdmans"
+vm_check "... recorded in installed.list" grep -q " /etc/kubernetes/node-feature-discovery/features.d/rdmans$" "$list"
 vm_check "... and the directories it created, not those that were there" vm_expect_eq \
 	"/etc/cdi /etc/modprobe.d /opt/rdmans /opt/rdmans/bin" "$(sed -n 's/^dir - //p' "$list" | sort | tr '\n' ' ' | sed 's/ $//')" "dirs"
 
