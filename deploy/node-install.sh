@@ -14,6 +14,10 @@
 #                        where on the host it must go, /opt/rdmans by default)
 #   RDMANS_CLI           the image's own rdmans (default /usr/sbin/rdmans)
 #   RDMANS_HOOK_JSON     the hooks.d JSON to adapt (default from /usr/share)
+#   RDMANS_PERSIST_EXCLUSIVE=true  write modprobe.d (refused while a shared-mode
+#                        consumer runs); with RDMANS_REBUILD_INITRAMFS=true also
+#                        rebuild the initramfs where ib_core is in it, in the
+#                        host's / mounted whole at RDMANS_HOST_FULL_ROOT
 #
 # PREFIX/installed.list records, for deploy/node-uninstall.sh, what this and
 # earlier installs wrote outside the tree, as the host names it: "file SHA256
@@ -100,10 +104,48 @@ if "$rdmans" cdi generate --hook "$hook" --output "$host/etc/cdi/rdmans.json.rdm
 else
 	echo "node-install: no CDI spec written (see above); containerd pods get no CDI edits until it is" >&2
 fi
+# rebuild_initramfs: where ib_core is in the running kernel's initramfs, the
+# modprobe.d line takes effect only in a rebuilt one. In the host's own root
+# (RDMANS_HOST_FULL_ROOT: the host's / mounted whole), with its own tools:
+# initramfs-tools (Debian, Ubuntu) or dracut (RHEL, Fedora, SUSE).
+rebuild_initramfs() {
+	full=${RDMANS_HOST_FULL_ROOT:-}
+	kver=$(uname -r)
+	if [ -z "$full" ] || [ ! -d "$full/boot" ]; then
+		echo "node-install: RDMANS_REBUILD_INITRAMFS=true needs the host's / mounted whole, named by RDMANS_HOST_FULL_ROOT (deploy/components/persist-exclusive does both)" >&2
+		return 1
+	fi
+	if chroot "$full" sh -c 'command -v lsinitramfs' >/dev/null 2>&1; then
+		img=/boot/initrd.img-$kver lister=lsinitramfs rebuild="update-initramfs -u -k $kver"
+	elif chroot "$full" sh -c 'command -v lsinitrd' >/dev/null 2>&1; then
+		img=/boot/initramfs-$kver.img lister=lsinitrd rebuild="dracut -f $img $kver"
+	else
+		echo "node-install: the host has neither initramfs-tools (lsinitramfs) nor dracut (lsinitrd): if ib_core loads from its initramfs, rebuild it by hand" >&2
+		return 1
+	fi
+	if ! chroot "$full" "$lister" "$img" | grep -q '/ib_core\.ko'; then
+		echo "ib_core is not in $img: no initramfs rebuild needed"
+		return 0
+	fi
+	echo "ib_core is in $img: $rebuild (in the host's root)"
+	# shellcheck disable=SC2086
+	chroot "$full" $rebuild || {
+		echo "node-install: '$rebuild' failed on the host (above)" >&2
+		return 1
+	}
+}
 if [ "${RDMANS_PERSIST_EXCLUSIVE:-false}" = true ]; then
 	mkdirs "$host/etc/modprobe.d"
-	RDMANS_CONFIG_ROOT=$host "$rdmans" system set netns exclusive --persist
+	# refused while a shared-mode consumer runs (k8s-rdma-shared-dev-plugin): this
+	# pod's init fails, saying so, until it is gone
+	if ! RDMANS_CONFIG_ROOT=$host "$rdmans" system set netns exclusive --persist; then
+		echo "node-install: exclusive mode not persisted (above); retried at the pod's next start" >&2
+		exit 1
+	fi
 	record file /etc/modprobe.d/rdmans-ib_core.conf
+	if [ "${RDMANS_REBUILD_INITRAMFS:-false}" = true ]; then
+		rebuild_initramfs || exit 1
+	fi
 fi
 # What the node is ready for (exclusive now, at the next boot, its device
 # count), for Node Feature Discovery's local source, when its features.d is

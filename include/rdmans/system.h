@@ -35,6 +35,15 @@ int rn_system_persist_netns_mode(const char *root, bool exclusive, char *ret_pat
 				 struct rn_error *err);
 
 /*
+ * Processes that need shared netns mode, whose RDMA stops working in
+ * exclusive mode: k8s-rdma-shared-dev-plugin (NVIDIA network-operator's
+ * shared RDMA device plugin, binary k8s-rdma-shared-dp) hands every pod the
+ * same devices. Scans PROC_ROOT (NULL: /proc); 0 with "" when none, else 0
+ * with "NAME (PID N)[, ...]" in buf, cut to fit; -errno when /proc cannot be read.
+ */
+int rn_system_shared_consumers(const char *proc_root, char *buf, size_t len, struct rn_error *err);
+
+/*
  * The one refusal of an RDMA device move in shared netns mode, as `rdmans
  * move` and rdma-netns ADD say it: -EOPNOTSUPP with what to do.
  */

@@ -51,22 +51,45 @@ static int system_set(struct rn_cli *cli)
 	struct rn_error err = { 0 };
 	char written[4096] = "";
 	const char *what, *mode;
-	bool exclusive, persist = false;
+	bool exclusive, persist = false, force = false;
 	int r;
 
 	what = rn_cli_next(cli);
 	mode = rn_cli_next(cli);
 	if (!what || strcmp(what, "netns") != 0 || !mode)
-		return rn_cli_usage("usage: rdmans system set netns exclusive|shared [--persist]");
+		return rn_cli_usage(
+			"usage: rdmans system set netns exclusive|shared [--persist] [--force]");
 	if (strcmp(mode, "exclusive") == 0)
 		exclusive = true;
 	else if (strcmp(mode, "shared") == 0)
 		exclusive = false;
 	else
 		return rn_cli_usage("netns mode must be 'exclusive' or 'shared', not '%s'", mode);
-	persist = rn_cli_flag(cli, "--persist");
-	if (rn_cli_peek(cli))
-		return rn_cli_usage("unexpected argument '%s'", rn_cli_peek(cli));
+	for (const char *a; (a = rn_cli_peek(cli));) {
+		if (rn_cli_flag(cli, "--persist"))
+			persist = true;
+		else if (rn_cli_flag(cli, "--force"))
+			force = true;
+		else
+			return rn_cli_usage("unexpected argument '%s'", a);
+	}
+	if (exclusive && !force) {
+		char who[512];
+
+		r = rn_system_shared_consumers(NULL, who, sizeof(who), &err);
+		if (r < 0)
+			return rn_cli_fail(&err);
+		if (who[0]) {
+			rn_error_set(
+				&err, EBUSY,
+				"not switching to exclusive mode: %s runs on this node and needs "
+				"shared mode (k8s-rdma-shared-dev-plugin gives every pod the same "
+				"RDMA devices, which exclusive mode forbids: its pods would lose "
+				"them). Move its workloads and remove it first, or pass --force",
+				who);
+			return rn_cli_fail(&err);
+		}
+	}
 
 	if (persist) {
 		r = rn_system_persist_netns_mode(rn_config_root(), exclusive, written,

@@ -115,7 +115,7 @@ static const struct {
 } usages[] = {
 	{ "system",
 	  "  system [show]                       netns mode now and at next boot\n"
-	  "  system set netns exclusive|shared [--persist]\n"
+	  "  system set netns exclusive|shared [--persist] [--force]\n"
 	  "  system nfd                           Node Feature Discovery feature lines\n" },
 	{ "dev", "  dev [show [DEV]] [--all-netns]       RDMA devices, ports, bound netdevs\n"
 		 "  dev set DEV name NEWNAME             rename an RDMA device\n" },

@@ -11,6 +11,7 @@
 
 #include "rdmans/cleanup.h"
 #include "rdmans/system.h"
+#include "rdmans/proc.h"
 #include "rdmans/util.h"
 
 /* Searched as kmod does: a file name in an earlier directory hides the same name in later ones. */
@@ -192,4 +193,41 @@ int rn_system_refuse_shared(const char *dev, struct rn_error *err)
 			    "'rdmans system set netns exclusive' while no other network namespace "
 			    "exists, or add --persist and reboot the node",
 			    dev);
+}
+
+/* comm is cut to 15 bytes: "k8s-rdma-shared-dp" reads "k8s-rdma-shared" */
+static const char *const shared_consumers[] = { "k8s-rdma-shared" };
+
+int rn_system_shared_consumers(const char *proc_root, char *buf, size_t len, struct rn_error *err)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	const char *root = proc_root ? proc_root : "/proc";
+	struct dirent *de;
+	size_t used = 0;
+
+	if (len)
+		buf[0] = '\0';
+	d = opendir(root);
+	if (!d)
+		return rn_error_errno(err, errno, "cannot list the processes in %s", root);
+	while ((de = readdir(d))) {
+		_cleanup_free_ char *comm = NULL;
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		size_t n;
+
+		if (*end || pid <= 0 || rn_proc_read(root, (pid_t)pid, "comm", 64, &comm, &n) < 0)
+			continue; /* not a process, or gone meanwhile */
+		comm[strcspn(comm, "\n")] = '\0';
+		for (size_t i = 0; i < RN_ARRAY_SIZE(shared_consumers); i++) {
+			int w;
+
+			if (strcmp(comm, shared_consumers[i]) != 0 || used >= len)
+				continue;
+			w = snprintf(buf + used, len - used, "%s%s (PID %ld)", used ? ", " : "",
+				     comm, pid);
+			used = w < 0 ? used : used + (size_t)w;
+		}
+	}
+	return 0;
 }

@@ -54,6 +54,24 @@ vm_check "--persist says the next step" vm_expect_contains "$out" "reboot the no
 out=$(RDMANS_CONFIG_ROOT=$tmp "$RDMANS" -j system 2>/dev/null)
 vm_check "system shows the boot mode from the file" vm_expect_eq \
 	'{"netns_mode":null,"boot":{"netns_mode":"exclusive","source":"/etc/modprobe.d/rdmans-ib_core.conf"}}' "$out"
+# a shared-mode consumer on the node (NVIDIA's shared RDMA device plugin, by its
+# binary's name): exclusive mode is refused, nothing is written, --force goes on
+rm -f "$tmp/etc/modprobe.d/rdmans-ib_core.conf"
+cp /bin/sleep "$tmp/k8s-rdma-shared-dp"
+"$tmp/k8s-rdma-shared-dp" 600 &
+shared_dp=$!
+rc=0
+out=$(RDMANS_CONFIG_ROOT=$tmp "$RDMANS" system set netns exclusive --persist 2>&1) || rc=$?
+vm_check "exclusive mode is refused while k8s-rdma-shared-dev-plugin runs (exit 11, busy)" \
+	vm_expect_eq 11 "$rc" "exit status"
+vm_check "... naming it and its PID, and what to do" vm_expect_contains "$out" \
+	"k8s-rdma-shared (PID $shared_dp) runs on this node and needs shared mode"
+vm_check "... writing nothing" test ! -e "$tmp/etc/modprobe.d/rdmans-ib_core.conf"
+out=$(RDMANS_CONFIG_ROOT=$tmp "$RDMANS" system set netns exclusive --persist --force 2>&1)
+vm_check "--force persists it anyway" grep -qx "options ib_core netns_mode=0" "$tmp/etc/modprobe.d/rdmans-ib_core.conf"
+kill "$shared_dp"
+wait "$shared_dp" 2>/dev/null
+
 # what Node Feature Discovery's local source reads (features.d): no RDMA netlink here, so
 # no mode now and no device; the next boot's mode from the file
 out=$(RDMANS_CONFIG_ROOT=$tmp "$RDMANS" system nfd 2>&1)

@@ -89,6 +89,13 @@ printf '#!/bin/sh\necho the operator'"'"'s plugin\n' >"$root/opt/cni/bin/bridge"
 chmod 0755 "$root/opt/cni/bin/bridge"
 printf '{"version": "1.0.0", "hook": {"path": "/usr/bin/nvidia-ctk"}, "when": {"always": true}, "stages": ["prestart"]}\n' \
 	>"$root/etc/containers/oci/hooks.d/oci-nvidia-hook.json"
+# initramfs-tools on the host, as Debian has it: its lister names ib_core in the
+# running kernel's initrd (unless /boot/.no-ib-core), its rebuild records its arguments
+mkdir -p "$root/boot" "$root/usr/sbin" "$root/var/log"
+printf '#!/bin/sh\n[ "$1" = /boot/initrd.img-%s ] || exit 1\necho usr/lib/modules/%s/kernel/drivers/net/veth.ko\n[ -e /boot/.no-ib-core ] || echo usr/lib/modules/%s/kernel/drivers/infiniband/core/ib_core.ko\n' \
+	"$(uname -r)" "$(uname -r)" "$(uname -r)" >"$root/usr/sbin/lsinitramfs"
+printf '#!/bin/sh\necho "$*" >/var/log/update-initramfs.args\n' >"$root/usr/sbin/update-initramfs"
+chmod 0755 "$root/usr/sbin/lsinitramfs" "$root/usr/sbin/update-initramfs"
 
 install_node() { # install_node TREE [VAR=VALUE...]: node-install.sh as node.sh runs it
 	local t=$1
@@ -129,7 +136,14 @@ minus() { LC_ALL=C comm -23 <(LC_ALL=C sort <<<"$1") <(LC_ALL=C sort <<<"$2"); }
 
 # --- a pod attached through v1 -------------------------------------------------------------
 before=$(snap)
-vm_check "node-install.sh installs tree v1 ($lib1), RDMANS_PERSIST_EXCLUSIVE=true" install_node "$tree" RDMANS_PERSIST_EXCLUSIVE=true
+vm_check "node-install.sh installs tree v1 ($lib1), RDMANS_PERSIST_EXCLUSIVE=true, RDMANS_REBUILD_INITRAMFS=true" \
+	install_node "$tree" RDMANS_PERSIST_EXCLUSIVE=true RDMANS_REBUILD_INITRAMFS=true RDMANS_HOST_FULL_ROOT="$root"
+install_out=$VM_OUT
+vm_check "... finding ib_core in the initrd, it rebuilds it in the host's root" vm_expect_eq \
+	"-u -k $(uname -r)" "$(cat "$root/var/log/update-initramfs.args" 2>&1)" "update-initramfs's arguments"
+vm_check "... saying so" vm_expect_contains "$install_out" \
+	"ib_core is in /boot/initrd.img-$(uname -r): update-initramfs -u -k $(uname -r) (in the host's root)"
+rm -f "$root/var/log/update-initramfs.args"
 vm_check "node-kubeconfig.sh writes its files (flat file too)" kubeconfig
 list=$root$prefix/installed.list
 vm_check "installed.list records the files outside the tree, with their checksums" bash -c '
@@ -174,8 +188,15 @@ vm_check "... and how to go on anyway" vm_expect_contains "$ERR" "RDMANS_UNINSTA
 vm_check "... having removed nothing" vm_expect_eq "$snap1" "$(snap)" "the host root"
 
 # --- upgrade to v2 while the pod runs -------------------------------------------------------
-vm_check "node-install.sh installs tree v2 ($lib2) over v1" install_node "$tree2"
-vm_check "... says it removed v1's libraries" vm_expect_contains "$VM_OUT" "removed $root$prefix/$lib1"
+touch "$root/boot/.no-ib-core"
+vm_check "node-install.sh installs tree v2 ($lib2) over v1 (exclusive and its initramfs asked again)" \
+	install_node "$tree2" RDMANS_PERSIST_EXCLUSIVE=true RDMANS_REBUILD_INITRAMFS=true RDMANS_HOST_FULL_ROOT="$root"
+install_out=$VM_OUT
+vm_check "... ib_core not in the initrd: no rebuild, and it says why" bash -c \
+	'[ ! -e "$1/var/log/update-initramfs.args" ] && [[ $2 == *"ib_core is not in /boot/initrd.img-"*": no initramfs rebuild needed"* ]]' \
+	_ "$root" "$install_out"
+rm -f "$root/boot/.no-ib-core"
+vm_check "... says it removed v1's libraries" vm_expect_contains "$install_out" "removed $root$prefix/$lib1"
 vm_check "... which are gone, v2's there" bash -c '[ ! -e "$1/$2" ] && [ -x "$1/$3/ld-linux-x86-64.so.2" ]' _ "$root$prefix" "$lib1" "$lib2"
 for b in opt/cni/bin/rdma-netns opt/cni/bin/rdma-netns-ipam opt/rdmans/bin/rdmans-hook; do
 	vm_check "... $b asks for v2's loader" vm_expect_eq "$prefix/$lib2/ld-linux-x86-64.so.2" "$(node_elf_interp "$root/$b")" "interpreter"

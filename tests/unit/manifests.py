@@ -225,6 +225,11 @@ else:
               (ovols["cni-bin"], ovols["nri-socket"]) == ("/home/kubernetes/bin", "/run/containerd/nri"), str(ovols))
         check("overlay: nodes by the operator's label, not NFD's",
               opod["nodeSelector"] == {"rdmans.io/rdma-node": "true"}, str(opod["nodeSelector"]))
+        imounts = {m["name"]: m["mountPath"] for m in opod["initContainers"][0].get("volumeMounts", [])}
+        check("overlay: persist-exclusive mounts the host's / whole for the initramfs rebuild, and names it",
+              ovols.get("host-root") == "/" and imounts.get("host-root") == "/host-root" and
+              env.get(("install", "RDMANS_HOST_FULL_ROOT")) == "/host-root" and
+              env.get(("install", "RDMANS_REBUILD_INITRAMFS")) == "true", str((imounts, env)))
         check("overlay: no flat file naming the kubernetes store; exclusive mode persisted; other env kept",
               env.get(("ipam-kubeconfig", "RDMANS_IPAM_FLAT_CONF")) == "false" and
               env.get(("install", "RDMANS_PERSIST_EXCLUSIVE")) == "true" and
