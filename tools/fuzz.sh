@@ -25,6 +25,8 @@ usage() {
 targets+=(fuzz-kubeconfig)
 # whereabouts' IPPools, as rdmans ipam import reads them (src/lib/ipam_import.c)
 targets+=(fuzz-whereabouts-ippool)
+# the GPU reader (src/lib/gpu.c)
+targets+=(fuzz-gpu)
 [ $# -ge 1 ] || usage
 if [ "$1" = --list ]; then
 	printf '%s\n' "${targets[@]}"

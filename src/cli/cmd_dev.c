@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "rdmans.h"
+#include "rdmans/sysfs_pci.h"
+#include "rdmans/gpu.h"
 #include "rdmans/discover.h"
 #include "rdmans/rdma_nl.h"
 #include "rdmans/util.h"
@@ -207,13 +209,100 @@ static int dev_set(struct rn_cli *cli)
 	return 0;
 }
 
+#define GPU_ARGS_MAX 64
+
+static const char *const gpus_usage =
+	"usage: rdmans dev gpus [--visible-devices LIST] [--device /dev/nvidiaN]... "
+	"[--cdi nvidia.com/gpu=X]...";
+
+/*
+ * The node's NVIDIA GPUs (the driver's files), each with its nearest RDMA
+ * device by PCIe distance; with a container's share named as its runtime
+ * names it (NVIDIA_VISIBLE_DEVICES, device nodes, CDI), only those.
+ */
+static int dev_gpus(struct rn_cli *cli)
+{
+	_cleanup_free_ struct rn_gpu *gpus = NULL;
+	_cleanup_free_ struct rn_sysfs_rdma_dev *devs = NULL;
+	const char *nodes[GPU_ARGS_MAX], *cdi[GPU_ARGS_MAX], *arg;
+	struct rn_gpu_request req = { nodes, 0, NULL, cdi, 0 };
+	struct rn_error err = { 0 };
+	bool sel[RN_GPU_MAX], named = false;
+	size_t n = 0, ndevs = 0;
+	json_t *out = cli->json ? json_array() : NULL;
+	int r;
+
+	while ((arg = rn_cli_next(cli))) {
+		const char *v = rn_cli_next(cli);
+
+		if (!v || !*v)
+			return rn_cli_usage("%s needs a value; %s", arg, gpus_usage);
+		if (strcmp(arg, "--visible-devices") == 0)
+			req.visible_devices = v;
+		else if (strcmp(arg, "--device") == 0 && req.n_devnodes < GPU_ARGS_MAX)
+			nodes[req.n_devnodes++] = v;
+		else if (strcmp(arg, "--cdi") == 0 && req.n_cdi < GPU_ARGS_MAX)
+			cdi[req.n_cdi++] = v;
+		else
+			return rn_cli_usage("unexpected argument '%s'; %s", arg, gpus_usage);
+		named = true;
+	}
+	r = rn_gpu_list(NULL, &gpus, &n, &err);
+	if (r == 0)
+		r = rn_sysfs_rdma_list(&devs, &ndevs, &err);
+	if (r == 0 && named)
+		r = rn_gpu_select(gpus, n, &req, sel, &err);
+	if (r < 0) {
+		json_decref(out);
+		return rn_cli_fail(&err);
+	}
+	if (!out)
+		printf("%-14s %-5s %-42s %-5s %-12s %s\n", "GPU", "MINOR", "UUID", "NUMA",
+		       "NEAREST RDMA", "DISTANCE");
+	for (size_t i = 0; i < n; i++) {
+		struct rn_sysfs_pci_fn gpu, nic;
+		enum rn_pci_distance best = RN_PCI_CROSS_CPU;
+		const char *near = NULL;
+		struct rn_error ignored = { 0 };
+		bool have_gpu;
+
+		if (named && !sel[i])
+			continue;
+		have_gpu = rn_sysfs_pci_get(gpus[i].bdf, &gpu, &ignored) == 0;
+		for (size_t d = 0; have_gpu && d < ndevs; d++) {
+			enum rn_pci_distance dist;
+
+			if (!devs[d].pci_bdf[0] ||
+			    rn_sysfs_pci_get(devs[d].pci_bdf, &nic, &ignored) < 0)
+				continue;
+			dist = rn_sysfs_pci_distance(&gpu, &nic);
+			if (!near || dist < best) {
+				near = devs[d].name;
+				best = dist;
+			}
+		}
+		if (out) {
+			json_array_append_new(
+				out,
+				json_pack("{s:s,s:i,s:s,s:s,s:i,s:s?,s:s?}", "bdf", gpus[i].bdf,
+					  "minor", (int)gpus[i].minor, "uuid", gpus[i].uuid,
+					  "model", gpus[i].model, "numa", have_gpu ? gpu.numa : -1,
+					  "nearest_rdma", near, "distance",
+					  near ? rn_pci_distance_name(best) : NULL));
+			continue;
+		}
+		printf("%-14s %-5u %-42s %-5d %-12s %s\n", gpus[i].bdf, gpus[i].minor, gpus[i].uuid,
+		       have_gpu ? gpu.numa : -1, near ? near : "-",
+		       near ? rn_pci_distance_name(best) : "-");
+	}
+	return out ? rn_cli_print_json(cli, out) : 0;
+}
+
 int rn_cmd_dev(struct rn_cli *cli)
 {
 	static const struct rn_cmd cmds[] = {
-		{ "show", dev_show },
-		{ "list", dev_show },
-		{ "set", dev_set },
-		{ NULL, NULL },
+		{ "show", dev_show }, { "list", dev_show }, { "set", dev_set },
+		{ "gpus", dev_gpus }, { NULL, NULL },
 	};
 
 	return rn_cli_dispatch(cli, cmds, "dev");

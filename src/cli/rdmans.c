@@ -117,8 +117,11 @@ static const struct {
 	  "  system [show]                       netns mode now and at next boot\n"
 	  "  system set netns exclusive|shared [--persist] [--force]\n"
 	  "  system nfd                           Node Feature Discovery feature lines\n" },
-	{ "dev", "  dev [show [DEV]] [--all-netns]       RDMA devices, ports, bound netdevs\n"
-		 "  dev set DEV name NEWNAME             rename an RDMA device\n" },
+	{ "dev",
+	  "  dev [show [DEV]] [--all-netns]       RDMA devices, ports, bound netdevs\n"
+	  "  dev set DEV name NEWNAME             rename an RDMA device\n"
+	  "  dev gpus [--visible-devices L] [--device /dev/nvidiaN] [--cdi nvidia.com/gpu=X]\n"
+	  "        NVIDIA GPUs (a container's share) and the nearest RDMA device of each\n" },
 	{ "gids", "  gids [DEV] [--netns TARGET]          GID table (DEV PORT INDEX GID IPv4 VER "
 		  "NETDEV)\n" },
 	{ "move", "  move DEV TARGET [--with-netdev [--netdev-name NAME]]\n"
