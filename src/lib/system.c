@@ -191,7 +191,8 @@ int rn_system_refuse_shared(const char *dev, struct rn_error *err)
 			    "cannot move RDMA device %s: the RDMA subsystem is in shared netns "
 			    "mode, where every namespace sees every device. Switch with "
 			    "'rdmans system set netns exclusive' while no other network namespace "
-			    "exists, or add --persist and reboot the node",
+			    "exists, or run 'rdmans system set netns exclusive --persist' and "
+			    "reboot the node",
 			    dev);
 }
 
