@@ -46,3 +46,18 @@ in_root() {
 node_elf_interp() {
 	LC_ALL=C readelf -l "$1" 2>/dev/null | sed -n 's/.*Requesting program interpreter: \(.*\)]$/\1/p'
 }
+
+# node_release_install: the release build with -Dnode_bundle=true, as deploy/Containerfile
+# builds it ($RDMANS_BUILD_DIR/node-release), installed into $image; $tree is its node tree.
+# Needs src, tmp and image set.
+node_release_install() {
+	build=$RDMANS_BUILD_DIR/node-release
+	if [ ! -f "$build/build.ninja" ]; then
+		meson setup "$build" "$src" --prefix=/usr --buildtype=release -Dtests=false \
+			-Dnode_bundle=true -Dcnibindir=/usr/lib/rdmans/cni >"$tmp/build.log" 2>&1 ||
+			{ vm_diag "$(tail -20 "$tmp/build.log")"; vm_fail "meson setup of the node build failed"; }
+	fi
+	{ ninja -C "$build" && DESTDIR=$image meson install -C "$build" --no-rebuild; } >"$tmp/build.log" 2>&1 ||
+		{ vm_diag "$(tail -20 "$tmp/build.log")"; vm_fail "release build or install with -Dnode_bundle=true failed"; }
+	tree=$image/usr/lib/rdmans/node
+}

@@ -36,16 +36,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# --- the release build, as the image holds it (node.sh builds it the same way) -------------
-build=$RDMANS_BUILD_DIR/node-release
-if [ ! -f "$build/build.ninja" ]; then
-	meson setup "$build" "$src" --prefix=/usr --buildtype=release -Dtests=false \
-		-Dnode_bundle=true -Dcnibindir=/usr/lib/rdmans/cni >"$tmp/build.log" 2>&1 ||
-		{ vm_diag "$(tail -20 "$tmp/build.log")"; vm_fail "meson setup of the node build failed"; }
-fi
-{ ninja -C "$build" && DESTDIR=$image meson install -C "$build" --no-rebuild; } >"$tmp/build.log" 2>&1 ||
-	{ vm_diag "$(tail -20 "$tmp/build.log")"; vm_fail "release build or install with -Dnode_bundle=true failed"; }
-tree=$image/usr/lib/rdmans/node
+# --- the release build, as the image holds it -------------------------------------------
+node_release_install
 prefix=$(cat "$tree/prefix")
 lib1=$(cd "$tree" && ls -d lib-*)
 
