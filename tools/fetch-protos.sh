@@ -28,20 +28,10 @@ fi
 . "$top/tools/sid-apt.sh"
 SID=${RDMANS_VM_CACHE:-/var/cache/rdmans-vm}/current
 mkdir -p "$SID" "$dest"
-sid_lists
 dl=$(mktemp -d)
 trap 'rm -rf "$dl"' EXIT
-fetch() {
-	# shellcheck disable=SC2046
-	(cd "$dl" && apt-get $(sid_apt_opts) download -q golang-github-containerd-nri-dev \
-		golang-github-containerd-ttrpc-dev golang-github-kubernetes-kubelet-dev >&2)
-}
-if ! fetch; then
-	# lists older than the archive name versions it no longer has
-	rm -f "$SID/apt/.updated"
-	sid_lists
-	fetch || die "apt-get download of the NRI, ttrpc and kubelet protos failed"
-fi
+sid_download "$dl" golang-github-containerd-nri-dev golang-github-containerd-ttrpc-dev \
+	golang-github-kubernetes-kubelet-dev
 rm -rf "$dest/root.new"
 for deb in "$dl"/*.deb; do
 	dpkg-deb -x "$deb" "$dest/root.new" || die "cannot unpack $deb"

@@ -23,17 +23,9 @@ need_root "fetching sid's kubectl"
 . "$top/tools/sid-apt.sh"
 SID=${RDMANS_VM_CACHE:-/var/cache/rdmans-vm}/current
 mkdir -p "$SID" "$dest"
-sid_lists
 dl=$(mktemp -d)
 trap 'rm -rf "$dl"' EXIT
-# shellcheck disable=SC2046
-fetch() { (cd "$dl" && apt-get $(sid_apt_opts) download -q kubectl >&2); }
-if ! fetch; then
-	# lists older than the archive name versions it no longer has
-	rm -f "$SID/apt/.updated"
-	sid_lists
-	fetch || die "apt-get download of sid's kubectl failed"
-fi
+sid_download "$dl" kubectl
 rm -rf "$dest/root.new"
 dpkg-deb -x "$dl"/kubectl_*.deb "$dest/root.new" || die "cannot unpack sid's kubectl"
 "$dest/root.new/usr/bin/kubectl" version --client >/dev/null 2>&1 ||

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Debian sid through a private apt dir: the host's apt setup is untouched.
 # SID_SUITE names another suite (trixie) for a dir of its own.
-# Sourced by tests/vm/prepare.sh (the current world) and tools/fetch-protos.sh.
+# Sourced by tests/vm/prepare.sh (the current world), tools/fetch-protos.sh and
+# tools/kubectl.sh.
 # Needs SID (the cache dir that holds apt/) and the functions log, die, need_root.
 
 sid_apt_opts() {
@@ -33,4 +34,19 @@ sid_lists() {
 	# shellcheck disable=SC2046
 	apt-get $(sid_apt_opts) update -qq >&2 || die "apt-get update (sid, private lists) failed"
 	touch "$SID/apt/.updated"
+}
+
+# sid_download DIR PKG...: the packages' .debs from sid into DIR (fresh lists and
+# one more try when the lists name versions the archive no longer has)
+sid_download() {
+	local dir=$1
+	shift
+	sid_lists
+	# shellcheck disable=SC2046
+	(cd "$dir" && apt-get $(sid_apt_opts) download -q "$@" >&2) && return 0
+	rm -f "$SID/apt/.updated"
+	sid_lists
+	# shellcheck disable=SC2046
+	(cd "$dir" && apt-get $(sid_apt_opts) download -q "$@" >&2) ||
+		die "apt-get download of $* from sid failed"
 }
