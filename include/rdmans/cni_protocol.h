@@ -97,6 +97,12 @@ int rn_cni_version_parse(const char *version);
  */
 int rn_cni_version_check(const char *version, int oldest, const char *plugin, struct rn_error *err);
 
+/*
+ * An entry of a result's "ips": below 1.0.0 it carries "version" ("4" or
+ * "6"), from 1.0.0 on it does not (the spec dropped the field).
+ */
+void rn_cni_result_ip_version(struct json_t *ip, int ver, bool ipv6);
+
 /* ---- output (stdout) ---- */
 
 /* Writes doc as one line and takes it; 0, or -1 when it cannot be written. */

@@ -154,9 +154,7 @@ json_t *cni_result_main(const struct cni_ctx *ctx, const struct rn_attach_plan *
 
 		if (ip->gateway[0])
 			json_object_set_new(o, "gateway", json_string(ip->gateway));
-		if (ctx->conf.ver < 100)
-			json_object_set_new(o, "version",
-					    json_string(strchr(ip->cidr, ':') ? "6" : "4"));
+		rn_cni_result_ip_version(o, ctx->conf.ver, strchr(ip->cidr, ':') != NULL);
 		json_array_append_new(ips, o);
 	}
 	if (ipam && ipam->n_routes) {

@@ -209,16 +209,12 @@ static int print_result(struct plugin *p, const struct rn_ipam_lease *lease)
 		}
 	} else {
 		json_t *ips = json_array();
-		bool with_version = p->call->ver < 100;
 
 		for (size_t i = 0; i < lease->n; i++) {
 			const struct rn_ipam_lease_addr *a = &lease->addr[i];
 			json_t *o = json_object();
 
-			if (with_version)
-				json_object_set_new(
-					o, "version",
-					json_string(a->ip.family == AF_INET ? "4" : "6"));
+			rn_cni_result_ip_version(o, p->call->ver, a->ip.family != AF_INET);
 			json_object_set_new(o, "address", ip_json(a));
 			if (a->has_gateway)
 				json_object_set_new(o, "gateway", gateway_json(a));

@@ -462,3 +462,9 @@ int rn_cni_main(const struct rn_cni_plugin *plugin, void *data)
 	free_zeroed(call.input, call.input_len); /* it may hold an etcd password */
 	return r < 0 ? 1 : 0;
 }
+
+void rn_cni_result_ip_version(json_t *ip, int ver, bool ipv6)
+{
+	if (ver < 100)
+		json_object_set_new(ip, "version", json_string(ipv6 ? "6" : "4"));
+}
