@@ -433,6 +433,7 @@ static const struct rn_counters *counters_of(const struct rn_dev_metrics *d, siz
 /* One sample to be: a kernel counter of a device (and port), under its metric's name. */
 struct counter_sample {
 	char metric[96];
+	char help[160];
 	enum counter_kind kind;
 	size_t dev, port, order; /* order: the scrape's, kept among equal names */
 	const struct rn_counter *c;
@@ -452,7 +453,6 @@ static int gather_counters(const struct rn_scrape *s, struct counter_sample **re
 {
 	struct counter_sample *all = NULL;
 	size_t n = 0, cap = 0;
-	char help[160];
 
 	for (enum counter_kind k = C_PORT_PMA; k <= C_DEV_HW; k++)
 		for (size_t i = 0; i < s->ndevs; i++) {
@@ -470,8 +470,8 @@ static int gather_counters(const struct rn_scrape *s, struct counter_sample **re
 					}
 					e = &all[n];
 					if (!counter_metric(k, c->v[j].name, e->metric,
-							    sizeof(e->metric), &e->scale, help,
-							    sizeof(help)))
+							    sizeof(e->metric), &e->scale, e->help,
+							    sizeof(e->help)))
 						continue;
 					e->kind = k;
 					e->dev = i;
@@ -502,16 +502,12 @@ static void render_counters(const struct rn_scrape *s, struct rn_buf *b)
 		const struct counter_sample *e = &all[i];
 		const struct rn_dev_metrics *d = &s->devs[e->dev];
 		struct label l[MAX_LABELS];
-		char port[16], metric[96], help[160];
-		unsigned scale;
+		char port[16];
 		size_t nl;
-		bool first = i == 0 || strcmp(all[i - 1].metric, e->metric) != 0, twice = false;
+		bool twice = false;
 
-		if (first) {
-			counter_metric(e->kind, e->c->name, metric, sizeof(metric), &scale, help,
-				       sizeof(help));
-			family(b, e->metric, "counter", help);
-		}
+		if (i == 0 || strcmp(all[i - 1].metric, e->metric) != 0)
+			family(b, e->metric, "counter", e->help);
 		/* two kernel names one metric name on one port ("cnpSent", "cnp_sent"): the first */
 		for (size_t j = i; j-- > 0 && !strcmp(all[j].metric, e->metric);)
 			twice |= all[j].dev == e->dev && all[j].port == e->port;
