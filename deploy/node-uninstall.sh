@@ -220,6 +220,7 @@ if [ -d "$kc" ]; then
 		fi
 	fi
 	if [ -f "$kc/rdma-netns-ipam.conf" ]; then
+		# node-kubeconfig.sh's flat_conf, the one text that is ours: change both
 		flat=$(printf '{"store": "kubernetes", "kubernetes": {"kubeconfig": "%s/rdma-netns-ipam.kubeconfig"}}' "$kcdir")
 		if [ "$(cat "$kc/rdma-netns-ipam.conf")" = "$flat" ] && [ "$(wc -l <"$kc/rdma-netns-ipam.conf" | tr -d ' ')" = 1 ]; then
 			rm_path "$kc/rdma-netns-ipam.conf"
