@@ -367,39 +367,52 @@ static bool not_a_counter(const char *kernel)
 	return strcmp(kernel, "lifespan") == 0;
 }
 
-/*
- * The metric for kernel counter `kernel` of a kind into buf, and its scale
- * and HELP text; false when it is not exported.
- */
-static bool counter_metric(enum counter_kind k, const char *kernel, char *buf, size_t len,
-			   unsigned *scale, char *help, size_t help_len)
+/* The PMA counter with a name and unit of its own, or NULL. */
+static int pma_known_index(enum counter_kind k, const char *kernel)
 {
-	static const char *const prefix[] = { [C_PORT_PMA] = "rdmans_port_",
-					      [C_PORT_HW] = "rdmans_port_hw_",
-					      [C_DEV_HW] = "rdmans_device_hw_" };
+	for (size_t i = 0; k == C_PORT_PMA && i < RN_ARRAY_SIZE(pma_known); i++)
+		if (strcmp(kernel, pma_known[i].kernel) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* A family's HELP text: once per family, never per sample. */
+static void counter_help(enum counter_kind k, const char *kernel, char *help, size_t len)
+{
 	static const char *const where[] = { [C_PORT_PMA] = "port PMA counter (sysfs counters/",
 					     [C_PORT_HW] = "port hardware counter (RDMA netlink "
 							   "statistics, sysfs hw_counters/",
 					     [C_DEV_HW] = "device-wide hardware counter (sysfs "
 							  "DEV/hw_counters/" };
+	int i = pma_known_index(k, kernel);
+
+	if (i >= 0)
+		rn_strscpy(help, len, pma_known[i].help);
+	else
+		snprintf(help, len, "The %s%s).", where[k], kernel);
+}
+
+/* The metric for kernel counter `kernel` of a kind into buf, and its scale; false when not exported. */
+static bool counter_metric(enum counter_kind k, const char *kernel, char *buf, size_t len,
+			   unsigned *scale)
+{
+	static const char *const prefix[] = { [C_PORT_PMA] = "rdmans_port_",
+					      [C_PORT_HW] = "rdmans_port_hw_",
+					      [C_DEV_HW] = "rdmans_device_hw_" };
 	const char *name = kernel;
+	int known = pma_known_index(k, kernel);
 	size_t n;
 
 	if (not_a_counter(kernel))
 		return false;
 	*scale = 1;
-	if (k == C_PORT_PMA) {
-		for (size_t i = 0; i < RN_ARRAY_SIZE(pma_known); i++) {
-			if (strcmp(kernel, pma_known[i].kernel) == 0) {
-				rn_strscpy(buf, len, pma_known[i].metric);
-				rn_strscpy(help, help_len, pma_known[i].help);
-				*scale = pma_known[i].scale;
-				return true;
-			}
-		}
-		if (strncmp(name, "port_", 5) == 0)
-			name += 5;
+	if (known >= 0) {
+		rn_strscpy(buf, len, pma_known[known].metric);
+		*scale = pma_known[known].scale;
+		return true;
 	}
+	if (k == C_PORT_PMA && strncmp(name, "port_", 5) == 0)
+		name += 5;
 	snprintf(buf, len, "%s", prefix[k]);
 	n = strlen(buf);
 	/*
@@ -420,7 +433,6 @@ static bool counter_metric(enum counter_kind k, const char *kernel, char *buf, s
 	}
 	buf[n] = '\0';
 	rn_strscpy(buf + n, len - n, "_total");
-	snprintf(help, help_len, "The %s%s).", where[k], kernel);
 	return true;
 }
 
@@ -433,19 +445,25 @@ static const struct rn_counters *counters_of(const struct rn_dev_metrics *d, siz
 /* One sample to be: a kernel counter of a device (and port), under its metric's name. */
 struct counter_sample {
 	char metric[96];
-	char help[160];
 	enum counter_kind kind;
 	size_t dev, port, order; /* order: the scrape's, kept among equal names */
 	const struct rn_counter *c;
 	unsigned scale;
 };
 
+/* By metric, then device and port: a family's samples together, a port's twins adjacent. */
 static int by_metric(const void *x, const void *y)
 {
 	const struct counter_sample *a = x, *b = y;
 	int r = strcmp(a->metric, b->metric);
 
-	return r ? r : a->order < b->order ? -1 : a->order > b->order;
+	if (r)
+		return r;
+	if (a->dev != b->dev)
+		return a->dev < b->dev ? -1 : 1;
+	if (a->port != b->port)
+		return a->port < b->port ? -1 : 1;
+	return a->order < b->order ? -1 : a->order > b->order;
 }
 
 /* Every exported counter sample, grouped by metric name (one family each). */
@@ -470,8 +488,7 @@ static int gather_counters(const struct rn_scrape *s, struct counter_sample **re
 					}
 					e = &all[n];
 					if (!counter_metric(k, c->v[j].name, e->metric,
-							    sizeof(e->metric), &e->scale, e->help,
-							    sizeof(e->help)))
+							    sizeof(e->metric), &e->scale))
 						continue;
 					e->kind = k;
 					e->dev = i;
@@ -504,14 +521,16 @@ static void render_counters(const struct rn_scrape *s, struct rn_buf *b)
 		struct label l[MAX_LABELS];
 		char port[16];
 		size_t nl;
-		bool twice = false;
+		bool same_metric = i > 0 && strcmp(all[i - 1].metric, e->metric) == 0;
 
-		if (i == 0 || strcmp(all[i - 1].metric, e->metric) != 0)
-			family(b, e->metric, "counter", e->help);
+		if (!same_metric) {
+			char help[160];
+
+			counter_help(e->kind, e->c->name, help, sizeof(help));
+			family(b, e->metric, "counter", help);
+		}
 		/* two kernel names one metric name on one port ("cnpSent", "cnp_sent"): the first */
-		for (size_t j = i; j-- > 0 && !strcmp(all[j].metric, e->metric);)
-			twice |= all[j].dev == e->dev && all[j].port == e->port;
-		if (twice)
+		else if (all[i - 1].dev == e->dev && all[i - 1].port == e->port)
 			continue;
 		nl = e->kind == C_DEV_HW
 			     ? dev_labels(s, d, l)
