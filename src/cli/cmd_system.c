@@ -148,7 +148,8 @@ static int system_nfd(struct rn_cli *cli)
 	now = rn_rdma_open(&rdma, &err) == 0 &&
 	      rn_rdma_netns_mode_get(rdma, &exclusive, &err) == 0 &&
 	      rn_rdma_dev_dump(rdma, &devs, &err) == 0;
-	printf("# written by rdmans system nfd (rdmans-system's installer)\n");
+	/* node-uninstall.sh knows the file by this first line */
+	printf("# written by rdmans system nfd (the rdmans DaemonSet's installer)\n");
 	if (now)
 		printf(NFD_NS "netns-mode=%s\n", exclusive ? "exclusive" : "shared");
 	printf(NFD_NS "netns-mode-next-boot=%s\n",
