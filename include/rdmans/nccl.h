@@ -32,6 +32,8 @@
 #include "rdmans/sysfs.h"
 #include "rdmans/sysfs_gid.h"
 
+struct rn_sysfs_pci_fn;
+
 #define RN_NCCL_NAME_MAX 64
 /* NCCL reads at most 1023 bytes of a value from nccl.conf (src/misc/param.cc). */
 #define RN_NCCL_VALUE_MAX 1024
@@ -76,6 +78,7 @@ struct rn_nccl_port {
 	char ipv4[RN_NCCL_MAX_ADDRS][RN_CIDR_MAX]; /* its IPv4 addresses, "a.b.c.d/nn" */
 	size_t n_ipv6;
 	char ipv6[RN_NCCL_MAX_ADDRS][RN_CIDR_MAX]; /* its global IPv6 addresses, "x::y/nn" */
+	char pci_bdf[RN_BUS_ID_MAX]; /* the device's PCI function, "" when it has none */
 };
 
 struct rn_nccl_node {
@@ -225,6 +228,13 @@ struct rn_nccl_request {
 	 */
 	bool sockets_ok;
 	const char *sockets_origin;
+	/*
+	 * The container's GPUs (their PCI functions; n_gpus 0: none known):
+	 * NCCL_IB_HCA keeps the RDMA device rn_rails_choose() gives each of
+	 * them, nearest first, so two containers of one pod get their own rails.
+	 */
+	const struct rn_sysfs_pci_fn *gpus;
+	size_t n_gpus;
 };
 
 struct rn_nccl_setting {
@@ -248,6 +258,8 @@ struct rn_nccl_port_use {
 	char dev[RN_RDMA_NAME_MAX];
 	uint32_t port;
 	bool used; /* in NCCL_IB_HCA */
+	bool off_rail; /* usable, but not the device nearest to one of the container's GPUs */
+	unsigned rail; /* 1, 2, ...: its rank among the container's rails; 0: no rail */
 	char why_not[RN_NCCL_DETAIL_MAX]; /* when not used */
 	enum rn_nccl_gid_status gid_status;
 	int gid_index; /* RN_NCCL_GID_FOUND: the index */
@@ -275,6 +287,7 @@ struct rn_nccl_result {
 	size_t n_warnings;
 	char (*warnings)[RN_NCCL_DETAIL_MAX];
 	bool sockets; /* no usable RDMA port, sockets allowed: NCCL_IB_DISABLE=1 */
+	char rails[RN_NCCL_DETAIL_MAX]; /* each GPU's RDMA device, when the GPUs chose them */
 };
 
 void rn_nccl_result_free(struct rn_nccl_result *res);

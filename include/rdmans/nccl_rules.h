@@ -33,6 +33,15 @@ void rn_nccl_rules_family(const struct rn_nccl_node *node, struct rn_nccl_result
 /* NCCL_IB_GID_INDEX, or NCCL_IB_ADDR_FAMILY/RANGE when NCCL picks it per device. */
 int rn_nccl_rules_gid(const struct rn_nccl_node *node, struct rn_nccl_result *res);
 /* NCCL_IB_HCA: the used ports, exact names. */
+/*
+ * Of the usable ports, keeps those of the device nearest to each of the
+ * container's GPUs (rn_rails_choose()), ranked; the others are off_rail.
+ * Nothing changes without GPUs, or when no usable device has a PCI function
+ * (a warning says so).
+ */
+int rn_nccl_rules_rails(const struct rn_nccl_node *node, const struct rn_sysfs_pci_fn *gpus,
+			size_t n_gpus, struct rn_nccl_result *res);
+/* NCCL_IB_HCA: the used ports, by rail rank when the GPUs chose them. */
 int rn_nccl_rules_hca(const struct rn_nccl_node *node, struct rn_nccl_result *res);
 /* NCCL_SOCKET_IFNAME (and _FAMILY) from the used ports' netdevs, unless a profile set it. */
 int rn_nccl_rules_ifname(const struct rn_nccl_node *node, struct rn_nccl_result *res);

@@ -104,6 +104,8 @@ void rn_nri_call_free(struct rn_nri_call *c);
 const char *rn_nri_call_annotation(const struct rn_nri_call *c, const char *key);
 /* The container's environment value of name, or NULL. */
 const char *rn_nri_call_env(const struct rn_nri_call *c, const char *name);
+/* The paths of the container's device nodes (linux.devices), up to max; their number. */
+size_t rn_nri_call_devices(const struct rn_nri_call *c, const char **paths, size_t max);
 
 /* ---- our answers (ttrpc Response payloads; free *ret with free()) ---- */
 

@@ -46,6 +46,10 @@ void rn_oci_config_free(struct rn_oci_config *c);
 RN_DEFINE_TRIVIAL_CLEANUP_FUNC(struct rn_oci_config *, rn_oci_config_free)
 #define _cleanup_oci_config_ _cleanup_(rn_oci_config_freep)
 
+/* The parsed document (jansson's), for reading only. */
+struct json_t;
+const struct json_t *rn_oci_config_doc(const struct rn_oci_config *c);
+
 /* annotations[key] when it is a string, else NULL. */
 const char *rn_oci_config_annotation(const struct rn_oci_config *c, const char *key);
 /* root.path ("" when none) and root.readonly. */

@@ -13,8 +13,10 @@
 #include <stddef.h>
 
 #include "rdmans/error.h"
+#include "rdmans/gpu.h"
 #include "rdmans/nccl.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_pci.h"
 
 #define RN_ANN_DEVICES "rdmans.io/devices"
 #define RN_ANN_NCCL "rdmans.io/nccl"
@@ -28,13 +30,19 @@ struct rn_pod_ask {
 	char *devices[RN_POD_MAX_DEVICES]; /* named devices, deduplicated */
 	size_t n_devices;
 	bool all; /* "all": the devices the pod's network attachment gave it */
+	/* "gpu-aligned": the devices nearest to this container's GPUs (rails.h) */
+	bool gpu_aligned;
+	/* the container's GPUs (rn_pod_ask_gpus()); malloc'ed */
+	struct rn_sysfs_pci_fn *gpus;
+	size_t n_gpus;
+	char gpus_note[RN_NCCL_DETAIL_MAX]; /* why its GPUs are unknown, "" when known */
 	/* annotation values, borrowed from the caller */
 	const char *nccl, *profile, *conf;
 };
 
 void rn_pod_ask_free(struct rn_pod_ask *a);
 
-/* "irdma0,irdma1[,all]" (from: where it came from, for messages). */
+/* "irdma0,irdma1[,all][,gpu-aligned]" (from: where it came from, for messages). */
 int rn_pod_ask_add_devices(struct rn_pod_ask *a, const char *list, const char *from,
 			   struct rn_error *err);
 
@@ -50,9 +58,20 @@ bool rn_pod_ask_conf_off(const struct rn_pod_ask *a);
 bool rn_pod_ask_sockets(const struct rn_pod_ask *a);
 
 /*
+ * The container's GPUs, as its runtime gives them (gpu.h): their PCI
+ * functions go to a->gpus. A node without NVIDIA's driver, or a container
+ * without GPUs, has none. A name that is no GPU of this node fails only a
+ * gpu-aligned request; otherwise gpus_note says why NCCL_IB_HCA is not
+ * narrowed to the GPUs.
+ */
+int rn_pod_ask_gpus(struct rn_pod_ask *a, const struct rn_gpu_request *req, struct rn_error *err);
+
+/*
  * Moves the devices asked for into the netns nsfd (ns_desc names it in
  * messages), unless they are there already; "all" adds the pod's own
- * (rn_discover_pod()). Never takes a device from another pod's netns. The
+ * (rn_discover_pod()); "gpu-aligned" adds, of the devices in the pod and on
+ * the host, the one nearest to each of the container's GPUs (rn_rails_choose()).
+ * Never takes a device from another pod's netns. The
  * names moved go to moved[] (up to max; NULL: not wanted), their number to
  * *n_moved.
  */

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rdmans.h"
 #include "rdmans/sysfs_pci.h"
 #include "rdmans/gpu.h"
+#include "rdmans/rails.h"
 #include "rdmans/discover.h"
 #include "rdmans/rdma_nl.h"
 #include "rdmans/util.h"
@@ -209,11 +211,58 @@ static int dev_set(struct rn_cli *cli)
 	return 0;
 }
 
-#define GPU_ARGS_MAX 64
-
 static const char *const gpus_usage =
 	"usage: rdmans dev gpus [--visible-devices LIST] [--device /dev/nvidiaN]... "
 	"[--cdi nvidia.com/gpu=X]...";
+
+void rn_cli_gpus_init(struct rn_cli_gpus *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->req.devnodes = g->nodes;
+	g->req.cdi = g->cdi;
+}
+
+int rn_cli_gpus_option(struct rn_cli *cli, const char *arg, struct rn_cli_gpus *g)
+{
+	const char *v;
+
+	if (strcmp(arg, "--visible-devices") != 0 && strcmp(arg, "--device") != 0 &&
+	    strcmp(arg, "--cdi") != 0)
+		return 0;
+	v = rn_cli_next(cli);
+	if (!v || !*v)
+		return rn_cli_usage("%s needs a value", arg);
+	if (strcmp(arg, "--visible-devices") == 0)
+		g->req.visible_devices = v;
+	else if (strcmp(arg, "--device") == 0 && g->req.n_devnodes < RN_CLI_GPU_ARGS_MAX)
+		g->nodes[g->req.n_devnodes++] = v;
+	else if (strcmp(arg, "--cdi") == 0 && g->req.n_cdi < RN_CLI_GPU_ARGS_MAX)
+		g->cdi[g->req.n_cdi++] = v;
+	else
+		return rn_cli_usage("more than %d %s options", RN_CLI_GPU_ARGS_MAX, arg);
+	g->named = true;
+	return 1;
+}
+
+/* The RDMA devices of this netns with their PCI functions, for rn_rails_nearest(). */
+static int rail_devs(struct rn_rail_dev **ret, size_t *ret_n, struct rn_error *err)
+{
+	_cleanup_free_ struct rn_sysfs_rdma_dev *devs = NULL;
+	size_t n = 0;
+	int r = rn_sysfs_rdma_list(&devs, &n, err);
+
+	*ret = NULL;
+	*ret_n = 0;
+	if (r < 0)
+		return r;
+	*ret = calloc(n ? n : 1, sizeof(**ret));
+	if (!*ret)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		rn_rails_dev_read(&(*ret)[i], devs[i].name, devs[i].pci_bdf);
+	*ret_n = n;
+	return 0;
+}
 
 /*
  * The node's NVIDIA GPUs (the driver's files), each with its nearest RDMA
@@ -223,64 +272,46 @@ static const char *const gpus_usage =
 static int dev_gpus(struct rn_cli *cli)
 {
 	_cleanup_free_ struct rn_gpu *gpus = NULL;
-	_cleanup_free_ struct rn_sysfs_rdma_dev *devs = NULL;
-	const char *nodes[GPU_ARGS_MAX], *cdi[GPU_ARGS_MAX], *arg;
-	struct rn_gpu_request req = { nodes, 0, NULL, cdi, 0 };
+	_cleanup_free_ struct rn_rail_dev *devs = NULL;
+	struct rn_cli_gpus g;
 	struct rn_error err = { 0 };
-	bool sel[RN_GPU_MAX], named = false;
+	bool sel[RN_GPU_MAX];
 	size_t n = 0, ndevs = 0;
-	json_t *out = cli->json ? json_array() : NULL;
+	json_t *out = NULL;
+	const char *arg;
 	int r;
 
+	rn_cli_gpus_init(&g);
 	while ((arg = rn_cli_next(cli))) {
-		const char *v = rn_cli_next(cli);
-
-		if (!v || !*v)
-			return rn_cli_usage("%s needs a value; %s", arg, gpus_usage);
-		if (strcmp(arg, "--visible-devices") == 0)
-			req.visible_devices = v;
-		else if (strcmp(arg, "--device") == 0 && req.n_devnodes < GPU_ARGS_MAX)
-			nodes[req.n_devnodes++] = v;
-		else if (strcmp(arg, "--cdi") == 0 && req.n_cdi < GPU_ARGS_MAX)
-			cdi[req.n_cdi++] = v;
-		else
-			return rn_cli_usage("unexpected argument '%s'; %s", arg, gpus_usage);
-		named = true;
+		r = rn_cli_gpus_option(cli, arg, &g);
+		if (r != 1)
+			return r ? r
+				 : rn_cli_usage("unexpected argument '%s'; %s", arg, gpus_usage);
 	}
 	r = rn_gpu_list(NULL, &gpus, &n, &err);
 	if (r == 0)
-		r = rn_sysfs_rdma_list(&devs, &ndevs, &err);
-	if (r == 0 && named)
-		r = rn_gpu_select(gpus, n, &req, sel, &err);
-	if (r < 0) {
-		json_decref(out);
+		r = rail_devs(&devs, &ndevs, &err);
+	if (r == 0 && g.named)
+		r = rn_gpu_select(gpus, n, &g.req, sel, &err);
+	if (r < 0)
 		return rn_cli_fail(&err);
-	}
+	out = cli->json ? json_array() : NULL;
 	if (!out)
 		printf("%-14s %-5s %-42s %-5s %-12s %s\n", "GPU", "MINOR", "UUID", "NUMA",
 		       "NEAREST RDMA", "DISTANCE");
 	for (size_t i = 0; i < n; i++) {
-		struct rn_sysfs_pci_fn gpu, nic;
+		struct rn_sysfs_pci_fn gpu;
 		enum rn_pci_distance best = RN_PCI_CROSS_CPU;
 		const char *near = NULL;
 		struct rn_error ignored = { 0 };
 		bool have_gpu;
+		ssize_t at;
 
-		if (named && !sel[i])
+		if (g.named && !sel[i])
 			continue;
 		have_gpu = rn_sysfs_pci_get(gpus[i].bdf, &gpu, &ignored) == 0;
-		for (size_t d = 0; have_gpu && d < ndevs; d++) {
-			enum rn_pci_distance dist;
-
-			if (!devs[d].pci_bdf[0] ||
-			    rn_sysfs_pci_get(devs[d].pci_bdf, &nic, &ignored) < 0)
-				continue;
-			dist = rn_sysfs_pci_distance(&gpu, &nic);
-			if (!near || dist < best) {
-				near = devs[d].name;
-				best = dist;
-			}
-		}
+		at = have_gpu ? rn_rails_nearest(&gpu, devs, ndevs, &best) : -1;
+		near = at >= 0 ? devs[at].name : NULL;
 		if (out) {
 			json_array_append_new(
 				out,

@@ -14,6 +14,7 @@
 
 #include "nccl_opts.h"
 #include "rdmans.h"
+#include "rdmans/pod_ask.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/container.h"
 #include "rdmans/discover.h"
@@ -35,7 +36,8 @@ static int env_usage(void)
 		"env|sh|nccl-conf|json] [--explain] [--profile NAME] [--set NAME=VALUE]... "
 		"[--unset NAME]... [--family ipv4|ipv6|auto] [--nccl-version X.Y.Z] [--config "
 		"FILE] "
-		"[--cni-config FILE] [--merge NCCL_CONF]; "
+		"[--cni-config FILE] [--merge NCCL_CONF] [--visible-devices LIST] "
+		"[--device /dev/nvidiaN]... [--cdi nvidia.com/gpu=X]...; "
 		"rdmans env profiles");
 }
 
@@ -163,6 +165,8 @@ int rn_cmd_env(struct rn_cli *cli)
 	_cleanup_free_ char *text = NULL, *existing = NULL;
 	_cleanup_close_ int nsfd = -1;
 	struct rn_nccl_request req = { 0 };
+	_cleanup_(rn_pod_ask_free) struct rn_pod_ask ask = { 0 };
+	struct rn_cli_gpus gpus;
 	struct rn_error err = { 0 };
 	const char *target = NULL, *container = NULL, *format = NULL, *merge = NULL, *a;
 	enum rn_nccl_format fmt = RN_NCCL_FMT_ENV;
@@ -173,6 +177,7 @@ int rn_cmd_env(struct rn_cli *cli)
 	int r;
 
 	nccl_opts_init(&opts);
+	rn_cli_gpus_init(&gpus);
 	if (rn_cli_flag(cli, "profiles"))
 		return list_profiles(cli);
 	(void)rn_cli_flag(cli, "show");
@@ -195,6 +200,10 @@ int rn_cmd_env(struct rn_cli *cli)
 				return env_usage();
 		} else if (strcmp(a, "--explain") == 0) {
 			explain = true;
+		} else if ((r = rn_cli_gpus_option(cli, a, &gpus)) != 0) {
+			if (r != 1)
+				return r;
+			r = 0;
 		} else {
 			return rn_cli_usage("unexpected argument '%s' to 'env' (try 'rdmans help')",
 					    a);
@@ -241,6 +250,10 @@ int rn_cmd_env(struct rn_cli *cli)
 	if ((target || container) && nsfd < 0)
 		return rn_cli_fail(&err);
 
+	/* a container's GPUs narrow NCCL_IB_HCA to their nearest devices, as rdmans-hook does */
+	ask.gpu_aligned = gpus.named;
+	if (gpus.named && rn_pod_ask_gpus(&ask, &gpus.req, &err) < 0)
+		return rn_cli_fail(&err);
 	find_version(pid, target != NULL, &version, version_note, sizeof(version_note));
 	r = rn_nccl_probe(nsfd, &node, &err);
 	if (r == 0) {
@@ -248,6 +261,8 @@ int rn_cmd_env(struct rn_cli *cli)
 		req.n_layers = opts.n_layers;
 		req.nccl_version = &version;
 		req.nccl_version_note = version_note[0] ? version_note : NULL;
+		req.gpus = ask.gpus;
+		req.n_gpus = ask.n_gpus;
 		r = rn_nccl_resolve(&node, &req, &res, &err);
 	}
 	if (r < 0) {

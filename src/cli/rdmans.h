@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "rdmans/error.h"
+#include "rdmans/gpu.h"
 #include "rdmans/json_cleanup.h"
 
 /* Exit codes: one per kind of failure, documented in rdmans(8). */
@@ -56,6 +57,20 @@ int rn_cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints a JSON document (and takes it); returns 0. */
 int rn_cli_print_json(const struct rn_cli *cli, json_t *doc);
+
+/* A container's GPUs as its runtime names them: --visible-devices, --device, --cdi. */
+#define RN_CLI_GPU_ARGS_MAX 64
+struct rn_cli_gpus {
+	const char *nodes[RN_CLI_GPU_ARGS_MAX], *cdi[RN_CLI_GPU_ARGS_MAX];
+	struct rn_gpu_request req; /* points into the arrays above */
+	bool named;
+};
+void rn_cli_gpus_init(struct rn_cli_gpus *g);
+/*
+ * Takes `arg` and its value from cli when it is one of the three options:
+ * 1 taken, 0 not one of them, or an exit code > 1 (usage, printed).
+ */
+int rn_cli_gpus_option(struct rn_cli *cli, const char *arg, struct rn_cli_gpus *g);
 
 int rn_cmd_system(struct rn_cli *cli);
 int rn_cmd_dev(struct rn_cli *cli);

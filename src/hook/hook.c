@@ -133,6 +133,50 @@ static int resolve(struct hook *h, int nsfd, const struct rn_nccl_layer *layers,
 				  patience_ms, out, err);
 }
 
+#define MAX_GPU_NAMES 64
+
+/*
+ * The container's GPUs as its config gives them (the NVIDIA Container
+ * Toolkit's three ways): /dev/nvidiaN in linux.devices, NVIDIA_VISIBLE_DEVICES
+ * in process.env, and CDI names in the cdi.k8s.io/ annotations.
+ */
+static int container_gpus(struct hook *h, struct rn_error *err)
+{
+	const json_t *doc = h->oci ? (const json_t *)rn_oci_config_doc(h->oci) : h->config_json;
+	json_t *devices = json_object_get(json_object_get(doc, "linux"), "devices");
+	json_t *env = json_object_get(json_object_get(doc, "process"), "env");
+	json_t *annotations = json_object_get(doc, "annotations"), *v;
+	const char *nodes[MAX_GPU_NAMES], *cdi[MAX_GPU_NAMES], *key;
+	struct rn_gpu_request req = { nodes, 0, NULL, cdi, 0 };
+	char lists[MAX_GPU_NAMES][256];
+	size_t i, n_lists = 0;
+
+	json_array_foreach (devices, i, v) {
+		const char *path = json_string_value(json_object_get(v, "path"));
+
+		if (path && strncmp(path, "/dev/nvidia", 11) == 0 && req.n_devnodes < MAX_GPU_NAMES)
+			nodes[req.n_devnodes++] = path;
+	}
+	json_array_foreach (env, i, v)
+		if (json_is_string(v) &&
+		    strncmp(json_string_value(v), "NVIDIA_VISIBLE_DEVICES=", 23) == 0)
+			req.visible_devices = json_string_value(v) + 23;
+	json_object_foreach (annotations, key, v) {
+		char *save = NULL;
+
+		if (strncmp(key, "cdi.k8s.io/", 11) != 0 || !json_is_string(v) ||
+		    n_lists == MAX_GPU_NAMES)
+			continue;
+		(void)rn_snprintf(lists[n_lists], sizeof(lists[n_lists]), "%s",
+				  json_string_value(v));
+		for (char *t = strtok_r(lists[n_lists++], ",", &save);
+		     t && req.n_cdi < MAX_GPU_NAMES; t = strtok_r(NULL, ",", &save))
+			if (strncmp(t, "nvidia.com/gpu=", 15) == 0)
+				cdi[req.n_cdi++] = t;
+	}
+	return rn_pod_ask_gpus(&h->ask, &req, err);
+}
+
 static const char *annotation_of(const char *key, void *hook)
 {
 	return hook_annotation(hook, key);
@@ -497,6 +541,8 @@ static int run(struct hook *h, int argc, char **argv)
 			       "rdmans.io annotations or give it a network namespace");
 
 	r = rn_pod_ask_layers(&h->ask, &h->sources, layers, &n_layers, &err);
+	if (r == 0 && !h->sandbox)
+		r = container_gpus(h, &err);
 	if (r == 0 && files)
 		r = check_writable(h, &err);
 	if (r == 0 && h->soft_roce)

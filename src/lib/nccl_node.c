@@ -71,8 +71,15 @@ int rn_nccl_node_from_facts(const struct rn_sysfs_rdma_facts *sf, struct rn_nccl
 	node.ports = calloc(sf->n_ports ? sf->n_ports : 1, sizeof(*node.ports));
 	if (!node.ports)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	for (size_t i = 0; i < sf->n_ports; i++) /* sysfs sorts them as the resolver wants */
-		port_from_sysfs(&node.ports[node.n_ports++], &sf->ports[i]);
+	for (size_t i = 0; i < sf->n_ports; i++) { /* sysfs sorts them as the resolver wants */
+		struct rn_nccl_port *p = &node.ports[node.n_ports++];
+
+		port_from_sysfs(p, &sf->ports[i]);
+		for (size_t d = 0; d < sf->n_devs; d++)
+			if (strcmp(sf->devs[d].name, p->dev) == 0)
+				(void)rn_strscpy(p->pci_bdf, sizeof(p->pci_bdf),
+						 sf->devs[d].pci_bdf);
+	}
 	*out = node;
 	memset(&node, 0, sizeof(node));
 	return 0;

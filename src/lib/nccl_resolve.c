@@ -202,7 +202,7 @@ static int resolve_rdma(const struct rn_nccl_node *node, const struct rn_nccl_la
 	int r = 0;
 
 	for (size_t i = 0; r == 0 && i < res->n_ports; i++)
-		if (!res->ports[i].used && res->ports[i].why_not[0])
+		if (!res->ports[i].used && !res->ports[i].off_rail && res->ports[i].why_not[0])
 			r = rn_nccl_result_warn(res, "%s port %u is left out: %s",
 						res->ports[i].dev, res->ports[i].port,
 						res->ports[i].why_not);
@@ -227,7 +227,8 @@ static int resolve_node(const struct rn_nccl_node *node, const struct rn_nccl_re
 {
 	bool any = false;
 
-	if (rn_nccl_rules_ports(node, res) < 0)
+	if (rn_nccl_rules_ports(node, res) < 0 ||
+	    rn_nccl_rules_rails(node, req->gpus, req->n_gpus, res) < 0)
 		return out_of_memory(err);
 	for (size_t i = 0; i < res->n_ports; i++)
 		any = any || res->ports[i].used;

@@ -6,11 +6,13 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rdmans/nccl_rules.h"
+#include "rdmans/rails.h"
 #include "rdmans/sysfs_gid.h"
 #include "rdmans/util.h"
 
@@ -187,18 +189,92 @@ static void dev_port_counts(const struct rn_nccl_result *res, const char *dev, s
 	}
 }
 
+int rn_nccl_rules_rails(const struct rn_nccl_node *node, const struct rn_sysfs_pci_fn *gpus,
+			size_t n_gpus, struct rn_nccl_result *res)
+{
+	_cleanup_free_ struct rn_rail_dev *devs = NULL;
+	_cleanup_free_ struct rn_rail *rails = NULL;
+	struct rn_error err = { 0 };
+	size_t n = 0;
+
+	if (!n_gpus || !res->n_ports)
+		return 0;
+	devs = calloc(res->n_ports, sizeof(*devs));
+	rails = calloc(n_gpus, sizeof(*rails));
+	if (!devs || !rails)
+		return -ENOMEM;
+	for (size_t i = 0; i < res->n_ports; i++) {
+		bool seen = false;
+
+		for (size_t j = 0; j < n; j++)
+			seen = seen || strcmp(devs[j].name, res->ports[i].dev) == 0;
+		if (res->ports[i].used && !seen)
+			rn_rails_dev_read(&devs[n++], res->ports[i].dev, node->ports[i].pci_bdf);
+	}
+	if (!n)
+		return 0;
+	if (rn_rails_choose(gpus, n_gpus, devs, n, rails, &err) < 0)
+		return rn_nccl_result_warn(res,
+					   "NCCL_IB_HCA is not narrowed to the RDMA devices near "
+					   "this container's %zu GPUs: %s",
+					   n_gpus, err.msg);
+	for (size_t k = 0; k < n_gpus; k++) {
+		const struct rn_rail_dev *d = &devs[rails[k].dev];
+
+		rn_strappend(res->rails, sizeof(res->rails), "%sGPU %s: %s (%s%s)",
+			     res->rails[0] ? "; " : "", gpus[rails[k].gpu].bdf, d->name,
+			     rn_pci_distance_name(rails[k].distance),
+			     rails[k].shared ? ", shared: fewer RDMA devices than GPUs" : "");
+		for (size_t i = 0; i < res->n_ports; i++)
+			if (res->ports[i].used && !res->ports[i].rail &&
+			    strcmp(res->ports[i].dev, d->name) == 0)
+				res->ports[i].rail = (unsigned)k + 1;
+	}
+	for (size_t i = 0; i < res->n_ports; i++) {
+		struct rn_nccl_port_use *u = &res->ports[i];
+
+		if (!u->used || u->rail)
+			continue;
+		u->used = false;
+		u->off_rail = true;
+		(void)rn_snprintf(u->why_not, sizeof(u->why_not),
+				  "not the nearest RDMA device of any of this container's GPUs "
+				  "(%s)",
+				  res->rails);
+	}
+	return 0;
+}
+
+/* The next used port by rail rank (then position) after the one at `prev` (SIZE_MAX: first). */
+static size_t next_used(const struct rn_nccl_result *res, size_t prev)
+{
+	size_t best = SIZE_MAX;
+
+	for (size_t i = 0; i < res->n_ports; i++) {
+		const struct rn_nccl_port_use *u = &res->ports[i];
+		bool after_prev, before_best;
+
+		if (!u->used)
+			continue;
+		after_prev = prev == SIZE_MAX || u->rail > res->ports[prev].rail ||
+			     (u->rail == res->ports[prev].rail && i > prev);
+		before_best = best == SIZE_MAX || u->rail < res->ports[best].rail;
+		if (after_prev && before_best)
+			best = i;
+	}
+	return best;
+}
+
 int rn_nccl_rules_hca(const struct rn_nccl_node *node, struct rn_nccl_result *res)
 {
 	char value[RN_NCCL_VALUE_MAX] = "=", detail[RN_NCCL_DETAIL_MAX] = "";
 	const char *last = "";
 
-	for (size_t i = 0; i < res->n_ports; i++) {
+	for (size_t i = next_used(res, SIZE_MAX); i != SIZE_MAX; i = next_used(res, i)) {
 		const struct rn_nccl_port_use *u = &res->ports[i];
 		const struct rn_nccl_port *p = &node->ports[i];
 		size_t used, all;
 
-		if (!u->used)
-			continue;
 		dev_port_counts(res, u->dev, &used, &all);
 		if (all > 1)
 			rn_strappend(value, sizeof(value), "%s%s:%u", value[1] ? "," : "", u->dev,
@@ -211,6 +287,9 @@ int rn_nccl_rules_hca(const struct rn_nccl_node *node, struct rn_nccl_result *re
 			     p->link_layer[0] ? p->link_layer : "?", p->netdev[0] ? ", " : "",
 			     p->netdev);
 	}
+	if (res->rails[0])
+		rn_strappend(detail, sizeof(detail), "; nearest to this container's GPUs first: %s",
+			     res->rails);
 	/* NCCL matches names as prefixes unless the list starts with '=': mlx5_1 takes mlx5_10 */
 	rn_strappend(detail, sizeof(detail), "; '=': exact names, as NCCL's documentation advises");
 	return rn_nccl_result_put(res, "NCCL_IB_HCA", value, RN_NCCL_SRC_DETECTED, "detected",

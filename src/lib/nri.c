@@ -365,6 +365,56 @@ static int pod_devnodes(int nsfd, struct rn_nri_device *out, size_t max, size_t 
 	return 0;
 }
 
+#define MAX_CTR_DEVICES 128
+
+/* The container's GPUs, as the runtime gives them: its device nodes and NVIDIA_VISIBLE_DEVICES. */
+static int container_gpus(const struct rn_nri_call *c, struct rn_pod_ask *ask, struct rn_error *err)
+{
+	const char *paths[MAX_CTR_DEVICES];
+	struct rn_gpu_request req = { paths, 0, NULL, NULL, 0 };
+
+	/* (CDI devices are in linux.devices already: containerd injects them into the spec first) */
+	req.n_devnodes = rn_nri_call_devices(c, paths, MAX_CTR_DEVICES);
+	req.visible_devices = rn_nri_call_env(c, "NVIDIA_VISIBLE_DEVICES");
+	return rn_pod_ask_gpus(ask, &req, err);
+}
+
+/* gpu-aligned: the container's rails come into the pod, and join the pod's record. */
+static int move_gpu_aligned(struct session *s, const struct rn_nri_call *c, struct rn_pod_ask *ask,
+			    int nsfd, const char *desc, struct rn_error *err)
+{
+	char moved[RN_POD_MAX_DEVICES][RN_RDMA_NAME_MAX], all[RN_POD_MAX_DEVICES][RN_RDMA_NAME_MAX];
+	char names[1024], *save = NULL;
+	size_t n_moved = 0, n_all = 0;
+	int r = rn_pod_ask_move(ask, nsfd, desc, moved, RN_POD_MAX_DEVICES, &n_moved, err);
+
+	if (n_moved) {
+		int r2;
+
+		if (recorded_devices(s, c, names, sizeof(names)))
+			for (char *t = strtok_r(names, ",", &save); t && n_all < RN_POD_MAX_DEVICES;
+			     t = strtok_r(NULL, ",", &save))
+				(void)rn_strscpy(all[n_all++], RN_RDMA_NAME_MAX, t);
+		for (size_t i = 0; i < n_moved && n_all < RN_POD_MAX_DEVICES; i++)
+			memcpy(all[n_all++], moved[i], RN_RDMA_NAME_MAX);
+		r2 = record_moved(s, c, c->pod_netns ? c->pod_netns : desc, all, n_all, err);
+		r = r < 0 ? r : r2;
+	}
+	for (size_t i = 0; i < n_moved; i++)
+		say(s, LOG_INFO,
+		    "container %s of pod %s/%s: moved RDMA device %s into %s (gpu-aligned)",
+		    c->ctr_name, c->pod_namespace, c->pod_name, moved[i], desc);
+	if (r < 0 && n_moved) {
+		struct rn_error undo = { 0 };
+
+		/* the container fails: what this call moved goes home (the record keeps the rest) */
+		if (take_home(s, c, nsfd, moved, n_moved, &undo) < 0)
+			rn_strappend(err->msg, sizeof(err->msg),
+				     "; taking the moved devices home failed too: %s", undo.msg);
+	}
+	return r;
+}
+
 static int create_container(struct session *s, const struct rn_nri_call *c, uint8_t **reply,
 			    size_t *reply_len, struct rn_error *err)
 {
@@ -389,6 +439,10 @@ static int create_container(struct session *s, const struct rn_nri_call *c, uint
 	}
 	nsfd = open_pod_netns(c, desc, sizeof(desc), err);
 	r = nsfd < 0 ? nsfd : 0;
+	if (r == 0)
+		r = container_gpus(c, &ask, err);
+	if (r == 0 && ask.gpu_aligned)
+		r = move_gpu_aligned(s, c, &ask, nsfd, desc, err);
 	if (r == 0)
 		r = pod_devnodes(nsfd, devs, MAX_DEVNODES, &n_devs, err);
 	if (r == 0 && !rn_pod_ask_conf_off(&ask)) {

@@ -357,6 +357,19 @@ const char *rn_nri_call_env(const struct rn_nri_call *c, const char *name)
 	return NULL;
 }
 
+size_t rn_nri_call_devices(const struct rn_nri_call *c, const char **paths, size_t max)
+{
+	const struct call_priv *p = c->priv;
+	size_t n = 0;
+
+	if (!p || !p->ctr || !p->ctr->linux)
+		return 0;
+	for (size_t i = 0; i < p->ctr->linux->n_devices && n < max; i++)
+		if (p->ctr->linux->devices[i] && p->ctr->linux->devices[i]->path)
+			paths[n++] = p->ctr->linux->devices[i]->path;
+	return n;
+}
+
 /* ---- answers ---- */
 
 static int pack(const ProtobufCMessage *m, uint8_t **ret, size_t *ret_len, struct rn_error *err)

@@ -295,6 +295,11 @@ enum rn_oci_netns rn_oci_config_netns(const struct rn_oci_config *c, const char 
 	return RN_OCI_NETNS_NONE;
 }
 
+const struct json_t *rn_oci_config_doc(const struct rn_oci_config *c)
+{
+	return c->doc;
+}
+
 const char *rn_oci_config_env_get(const struct rn_oci_config *c, const char *name)
 {
 	json_t *env = json_object_get(json_object_get(c->doc, "process"), "env");

@@ -12,7 +12,10 @@
 #include "rdmans/nccl_node.h"
 #include "rdmans/nccl_resolve.h"
 #include "rdmans/nccl_rules.h"
+#include "rdmans/netns.h"
 #include "rdmans/pod_ask.h"
+#include "rdmans/rails.h"
+#include "rdmans/rdma_nl.h"
 #include "rdmans/util.h"
 
 void rn_pod_ask_free(struct rn_pod_ask *a)
@@ -20,6 +23,9 @@ void rn_pod_ask_free(struct rn_pod_ask *a)
 	for (size_t i = 0; i < a->n_devices; i++)
 		free(a->devices[i]);
 	a->n_devices = 0;
+	free(a->gpus);
+	a->gpus = NULL;
+	a->n_gpus = 0;
 }
 
 int rn_pod_ask_add_devices(struct rn_pod_ask *a, const char *list, const char *from,
@@ -36,6 +42,10 @@ int rn_pod_ask_add_devices(struct rn_pod_ask *a, const char *list, const char *f
 
 		if (strcmp(t, "all") == 0) {
 			a->all = true;
+			continue;
+		}
+		if (strcmp(t, "gpu-aligned") == 0) {
+			a->gpu_aligned = true;
 			continue;
 		}
 		r = rn_name_check("RDMA device", t, RN_RDMA_NAME_MAX - 1, err);
@@ -77,7 +87,7 @@ int rn_pod_ask_from_annotations(struct rn_pod_ask *a, rn_annotation_fn get, void
 
 bool rn_pod_ask_any(const struct rn_pod_ask *a)
 {
-	return a->n_devices || a->all || a->nccl || a->profile;
+	return a->n_devices || a->all || a->gpu_aligned || a->nccl || a->profile;
 }
 
 bool rn_pod_ask_conf_off(const struct rn_pod_ask *a)
@@ -126,6 +136,90 @@ static int add_pod_devices(struct rn_pod_ask *a, int nsfd, struct rn_error *err)
 	return 0;
 }
 
+int rn_pod_ask_gpus(struct rn_pod_ask *a, const struct rn_gpu_request *req, struct rn_error *err)
+{
+	_cleanup_free_ struct rn_gpu *gpus = NULL;
+	bool sel[RN_GPU_MAX] = { false };
+	size_t n = 0;
+	int r;
+
+	free(a->gpus);
+	a->gpus = NULL;
+	a->n_gpus = 0;
+	a->gpus_note[0] = '\0';
+	r = rn_gpu_list(NULL, &gpus, &n, err);
+	if (r == 0 && n)
+		r = rn_gpu_select(gpus, n, req, sel, err);
+	if (r < 0) {
+		if (a->gpu_aligned)
+			return rn_error_wrap(err, "annotation " RN_ANN_DEVICES ": gpu-aligned");
+		(void)rn_snprintf(a->gpus_note, sizeof(a->gpus_note), "%s", err->msg);
+		rn_error_clear(err);
+		return 0;
+	}
+	a->gpus = calloc(n ? n : 1, sizeof(*a->gpus));
+	if (!a->gpus)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		if (!sel[i])
+			continue;
+		r = rn_sysfs_pci_get(gpus[i].bdf, &a->gpus[a->n_gpus], err);
+		if (r < 0)
+			return rn_error_wrap(err, "GPU %s (/dev/nvidia%u) of the NVIDIA driver",
+					     gpus[i].bdf, gpus[i].minor);
+		a->n_gpus++;
+	}
+	return 0;
+}
+
+struct pod_rail_devs {
+	struct rn_rail_dev *devs;
+	size_t n, max;
+};
+
+/* The RDMA devices this sysfs shows, with their PCI functions (run in a netns, or here). */
+static int collect_rail_devs(void *arg, struct rn_error *err)
+{
+	struct pod_rail_devs *c = arg;
+	_cleanup_free_ struct rn_sysfs_rdma_dev *devs = NULL;
+	size_t n = 0;
+	int r = rn_sysfs_rdma_list(&devs, &n, err);
+
+	for (size_t i = 0; r == 0 && i < n && c->n < c->max; i++)
+		rn_rails_dev_read(&c->devs[c->n++], devs[i].name, devs[i].pci_bdf);
+	return r;
+}
+
+/* gpu-aligned: the device nearest to each GPU, of the pod's and the host's, joins a->devices. */
+static int add_gpu_aligned(struct rn_pod_ask *a, int nsfd, struct rn_error *err)
+{
+	struct rn_rail_dev devs[2 * RN_POD_MAX_DEVICES];
+	struct pod_rail_devs c = { devs, 0, RN_ARRAY_SIZE(devs) };
+	_cleanup_free_ struct rn_rail *rails = NULL;
+	int r;
+
+	/* a container without GPUs (the pod's sandbox, a sidecar) brings no rail */
+	if (!a->n_gpus)
+		return 0;
+	r = rn_netns_run_sysfs(nsfd, collect_rail_devs, &c, err);
+	if (r == 0)
+		r = rn_netns_run_here_sysfs(collect_rail_devs, &c, err);
+	if (r < 0)
+		return rn_error_wrap(err, "gpu-aligned");
+	rails = calloc(a->n_gpus, sizeof(*rails));
+	if (!rails)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	r = rn_rails_choose(a->gpus, a->n_gpus, devs, c.n, rails, err);
+	if (r < 0)
+		return rn_error_wrap(err, "annotation " RN_ANN_DEVICES ": gpu-aligned");
+	for (size_t k = 0; k < a->n_gpus; k++) {
+		r = rn_pod_ask_add_devices(a, devs[rails[k].dev].name, "gpu-aligned", err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int rn_pod_ask_move(struct rn_pod_ask *a, int nsfd, const char *ns_desc,
 		    char (*moved)[RN_RDMA_NAME_MAX], size_t max, size_t *n_moved,
 		    struct rn_error *err)
@@ -136,6 +230,11 @@ int rn_pod_ask_move(struct rn_pod_ask *a, int nsfd, const char *ns_desc,
 	*n_moved = 0;
 	if (a->all) {
 		r = add_pod_devices(a, nsfd, err);
+		if (r < 0)
+			return r;
+	}
+	if (a->gpu_aligned) {
+		r = add_gpu_aligned(a, nsfd, err);
 		if (r < 0)
 			return r;
 	}
@@ -242,6 +341,8 @@ int rn_pod_ask_resolve(const struct rn_pod_ask *a, int nsfd, const struct rn_ncc
 	req.nccl_version_note = version_note;
 	req.sockets_ok = rn_pod_ask_sockets(a);
 	req.sockets_origin = "annotation " RN_ANN_CONF;
+	req.gpus = a->gpus;
+	req.n_gpus = a->n_gpus;
 
 	for (;;) {
 		_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
@@ -253,8 +354,15 @@ int rn_pod_ask_resolve(const struct rn_pod_ask *a, int nsfd, const struct rn_ncc
 			r = rn_nccl_resolve(&node, &req, out, err);
 		if (r < 0 && r != -ENODEV)
 			return r;
-		if (r == 0 && settled(a, &node, out))
+		if (r == 0 && settled(a, &node, out)) {
+			if (a->gpus_note[0] &&
+			    rn_nccl_result_warn(out,
+						"NCCL_IB_HCA is not narrowed to the container's "
+						"GPUs: %s",
+						a->gpus_note) < 0)
+				return rn_error_set(err, ENOMEM, "out of memory");
 			return 0;
+		}
 		if (rn_now_ms() >= deadline)
 			break;
 		usleep(50 * 1000);

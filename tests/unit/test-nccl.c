@@ -27,6 +27,7 @@
 #include "rdmans/nccl_rules.h"
 #include "rdmans/nccl_version.h"
 #include "rdmans/rootfs.h"
+#include "rdmans/sysfs_pci.h"
 #include "rdmans/util.h"
 #include "test.h"
 
@@ -1848,6 +1849,121 @@ static void cni_conflist_block_comes_from_its_plugin(void)
 	CHECK_CONTAINS(err.msg, "does not exist");
 }
 
+/*
+ * Four rails, each RDMA device below a PCIe switch with one GPU (two
+ * switches per socket): a container's GPUs narrow NCCL_IB_HCA to theirs.
+ */
+static void place_gpu_rails(const char *root, struct rn_sysfs_pci_fn gpu[4])
+{
+	for (unsigned n = 0; n < 4; n++) {
+		char sw[128], nic_parent[160], gpu_parent[160], nic[32], bdf[32];
+		struct rn_error err = { 0 };
+
+		snprintf(sw, sizeof(sw), "pci0000:%s/0000:%s:0%u.0/0000:%x0:00.0",
+			 n < 2 ? "00" : "80", n < 2 ? "00" : "80", 1 + n % 2, 1 + n);
+		snprintf(nic_parent, sizeof(nic_parent), "%s/0000:%x1:01.0", sw, 1 + n);
+		snprintf(gpu_parent, sizeof(gpu_parent), "%s/0000:%x1:00.0", sw, 1 + n);
+		snprintf(nic, sizeof(nic), "0000:%02x:00.0", 0x3b + n);
+		snprintf(bdf, sizeof(bdf), "0000:%x2:00.0", 1 + n);
+		fakesys_place_pci(root, nic, nic_parent, 0x15b3, 0x020000, n < 2 ? 0 : 1);
+		fakesys_place_pci(root, bdf, gpu_parent, 0x10de, 0x030200, n < 2 ? 0 : 1);
+		CHECK_INT(rn_sysfs_pci_get(bdf, &gpu[n], &err), 0);
+	}
+}
+
+static void a_containers_gpus_choose_its_rails(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
+	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
+	_cleanup_nccl_layer_ struct rn_nccl_layer option = { 0 };
+	struct rn_nccl_request req = { 0 };
+	struct rn_error err = { 0 };
+	struct rn_sysfs_pci_fn gpu[4], mine[2];
+	const struct rn_nccl_setting *hca;
+
+	for (unsigned i = 0; i < 4; i++) {
+		char hex[16], guid[32];
+
+		snprintf(hex, sizeof(hex), "0a00:%02x02", i);
+		snprintf(guid, sizeof(guid), "eaeb:d3ff:fecc:c9%02x", i);
+		add_mlx5_rail(root, i, hex, guid);
+	}
+	place_gpu_rails(root, gpu);
+	load(&node);
+	for (unsigned i = 0; i < 4; i++) {
+		char ifname[16], cidr[32];
+
+		snprintf(ifname, sizeof(ifname), "eth%u", i);
+		snprintf(cidr, sizeof(cidr), "10.0.%u.2/24", i);
+		addr(&node, ifname, cidr);
+	}
+	CHECK_STR(node.ports[2].pci_bdf, "0000:3d:00.0");
+
+	/* GPUs 3 and 0, in that order: their own devices, nearest first, then in GPU order */
+	mine[0] = gpu[3];
+	mine[1] = gpu[0];
+	req.gpus = mine;
+	req.n_gpus = 2;
+	REQUIRE(rn_nccl_resolve(&node, &req, &res, &err) == 0);
+	CHECK_STR(value(&res, "NCCL_IB_HCA"), "=mlx5_3,mlx5_0");
+	CHECK_STR(value(&res, "NCCL_IB_GID_INDEX"), "3");
+	hca = rn_nccl_result_get(&res, "NCCL_IB_HCA");
+	REQUIRE(hca != NULL);
+	CHECK_CONTAINS(hca->detail, "nearest to this container's GPUs first: GPU 0000:42:00.0: "
+				    "mlx5_3 (same PCIe switch); GPU 0000:12:00.0: mlx5_0 (same "
+				    "PCIe switch)");
+	CHECK(!res.ports[1].used && res.ports[1].off_rail);
+	CHECK_CONTAINS(res.ports[1].why_not,
+		       "not the nearest RDMA device of any of this container's GPUs");
+	CHECK(res.ports[0].used && res.ports[0].rail == 2 && res.ports[3].rail == 1);
+	CHECK_INT(res.n_warnings, 0); /* the other rails are no fault of the pod */
+
+	/* no GPUs: every usable port, as before */
+	rn_nccl_result_free(&res);
+	req.n_gpus = 0;
+	REQUIRE(rn_nccl_resolve(&node, &req, &res, &err) == 0);
+	CHECK_STR(value(&res, "NCCL_IB_HCA"), "=mlx5_0,mlx5_1,mlx5_2,mlx5_3");
+
+	/* a layer's NCCL_IB_HCA still wins over the GPUs' choice */
+	rn_nccl_result_free(&res);
+	rn_nccl_layer_init(&option, RN_NCCL_SRC_OPTION, "--set");
+	REQUIRE(rn_nccl_layer_set(&option, "NCCL_IB_HCA", "=mlx5_1", &err) == 0);
+	req.layers = &option;
+	req.n_layers = 1;
+	req.n_gpus = 2;
+	REQUIRE(rn_nccl_resolve(&node, &req, &res, &err) == 0);
+	CHECK_STR(value(&res, "NCCL_IB_HCA"), "=mlx5_1");
+}
+
+/* Devices without a PCI function (soft-RoCE): nothing to choose by, said in a warning. */
+static void gpus_cannot_choose_among_soft_devices(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
+	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
+	struct rn_nccl_request req = { 0 };
+	struct rn_error err = { 0 };
+	struct rn_sysfs_pci_fn gpu;
+
+	fakesys_add_netdev_virtual(root, "net1");
+	fakesys_add_rdma_virtual(root, "rxe0", "net1", "0000:0000:0000:0001", "Ethernet");
+	fakesys_add_gid(root, "rxe0", 1, 1, "0000:0000:0000:0000:0000:ffff:0a00:0002", "RoCE v2",
+			"net1");
+	fakesys_place_pci(root, "0000:12:00.0", "pci0000:00/0000:00:01.0", 0x10de, 0x030200, 0);
+	REQUIRE(rn_sysfs_pci_get("0000:12:00.0", &gpu, &err) == 0);
+	load(&node);
+	addr(&node, "net1", "10.0.0.2/24");
+	req.gpus = &gpu;
+	req.n_gpus = 1;
+	REQUIRE(rn_nccl_resolve(&node, &req, &res, &err) == 0);
+	CHECK_STR(value(&res, "NCCL_IB_HCA"), "=rxe0");
+	REQUIRE(res.n_warnings == 1);
+	CHECK_CONTAINS(res.warnings[0], "NCCL_IB_HCA is not narrowed to the RDMA devices near this "
+					"container's 1 GPUs: none of the 1 RDMA devices here has a "
+					"PCI function");
+}
+
 RN_TEST_MAIN(
 	T(sysfs_gives_ports_netdevs_and_state), T(addresses_go_to_every_port_of_the_netdev),
 	T(doc003_irdma_gets_gid_index_1), T(doc000_mlx5_rails_get_gid_index_3),
@@ -1880,4 +1996,5 @@ RN_TEST_MAIN(
 	T(merge_keeps_lines_that_only_look_like_ours), T(merge_header_and_origins_stay_one_line),
 	T(merge_never_loses_a_line_and_is_idempotent), T(nccl_block_sets_profile_and_env),
 	T(nccl_block_errors_name_the_source_and_the_key),
-	T(cni_conflist_block_comes_from_its_plugin))
+	T(cni_conflist_block_comes_from_its_plugin), T(a_containers_gpus_choose_its_rails),
+	T(gpus_cannot_choose_among_soft_devices))
