@@ -53,6 +53,8 @@ int rn_pod_ask_from_annotations(struct rn_pod_ask *a, rn_annotation_fn get, void
 
 /* Does it ask for anything: devices, or NCCL settings? */
 bool rn_pod_ask_any(const struct rn_pod_ask *a);
+/* Does it ask for devices to be moved in: named ones, "all" or "gpu-aligned"? */
+bool rn_pod_ask_moves(const struct rn_pod_ask *a);
 /* rdmans.io/nccl-conf: off / sockets */
 bool rn_pod_ask_conf_off(const struct rn_pod_ask *a);
 bool rn_pod_ask_sockets(const struct rn_pod_ask *a);

@@ -549,7 +549,7 @@ static int run(struct hook *h, int argc, char **argv)
 		r = soft_roce(h, nsfd, precreate, nodes, &n_nodes, &err);
 	if (r == 0 && n_nodes)
 		r = precreate_add_devices(h, nodes, n_nodes, &err);
-	if (r == 0 && (h->ask.n_devices || h->ask.all))
+	if (r == 0 && rn_pod_ask_moves(&h->ask))
 		r = rn_pod_ask_move(&h->ask, nsfd, h->ns_desc, NULL, 0, &n_moved, &err);
 	/* a device that came in, or was made, fills its GID table from the netdev's addresses */
 	if (r == 0 && !h->sandbox && (files || precreate))

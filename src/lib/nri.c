@@ -256,7 +256,7 @@ static int run_pod(struct session *s, const struct rn_nri_call *c, struct rn_err
 
 	forget_gone_pods(s);
 	r = pod_ask(s, c, false, &ask, err);
-	if (r == 0 && (ask.n_devices || ask.all)) {
+	if (r == 0 && rn_pod_ask_moves(&ask)) {
 		nsfd = open_pod_netns(c, desc, sizeof(desc), err);
 		r = nsfd < 0 ? nsfd : 0;
 		if (r == 0)

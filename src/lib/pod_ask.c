@@ -90,6 +90,11 @@ bool rn_pod_ask_any(const struct rn_pod_ask *a)
 	return a->n_devices || a->all || a->gpu_aligned || a->nccl || a->profile;
 }
 
+bool rn_pod_ask_moves(const struct rn_pod_ask *a)
+{
+	return a->n_devices || a->all || a->gpu_aligned;
+}
+
 bool rn_pod_ask_conf_off(const struct rn_pod_ask *a)
 {
 	return a->conf && strcmp(a->conf, "off") == 0;
