@@ -49,6 +49,45 @@ vm_simhca_new() {
 	awk -v n="$2" '$3 == n { name = $2 } END { if (name == "") exit 1; print name }' /sys/bus/simhca/list
 }
 
+# vm_pci_rails: on the PCI topology of meson's numa_gpus (tests/vm/meson.build),
+# a simhca HCA "mlx5_N" on each of the eight PCI NICs, by PCI address, and the
+# four stand-in GPUs (qemu's edu functions, vendor 0x1234 device 0x11e8) named
+# GPUs through a driver tree of our own: a tmpfs on /proc/driver with
+# nvidia/gpus/BDF/information as NVIDIA's driver 580 writes it, and
+# /dev/nvidiaN. Sets dev[], ifname[] (NIC i) and gpu[], uuid[] (GPU i, NVML's
+# order); GPU i sits on the bridge of NICs 2i and 2i+1.
+vm_pci_rails() {
+	local i n d
+	modprobe e1000 || vm_fail "modprobe e1000"
+	vm_poll 60 sh -c "[ \$(ls -d /sys/class/net/*/device 2>/dev/null | wc -l) = 8 ]" ||
+		vm_fail "eight PCI NICs did not show up"
+	i=0
+	for n in $(for n in /sys/class/net/*; do
+		[ -e "$n/device" ] && echo "$(basename "$(readlink -f "$n/device")") $(basename "$n")"
+	done | sort | cut -d' ' -f2); do
+		ifname[i]=$n
+		ip link set "$n" up
+		dev[i]=$(vm_simhca_new "mlx5_%d" "$n") || vm_fail "simhca on $n"
+		i=$((i + 1))
+	done
+	i=0
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat "$d/vendor")" = 0x1234 ] && [ "$(cat "$d/device")" = 0x11e8 ] || continue
+		gpu[i]=$(basename "$d")
+		i=$((i + 1))
+	done
+	[ "${#gpu[@]}" = 4 ] || vm_fail "four stand-in GPUs (qemu edu) wanted, found ${#gpu[@]}"
+	mount -t tmpfs -o mode=0555 rdmans-fake-nvidia /proc/driver || vm_fail "cannot mount a tmpfs on /proc/driver"
+	for i in 0 1 2 3; do
+		d=/proc/driver/nvidia/gpus/${gpu[i]}
+		mkdir -p "$d"
+		uuid[i]=GPU-0000000$i-1111-2222-3333-44444444444$i
+		printf 'Model: \t\t NVIDIA H200\nIRQ:   \t\t 41\nGPU UUID: \t %s\nBus Type: \t PCIe\nBus Location: \t %s\nDevice Minor: \t %d\nGPU Excluded:\t No\n' \
+			"${uuid[i]}" "${gpu[i]}" "$i" >"$d/information"
+		[ -e "/dev/nvidia$i" ] || mknod "/dev/nvidia$i" c 195 "$i"
+	done
+}
+
 # vm_cm_listening COMM: an rdma_cm id of a process named COMM listens (rdmans
 # ping --server, rping -s, ib_write_bw -R): what a client waits for, not a delay.
 vm_cm_listening() {

@@ -21,43 +21,13 @@ HOOK=$B/src/hook/rdmans-hook
 
 vm_load_rdma exclusive
 vm_load_simhca
-modprobe e1000 || vm_fail "modprobe e1000"
 cg=/sys/fs/cgroup
 mountpoint -q "$cg" || mount -t cgroup2 none "$cg" || vm_fail "cannot mount cgroup2 for runc"
 tmp=$(mktemp -d /tmp/rdmans-rails.XXXXXX)
 has_line() { printf '%s\n' "$1" | grep -qE "$2"; } # has_line TEXT REGEX
 
-vm_check "eight PCI NICs" vm_poll 60 sh -c "[ \$(ls -d /sys/class/net/*/device | wc -l) = 8 ]"
-nics() { # "BDF IFNAME" of each PCI NIC, by BDF
-	local n
-	for n in /sys/class/net/*; do
-		[ -e "$n/device" ] && echo "$(basename "$(readlink -f "$n/device")") $(basename "$n")"
-	done | sort
-}
-mapfile -t nic <<<"$(nics)"
-for i in "${!nic[@]}"; do
-	ifn=${nic[i]#* }
-	ip link set "$ifn" up
-	dev[i]=$(vm_simhca_new "mlx5_%d" "$ifn") || vm_fail "simhca on $ifn"
-	ifname[i]=$ifn
-done
-vm_diag "NICs: ${nic[*]} -> ${dev[*]}"
-
-# The stand-in GPUs (qemu's edu: vendor 0x1234, device 0x11e8), by address: NVML's order.
-mapfile -t gpu <<<"$(for d in /sys/bus/pci/devices/*; do
-	[ "$(cat "$d/vendor")" = 0x1234 ] && [ "$(cat "$d/device")" = 0x11e8 ] && basename "$d"
-done | sort)"
-vm_check "four stand-in GPUs, one beside each pair of NICs" vm_expect_eq 4 "${#gpu[@]}"
-mount -t tmpfs -o mode=0555 rdmans-fake-nvidia /proc/driver || vm_fail "cannot mount a tmpfs on /proc/driver"
-for i in "${!gpu[@]}"; do
-	d=/proc/driver/nvidia/gpus/${gpu[i]}
-	mkdir -p "$d"
-	uuid[i]=GPU-0000000$i-1111-2222-3333-44444444444$i
-	# the fields and their spacing as NVIDIA's driver 580 writes them (tests/unit/test-gpu.c)
-	printf 'Model: \t\t NVIDIA H200\nIRQ:   \t\t 41\nGPU UUID: \t %s\nBus Type: \t PCIe\nBus Location: \t %s\nDevice Minor: \t %d\nGPU Excluded:\t No\n' \
-		"${uuid[i]}" "${gpu[i]}" "$i" >"$d/information"
-	[ -e "/dev/nvidia$i" ] || mknod "/dev/nvidia$i" c 195 "$i"
-done
+vm_pci_rails
+vm_diag "NICs: ${ifname[*]} -> ${dev[*]}; GPUs: ${gpu[*]}"
 gpus_out=$("$R" dev gpus 2>&1)
 printf '%s\n' "$gpus_out" | sed 's/^/# /'
 # the nearest NIC of GPU i is the first on its bridge: NICs 2i and 2i+1 share it
