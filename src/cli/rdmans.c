@@ -138,6 +138,8 @@ static const struct {
 	  "  exporter [--listen ADDR:PORT] [--once]  Prometheus metrics of every netns\n" },
 	{ "env", "  env [--netns TARGET] [--format env|sh|nccl-conf|json] [--explain]  NCCL "
 		 "settings\n"
+		 "  env ... --device /dev/nvidiaN        NCCL_IB_HCA of the devices nearest a "
+		 "container's GPUs\n"
 		 "  env profiles                         the platforms' NCCL presets\n" },
 	{ "cdi",
 	  "  cdi generate [--addr-range CIDR] [--output FILE]  CDI spec (rdmans.io/rdma)\n" },

@@ -12,6 +12,7 @@
  *    back with that message.
  */
 #include <errno.h>
+#include <string.h>
 
 #include "fuzz.h"
 #include "rdmans/nri_wire.h"
@@ -44,6 +45,13 @@ static void check_call(const struct rn_ttrpc_msg *m)
 
 		(void)rn_nri_call_annotation(&c, "rdmans.io/devices");
 		(void)rn_nri_call_env(&c, "NCCL_IB_HCA");
+		{
+			const char *paths[8];
+			size_t n = rn_nri_call_devices(&c, paths, 8);
+
+			for (size_t i = 0; i < n; i++)
+				(void)strlen(paths[i]);
+		}
 		FUZZ_ASSERT(c.pod_id && c.pod_name && c.pod_namespace && c.ctr_id && c.ctr_name,
 			    "a NULL name");
 		FUZZ_ASSERT(rn_nri_reply_error(RN_GRPC_UNKNOWN, c.name, &reply, &len, &err) == 0,
