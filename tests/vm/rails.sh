@@ -54,12 +54,17 @@ gpu_devices() { # the linux.devices entries of /dev/nvidiaN for each N given
 	echo "[$out]"
 }
 hca_line() { printf '%s\n' "$1" | grep '^NCCL_IB_HCA='; }
+ctr() { # ctr ID WHAT JQ_FILTER: a runc container of the pod, run; its output in $HL_OUT
+	hl_bundle "$tmp/$1" "$HOOK" /var/run/netns/pod "$CAT" "$3"
+	if hl_run "$tmp/runc" "$tmp/$1" "$1"; then vm_ok "$2 runs"; else
+		vm_not_ok "$2 runs"
+		vm_diag "$HL_ERR"
+	fi
+}
 
 # --- container A: GPUs 0 and 1 (NUMA node 0), gpu-aligned --------------------------------
-hl_bundle "$tmp/a" "$HOOK" /var/run/netns/pod "$CAT" \
+ctr a "container A (GPUs 0, 1; gpu-aligned)" \
 	".annotations = {\"rdmans.io/devices\": \"gpu-aligned\"} | .linux.devices = $(gpu_devices 0 1)"
-if hl_run "$tmp/runc" "$tmp/a" a; then vm_ok "container A (GPUs 0, 1; gpu-aligned) runs"; else
-	vm_not_ok "container A (GPUs 0, 1; gpu-aligned) runs"; vm_diag "$HL_ERR"; fi
 vm_check "A: ${dev[0]} and ${dev[2]}, beside GPUs 0 and 1, moved into the pod" \
 	sh -c "ip netns exec pod rdma dev show ${dev[0]} && ip netns exec pod rdma dev show ${dev[2]}"
 vm_check "A: no other device moved" vm_expect_eq 2 "$(ip netns exec pod rdma dev show | wc -l)"
@@ -70,20 +75,16 @@ vm_check "A: a GID index for them" has_line "$HL_OUT" '^NCCL_IB_GID_INDEX=[0-9]'
 vm_check "A: the devices of other GPUs are not in its settings" sh -c "! printf '%s' \"\$1\" | grep -q '^NCCL_IB_HCA=.*${dev[4]}'" - "$HL_OUT"
 
 # --- container B of the same pod: GPUs 3 and 2 (NUMA node 1), gpu-aligned -------------------
-hl_bundle "$tmp/b" "$HOOK" /var/run/netns/pod "$CAT" \
+ctr b "container B (GPUs 3, 2; gpu-aligned)" \
 	".annotations = {\"rdmans.io/devices\": \"gpu-aligned\"} | .linux.devices = $(gpu_devices 3 2)"
-if hl_run "$tmp/runc" "$tmp/b" b; then vm_ok "container B (GPUs 3, 2; gpu-aligned) runs"; else
-	vm_not_ok "container B (GPUs 3, 2; gpu-aligned) runs"; vm_diag "$HL_ERR"; fi
 vm_check "B: ${dev[4]} and ${dev[6]} moved in too (4 in the pod)" \
 	sh -c "ip netns exec pod rdma dev show ${dev[4]} && ip netns exec pod rdma dev show ${dev[6]} && [ \$(ip netns exec pod rdma dev show | wc -l) = 4 ]"
 vm_check "B: NCCL_IB_HCA==${dev[4]},${dev[6]}: its own rails, not A's" vm_expect_eq "NCCL_IB_HCA==${dev[4]},${dev[6]}" "$(hca_line "$HL_OUT")"
 vm_check "B: says so per GPU" vm_expect_contains "$HL_OUT" "GPU ${gpu[2]}: ${dev[4]} (same PCIe switch); GPU ${gpu[3]}: ${dev[6]} (same PCIe switch)"
 
 # --- the pod's devices fixed: NVIDIA_VISIBLE_DEVICES narrows NCCL_IB_HCA to the nearest ----
-hl_bundle "$tmp/c" "$HOOK" /var/run/netns/pod "$CAT" \
+ctr c "container C (NVIDIA_VISIBLE_DEVICES=1)" \
 	".annotations = {\"rdmans.io/nccl-profile\": \"roce\"} | .process.env += [\"NVIDIA_VISIBLE_DEVICES=1\"]"
-if hl_run "$tmp/runc" "$tmp/c" c; then vm_ok "container C (NVIDIA_VISIBLE_DEVICES=1) runs"; else
-	vm_not_ok "container C (NVIDIA_VISIBLE_DEVICES=1) runs"; vm_diag "$HL_ERR"; fi
 vm_check "C: NCCL_IB_HCA==${dev[2]}, the one of the pod's four beside GPU 1" vm_expect_eq "NCCL_IB_HCA==${dev[2]}" "$(hca_line "$HL_OUT")"
 vm_check "C: nothing moved (still 4 in the pod)" vm_expect_eq 4 "$(ip netns exec pod rdma dev show | wc -l)"
 hl_bundle "$tmp/d" "$HOOK" /var/run/netns/pod "$CAT" \
