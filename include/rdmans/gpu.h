@@ -44,7 +44,10 @@ struct rn_gpu_request {
 };
 
 /*
- * The container's GPUs: ret_sel[i] is true for each of gpus[i] it has. A
+ * The container's GPUs: ret_sel[i] is true for each of gpus[i] it has. When
+ * its device nodes name GPUs, those are its GPUs (a CDI device or the
+ * runtime made them; NVIDIA_VISIBLE_DEVICES may be an image's "all");
+ * otherwise the union of NVIDIA_VISIBLE_DEVICES and the CDI names. A
  * name that is no GPU of this node (an index past the last, an unknown
  * UUID, a MIG device) is -EINVAL saying which and what the node has.
  */

@@ -171,6 +171,7 @@ int rn_gpu_select(const struct rn_gpu *gpus, size_t n, const struct rn_gpu_reque
 		  bool *ret_sel, struct rn_error *err)
 {
 	const char *vis = req->visible_devices;
+	bool by_node = false;
 	int r;
 
 	for (size_t i = 0; i < n; i++)
@@ -182,8 +183,15 @@ int rn_gpu_select(const struct rn_gpu *gpus, size_t n, const struct rn_gpu_reque
 		if (strncmp(p, "/dev/nvidia", 11) != 0 || (minor = small_number(p + 11)) < 0)
 			continue; /* nvidiactl, nvidia-uvm, nvidia-caps/...: no GPU of their own */
 		for (size_t i = 0; i < n; i++)
-			ret_sel[i] = ret_sel[i] || gpus[i].minor == (unsigned long)minor;
+			if (gpus[i].minor == (unsigned long)minor)
+				ret_sel[i] = by_node = true;
 	}
+	/*
+	 * The nodes it has are the GPUs it can open: an image's own
+	 * NVIDIA_VISIBLE_DEVICES=all (CUDA's images set it) must not widen them.
+	 */
+	if (by_node)
+		return 0;
 	if (vis && *vis && strcmp(vis, "none") != 0 && strcmp(vis, "void") != 0) {
 		_cleanup_free_ char *copy = strdup(vis);
 		char *save = NULL;

@@ -125,6 +125,7 @@ static void a_container_names_its_gpus_three_ways(void)
 	struct rn_gpu_request by_cdi = { NULL, 0, NULL, cdi, 2 };
 	struct rn_gpu_request all = { NULL, 0, "all", NULL, 0 };
 	struct rn_gpu_request none = { nodes, 2, "void", NULL, 0 };
+	struct rn_gpu_request image_all = { nodes, 4, "all", cdi, 2 };
 
 	/* /dev/nvidia3 is minor 3: the GPU at 2a (its control and UVM nodes name none) */
 	CHECK_INT(rn_gpu_select(g, n, &by_node, sel, &err), 0);
@@ -138,6 +139,9 @@ static void a_container_names_its_gpus_three_ways(void)
 	CHECK_STR(selected(g, n, sel), "0000:18:00.0 0000:2a:00.0 0000:9a:00.0 0000:bb:00.0");
 	CHECK_INT(rn_gpu_select(g, n, &none, sel, &err), 0);
 	CHECK_STR(selected(g, n, sel), "");
+	/* an image's NVIDIA_VISIBLE_DEVICES=all beside the node CDI gave it: the node decides */
+	CHECK_INT(rn_gpu_select(g, n, &image_all, sel, &err), 0);
+	CHECK_STR(selected(g, n, sel), "0000:2a:00.0");
 	done(g);
 }
 

@@ -1,8 +1,8 @@
 #!/bin/bash
-# Guest script: rdmans-device-plugin on a node with a real PCI topology
+# Guest script: rdmans-device-plugin on a node with a real PCI topology, the one vm-rails uses
 # (RDMANS_VM_QEMU_EXTRA from meson: two NUMA nodes, an expander host bridge
 # on each, two PCI bridges under each host bridge, two e1000 NICs under each
-# bridge) and a simhca HCA on each NIC, whose PCI function is its parent as
+# bridge, and a stand-in GPU beside them) and a simhca HCA on each NIC, whose PCI function is its parent as
 # irdma's and mlx5's are. kubelet's side (kubelet.py) sees the PCI addresses
 # with their NUMA nodes; GetPreferredAllocation keeps a request on one node
 # and behind one bridge; rdma-netns takes the allocated ID as Multus's

@@ -94,6 +94,11 @@ vm_check "D (GPUs by UUID, 3 and 0): NCCL_IB_HCA==${dev[0]},${dev[6]}" vm_expect
 hl_bundle "$tmp/e" "$HOOK" /var/run/netns/pod "$CAT" ".annotations = {\"rdmans.io/nccl-profile\": \"roce\"}"
 hl_run "$tmp/runc" "$tmp/e" e || vm_diag "$HL_ERR"
 vm_check "E (no GPU): every device of the pod" vm_expect_eq "NCCL_IB_HCA==${dev[0]},${dev[2]},${dev[4]},${dev[6]}" "$(hca_line "$HL_OUT")"
+hl_bundle "$tmp/g" "$HOOK" /var/run/netns/pod "$CAT" \
+	".annotations = {\"rdmans.io/nccl-profile\": \"roce\"} | .linux.devices = $(gpu_devices 2) | .process.env += [\"NVIDIA_VISIBLE_DEVICES=all\"]"
+hl_run "$tmp/runc" "$tmp/g" g || vm_diag "$HL_ERR"
+vm_check "G (/dev/nvidia2, and a CUDA image's NVIDIA_VISIBLE_DEVICES=all): NCCL_IB_HCA==${dev[4]}" \
+	vm_expect_eq "NCCL_IB_HCA==${dev[4]}" "$(hca_line "$HL_OUT")"
 
 out=$(ip netns exec pod "$R" env --device /dev/nvidia2 --explain 2>&1)
 printf '%s\n' "$out" | grep -i "rail\|GPU\|NCCL_IB_HCA" | sed 's/^/# env: /'
