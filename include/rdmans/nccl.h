@@ -79,6 +79,7 @@ struct rn_nccl_port {
 	size_t n_ipv6;
 	char ipv6[RN_NCCL_MAX_ADDRS][RN_CIDR_MAX]; /* its global IPv6 addresses, "x::y/nn" */
 	char pci_bdf[RN_BUS_ID_MAX]; /* the device's PCI function, "" when it has none */
+	bool iwarp; /* the device is an RNIC (node_type 4): Ethernet, but no RoCE */
 };
 
 struct rn_nccl_node {

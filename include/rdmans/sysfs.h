@@ -34,6 +34,10 @@ const char *rn_sysfs_root(void);
 void rn_sysfs_set_root(const char *root);
 void rn_sysfs_set_thread_root(const char *root);
 
+/* DEV/node_type, as the kernel's enum rdma_node_type numbers it. */
+#define RN_NODE_CA 1
+#define RN_NODE_RNIC 4 /* iWARP: irdma in iWARP mode, siw, cxgb4 */
+
 struct rn_sysfs_rdma_dev {
 	char name[RN_RDMA_NAME_MAX];
 	char parent_bus[16]; /* "pci", "auxiliary", or "" for a virtual device (rxe) */
@@ -42,6 +46,7 @@ struct rn_sysfs_rdma_dev {
 	char pci_bdf[RN_BUS_ID_MAX];
 	char node_guid[20]; /* "b696:91ff:feec:a458", as sysfs prints it */
 	char link_layer[16]; /* link_layer of port 1: "Ethernet", "InfiniBand" */
+	unsigned node_type; /* RN_NODE_CA, RN_NODE_RNIC (iWARP), ...; 0 unknown */
 	uint32_t nports;
 	size_t n_netdevs;
 	char netdevs[RN_SYSFS_MAX_NETDEVS][IF_NAMESIZE]; /* netdevs bound to its ports */

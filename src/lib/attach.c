@@ -370,8 +370,9 @@ static int roce_probe_here(void *arg, struct rn_error *err)
 
 		for (size_t k = 0; d && k < d->nports; k++)
 			bound |= (int)d->ports[k].ndev_index == l.ifindex;
+		/* an iWARP port is Ethernet too, but has no RoCE GID to wait for */
 		if (!bound || rn_sysfs_rdma_get(d->name, &sd, NULL) < 0 ||
-		    strcmp(sd.link_layer, "Ethernet") != 0)
+		    strcmp(sd.link_layer, "Ethernet") != 0 || sd.node_type == RN_NODE_RNIC)
 			continue;
 		(void)rn_strscpy(p->job->devs[p->job->n_devs++], RN_RDMA_NAME_MAX, d->name);
 	}

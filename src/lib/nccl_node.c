@@ -76,9 +76,11 @@ int rn_nccl_node_from_facts(const struct rn_sysfs_rdma_facts *sf, struct rn_nccl
 
 		port_from_sysfs(p, &sf->ports[i]);
 		for (size_t d = 0; d < sf->n_devs; d++)
-			if (strcmp(sf->devs[d].name, p->dev) == 0)
+			if (strcmp(sf->devs[d].name, p->dev) == 0) {
 				(void)rn_strscpy(p->pci_bdf, sizeof(p->pci_bdf),
 						 sf->devs[d].pci_bdf);
+				p->iwarp = sf->devs[d].node_type == RN_NODE_RNIC;
+			}
 	}
 	*out = node;
 	memset(&node, 0, sizeof(node));

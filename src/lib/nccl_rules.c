@@ -106,6 +106,20 @@ int rn_nccl_rules_ports(const struct rn_nccl_node *node, struct rn_nccl_result *
 					  p->state[0] ? p->state : "unknown");
 			continue;
 		}
+		if (p->iwarp) {
+			/*
+			 * NCCL's net_ib brings its QPs up with ibv_modify_qp and
+			 * no connection manager; an iWARP QP is connected only
+			 * through the iWARP CM (rdma_cm).
+			 */
+			(void)rn_snprintf(
+				u->why_not, sizeof(u->why_not),
+				"iWARP device: NCCL's IB transport connects its queue pairs "
+				"without a connection manager, which iWARP requires (rdma_cm); "
+				"NCCL cannot use it (its traffic goes over sockets, or another "
+				"device)");
+			continue;
+		}
 		if (is_ethernet(p)) {
 			if (!p->netdev[0]) {
 				(void)rn_snprintf(u->why_not, sizeof(u->why_not),

@@ -522,6 +522,14 @@ static int rdma_fill(const char *name, struct rdma_info *info, bool with_netdevs
 	if (rn_path(path, sizeof(path), "%s/node_guid", info->dir) == 0 &&
 	    rn_read_line(path, d->node_guid, sizeof(d->node_guid)) < 0)
 		d->node_guid[0] = '\0';
+	/* "1: CA", "4: RNIC" (ib_verbs.h enum rdma_node_type); unreadable: 0 */
+	{
+		char type[32] = "";
+
+		if (rn_path(path, sizeof(path), "%s/node_type", info->dir) == 0 &&
+		    rn_read_line(path, type, sizeof(type)) == 0)
+			d->node_type = (unsigned)strtoul(type, NULL, 10);
+	}
 
 	r = rn_sysfs_list_sub(info->dir, "ports", true, &ports, err);
 	if (r < 0 && r != -ENOENT)

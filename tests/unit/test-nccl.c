@@ -1964,6 +1964,46 @@ static void gpus_cannot_choose_among_soft_devices(void)
 					"PCI function");
 }
 
+/*
+ * irdma in iWARP mode (the E810's other protocol; node_type "4: RNIC"): its
+ * port is Ethernet with a netdev, but NCCL cannot use it, and says why.
+ */
+static void iwarp_devices_are_left_out_saying_why(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
+	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
+	struct rn_nccl_request sockets = { .sockets_ok = true, .sockets_origin = "test" };
+	struct rn_error err = { 0 };
+
+	add_irdma_doc003(root);
+	fakesys_write(root, "class/infiniband/irdma0/node_type", "4: RNIC");
+	load(&node);
+	addr(&node, "net1", "10.100.100.1/24");
+	REQUIRE(node.n_ports == 1);
+	CHECK(node.ports[0].iwarp);
+	CHECK_INT(resolve(&node, NULL, 0, &res, &err), -ENODEV);
+	CHECK_CONTAINS(err.msg, "irdma0 port 1");
+	CHECK_CONTAINS(err.msg, "iWARP device: NCCL's IB transport connects its queue pairs "
+				"without a connection manager, which iWARP requires (rdma_cm)");
+	/* sockets allowed: NCCL over sockets, with the reason */
+	rn_nccl_result_free(&res);
+	REQUIRE(rn_nccl_resolve(&node, &sockets, &res, &err) == 0);
+	CHECK_STR(value(&res, "NCCL_IB_DISABLE"), "1");
+	CHECK(warned(&res, "iWARP device"));
+
+	/* beside a RoCE device: only that one */
+	rn_nccl_result_free(&res);
+	rn_nccl_node_free(&node);
+	add_mlx5_rail(root, 0, "0a64:6402", "f820:20ff:fe28:c769");
+	load(&node);
+	addr(&node, "net1", "10.100.100.1/24");
+	addr(&node, "eth0", "10.100.100.2/24");
+	REQUIRE(resolve(&node, NULL, 0, &res, &err) == 0);
+	CHECK_STR(value(&res, "NCCL_IB_HCA"), "=mlx5_0");
+	CHECK(warned(&res, "irdma0 port 1 is left out: iWARP device"));
+}
+
 RN_TEST_MAIN(
 	T(sysfs_gives_ports_netdevs_and_state), T(addresses_go_to_every_port_of_the_netdev),
 	T(doc003_irdma_gets_gid_index_1), T(doc000_mlx5_rails_get_gid_index_3),
@@ -1997,4 +2037,4 @@ RN_TEST_MAIN(
 	T(merge_never_loses_a_line_and_is_idempotent), T(nccl_block_sets_profile_and_env),
 	T(nccl_block_errors_name_the_source_and_the_key),
 	T(cni_conflist_block_comes_from_its_plugin), T(a_containers_gpus_choose_its_rails),
-	T(gpus_cannot_choose_among_soft_devices))
+	T(gpus_cannot_choose_among_soft_devices), T(iwarp_devices_are_left_out_saying_why))

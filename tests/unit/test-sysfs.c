@@ -456,10 +456,15 @@ static void irdma_on_auxiliary_bus_belongs_to_its_pci_function(void)
 	CHECK_STR(d.pci_bdf, "0000:2f:00.0");
 	CHECK_STR(d.node_guid, "b696:91ff:feec:a458");
 	CHECK_STR(d.link_layer, "Ethernet");
+	CHECK_INT(d.node_type, RN_NODE_CA);
 	CHECK_INT(d.nports, 1);
 	REQUIRE_INT(d.n_netdevs, 1);
 	CHECK_STR(d.netdevs[0], "ens192");
 	CHECK(!d.netdevs_truncated);
+	/* the E810 switched to iWARP (devlink's roce/iwarp parameter): an RNIC */
+	fakesys_write(root, "class/infiniband/irdma0/node_type", "4: RNIC");
+	REQUIRE_INT(rn_sysfs_rdma_get("irdma0", &d, &err), 0);
+	CHECK_INT(d.node_type, RN_NODE_RNIC);
 out:;
 }
 
