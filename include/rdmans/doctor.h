@@ -67,6 +67,7 @@ struct rn_doctor_port {
 	char dev[RN_RDMA_NAME_MAX];
 	uint32_t port;
 	char link_layer[16]; /* "Ethernet", "InfiniBand" */
+	bool iwarp; /* its device is an RNIC: Ethernet, but no RoCE GIDs */
 	uint8_t state; /* IB_PORT_*, 0 unknown */
 	uint8_t phys_state;
 	char netdev[IF_NAMESIZE]; /* bound netdev (rn_sysfs_port_read()'s rule), "" none */

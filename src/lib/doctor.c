@@ -208,8 +208,14 @@ int rn_doctor_facts_from_sysfs(struct rn_doctor_facts *f, struct rn_error *err)
 	f->ports = calloc(sf.n_ports ? sf.n_ports : 1, sizeof(*f->ports));
 	if (!f->ports)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	for (size_t i = 0; i < sf.n_ports; i++)
-		port_from_sysfs(&f->ports[f->nports++], &sf.ports[i]);
+	for (size_t i = 0; i < sf.n_ports; i++) {
+		struct rn_doctor_port *p = &f->ports[f->nports++];
+
+		port_from_sysfs(p, &sf.ports[i]);
+		for (size_t d = 0; d < sf.n_devs; d++)
+			p->iwarp |= strcmp(sf.devs[d].name, p->dev) == 0 &&
+				    sf.devs[d].node_type == RN_NODE_RNIC;
+	}
 	r = read_uverbs(f, err);
 	if (r < 0)
 		return r;

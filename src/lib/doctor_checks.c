@@ -355,6 +355,13 @@ static void check_gid(struct rn_doctor_ctx *x)
 		    !p->addrs_known)
 			continue;
 		port_subject(p, subj, sizeof(subj));
+		if (p->iwarp) {
+			rn_doctor_emit(
+				x, subj, RN_DOCTOR_SKIP,
+				"iWARP device: its GID is the netdev's MAC, there is no RoCE "
+				"v2 GID to find (and NCCL cannot use iWARP)");
+			continue;
+		}
 		for (size_t a = 0; a < p->naddrs; a++) {
 			const struct rn_gid_entry *e;
 			char addr[64];

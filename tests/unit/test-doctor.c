@@ -389,6 +389,22 @@ static void address_without_gid_fails(void)
 	CHECK_CONTAINS(result(&x, "gid", "irdma0/1")->fix, "rdmans gids irdma0");
 }
 
+/* The E810 in iWARP mode: no RoCE v2 GID to look for, and the check says why instead of failing. */
+static void iwarp_port_skips_the_gid_check(void)
+{
+	_cleanup_fixture_ struct fixture x;
+
+	setup(&x);
+	fakesys_write(x.sys, "class/infiniband/irdma0/node_type", "4: RNIC");
+	CHECK_INT(gather(&x), 0);
+	CHECK_INT(
+		rn_doctor_facts_add_addr(&x.f, "net1", "10.100.100.9/24", &(struct rn_error){ 0 }),
+		0);
+	CHECK_INT(evaluate(&x), 0);
+	CHECK_STATUS(result(&x, "gid", "irdma0/1"), RN_DOCTOR_SKIP);
+	CHECK_CONTAINS(result(&x, "gid", "irdma0/1")->message, "iWARP device");
+}
+
 static void full_gid_table_is_named_as_the_cause(void)
 {
 	_cleanup_fixture_ struct fixture x;
@@ -982,7 +998,8 @@ static void a_missing_nccl_conf_is_no_warning(void)
 	CHECK_STR(result(&x, "nccl-conf", NULL)->id, "none");
 }
 
-RN_TEST_MAIN(T(pci_distance_by_path), T(gpu_near_the_pods_hca_passes_and_the_other_warns),
+RN_TEST_MAIN(T(pci_distance_by_path), T(iwarp_port_skips_the_gid_check),
+	     T(gpu_near_the_pods_hca_passes_and_the_other_warns),
 	     T(process_hca_list_decides_which_devices_count), T(gpudirect_needs_peermem_or_dma_buf),
 	     T(no_gpu_skips_the_gpu_checks), T(real_h100_machine),
 	     T(healthy_pod_passes_every_netns_check), T(uverbs_that_cannot_be_listed_is_an_error),
