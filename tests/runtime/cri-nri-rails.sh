@@ -52,6 +52,9 @@ for i in 0 2 3 4 5 6 7; do # what Multus would add: every other NIC, net1..., wi
 	if ! { ip link set "${ifname[i]}" netns "${ns##*/}" name "net$i" && inns "$ns" ip addr add "10.61.$i.2/24" dev "net$i" &&
 		inns "$ns" ip link set "net$i" up; }; then vm_fail "${ifname[i]} into the pod as net$i"; fi
 done
+# as CNI leaves a pod's interfaces: up, with carrier (the e1000 reports its link a moment later)
+vm_check "the eight NICs are up: their RDMA ports are ACTIVE" \
+	vm_poll 60 sh -c '[ "$(rdma link show | grep -c "state ACTIVE")" = 8 ]'
 hca_of() { # hca_of CONTAINER: NCCL_IB_HCA of its PID 1
 	cri exec "$1" 'json:["cat", "/proc/1/environ"]' && jq -r .stdout <<<"$CRI_OUT" | tr '\0' '\n' | grep '^NCCL_IB_HCA='
 }

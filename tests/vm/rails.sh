@@ -43,6 +43,9 @@ for i in "${!ifname[@]}"; do
 	if ! { ip link set "${ifname[i]}" netns pod && ip -n pod addr add "10.60.$i.2/24" dev "${ifname[i]}" &&
 		ip -n pod link set "${ifname[i]}" up; }; then vm_fail "netdev ${ifname[i]} into the pod"; fi
 done
+# as CNI leaves a pod's interfaces: up, with carrier (the e1000 reports its link a moment later)
+vm_check "the eight NICs are up: their RDMA ports are ACTIVE" \
+	vm_poll 60 sh -c '[ "$(rdma link show | grep -c "state ACTIVE")" = 8 ]'
 vm_check "the pod holds no RDMA device yet" sh -c "[ -z \"\$(ip netns exec pod rdma dev show)\" ]"
 
 CAT='["sh","-c","cat /etc/nccl.conf"]'
