@@ -388,17 +388,14 @@ static int move_gpu_aligned(struct session *s, const struct rn_nri_call *c, stru
 	size_t n_moved = 0, n_all = 0;
 	int r = rn_pod_ask_move(ask, nsfd, desc, moved, RN_POD_MAX_DEVICES, &n_moved, err);
 
-	if (n_moved) {
-		int r2;
-
+	if (r == 0 && n_moved) {
 		if (recorded_devices(s, c, names, sizeof(names)))
 			for (char *t = strtok_r(names, ",", &save); t && n_all < RN_POD_MAX_DEVICES;
 			     t = strtok_r(NULL, ",", &save))
 				(void)rn_strscpy(all[n_all++], RN_RDMA_NAME_MAX, t);
 		for (size_t i = 0; i < n_moved && n_all < RN_POD_MAX_DEVICES; i++)
 			memcpy(all[n_all++], moved[i], RN_RDMA_NAME_MAX);
-		r2 = record_moved(s, c, c->pod_netns ? c->pod_netns : desc, all, n_all, err);
-		r = r < 0 ? r : r2;
+		r = record_moved(s, c, c->pod_netns ? c->pod_netns : desc, all, n_all, err);
 	}
 	for (size_t i = 0; i < n_moved; i++)
 		say(s, LOG_INFO,
@@ -407,7 +404,7 @@ static int move_gpu_aligned(struct session *s, const struct rn_nri_call *c, stru
 	if (r < 0 && n_moved) {
 		struct rn_error undo = { 0 };
 
-		/* the container fails: what this call moved goes home (the record keeps the rest) */
+		/* the container fails: what this call moved goes home (the record keeps the rest, unchanged) */
 		if (take_home(s, c, nsfd, moved, n_moved, &undo) < 0)
 			rn_strappend(err->msg, sizeof(err->msg),
 				     "; taking the moved devices home failed too: %s", undo.msg);

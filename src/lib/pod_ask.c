@@ -198,14 +198,18 @@ static int collect_rail_devs(void *arg, struct rn_error *err)
 /* gpu-aligned: the device nearest to each GPU, of the pod's and the host's, joins a->devices. */
 static int add_gpu_aligned(struct rn_pod_ask *a, int nsfd, struct rn_error *err)
 {
-	struct rn_rail_dev devs[2 * RN_POD_MAX_DEVICES];
-	struct pod_rail_devs c = { devs, 0, RN_ARRAY_SIZE(devs) };
+	/* (on the heap: a device's PCI path makes each entry most of a kilobyte) */
+	_cleanup_free_ struct rn_rail_dev *devs = NULL;
 	_cleanup_free_ struct rn_rail *rails = NULL;
+	struct pod_rail_devs c = { NULL, 0, 2 * RN_POD_MAX_DEVICES };
 	int r;
 
 	/* a container without GPUs (the pod's sandbox, a sidecar) brings no rail */
 	if (!a->n_gpus)
 		return 0;
+	c.devs = devs = calloc(c.max, sizeof(*devs));
+	if (!devs)
+		return rn_error_set(err, ENOMEM, "out of memory");
 	r = rn_netns_run_sysfs(nsfd, collect_rail_devs, &c, err);
 	if (r == 0)
 		r = rn_netns_run_here_sysfs(collect_rail_devs, &c, err);
