@@ -190,7 +190,9 @@ static void check_devices(struct rn_doctor_ctx *x)
 			continue;
 		ndev++;
 		n = snprintf(list + off, sizeof(list) - off, "%s%s (%s)", off ? ", " : "", p->dev,
-			     p->link_layer[0] ? p->link_layer : "?");
+			     p->iwarp		? "iWARP"
+			     : p->link_layer[0] ? p->link_layer
+						: "?");
 		if (n > 0 && (size_t)n < sizeof(list) - off)
 			off += (size_t)n;
 	}
@@ -272,8 +274,8 @@ static void check_netdev(struct rn_doctor_ctx *x)
 			else
 				res = rn_doctor_emit(
 					x, subj, RN_DOCTOR_FAIL,
-					"no netdev bound to the port in %s: RoCE needs one",
-					x->f->target);
+					"no netdev bound to the port in %s: %s needs one",
+					x->f->target, p->iwarp ? "iWARP" : "RoCE");
 			rn_doctor_fix(
 				res,
 				"move the device together with its netdev: 'rdmans move %s TARGET "
@@ -439,6 +441,15 @@ static void check_mtu(struct rn_doctor_ctx *x)
 		if (!rn_doctor_port_ethernet(p) || !p->netdev_here || p->netdev_mtu < 0)
 			continue;
 		port_subject(p, subj, sizeof(subj));
+		if (p->iwarp) {
+			/* iWARP runs over TCP: segments follow the netdev's MTU, there is no RoCE MTU */
+			rn_doctor_emit(
+				x, subj, RN_DOCTOR_SKIP,
+				"iWARP device: its traffic is TCP, sized by netdev %s MTU %d; "
+				"no RoCE MTU to compare",
+				p->netdev, p->netdev_mtu);
+			continue;
+		}
 		allowed = rn_roce_mtu_for_netdev((unsigned)p->netdev_mtu);
 		if (!p->active_mtu) {
 			if (allowed >= 4096) {

@@ -246,7 +246,7 @@ struct cm_ev {
 struct ping {
 	const struct rn_ping_opts *o;
 	struct rdma_event_channel *ch;
-	struct rdma_cm_id *listen, *id;
+	struct rdma_cm_id *listen, *listen4, *id; /* listen4: 0.0.0.0 beside [::] */
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
@@ -286,6 +286,8 @@ static void ping_free(struct ping *p)
 	conn_close(p);
 	if (p->listen)
 		rdma_destroy_id(p->listen);
+	if (p->listen4)
+		rdma_destroy_id(p->listen4);
 	if (p->ch)
 		rdma_destroy_event_channel(p->ch);
 }
@@ -910,11 +912,35 @@ static int serve_one(struct ping *p, struct cm_ev *req, struct rn_ping_result *r
 	return r;
 }
 
+/* A listening id on ss; afonly keeps a wildcard to its own family. */
+static int listen_on(struct ping *p, struct rdma_cm_id **id, struct sockaddr_storage *ss,
+		     bool afonly, uint16_t port, struct rn_error *err)
+{
+	int one = 1;
+
+	if (rdma_create_id(p->ch, id, NULL, RDMA_PS_TCP) != 0)
+		return errno == ENODEV ? no_device("rdma_create_id", err)
+				       : rn_error_errno(err, errno, "rdma_create_id");
+	if (afonly &&
+	    rdma_set_option(*id, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, sizeof(one)) != 0)
+		return rn_error_errno(err, errno, "rdma_set_option AFONLY");
+	if (rdma_bind_addr(*id, (struct sockaddr *)ss) != 0) {
+		int e = errno;
+
+		if (e == ENODEV)
+			return no_device("binding the address", err);
+		return rn_error_errno(err, e, "cannot bind port %u%s", port,
+				      e == EADDRINUSE ? " (another server listens there)" : "");
+	}
+	if (rdma_listen(*id, 4) != 0)
+		return rn_error_errno(err, errno, "rdma_listen");
+	return 0;
+}
+
 int rn_ping_server(const struct rn_ping_opts *o, struct rn_ping_result *res, struct rn_error *err)
 {
 	_cleanup_(ping_free) struct ping p = { .o = o, .peer = "the client" };
 	struct sockaddr_storage ss;
-	struct sockaddr_in6 any = { .sin6_family = AF_INET6 };
 	bool have;
 	uint16_t port = o->tcp_port ? o->tcp_port : RN_PING_PORT;
 	unsigned served = 0;
@@ -925,26 +951,30 @@ int rn_ping_server(const struct rn_ping_opts *o, struct rn_ping_result *res, str
 	r = source_addr(o, port, &ss, &have, err);
 	if (r < 0)
 		return r;
-	if (!have) {
-		any.sin6_port = htons(port); /* [::] takes IPv4 too */
-		memcpy(&ss, &any, sizeof(any));
-	}
 	r = make_channel(&p, err);
 	if (r < 0)
 		return r;
-	if (rdma_create_id(p.ch, &p.listen, NULL, RDMA_PS_TCP) != 0)
-		return errno == ENODEV ? no_device("rdma_create_id", err)
-				       : rn_error_errno(err, errno, "rdma_create_id");
-	if (rdma_bind_addr(p.listen, (struct sockaddr *)&ss) != 0) {
-		int e = errno;
+	if (have) {
+		r = listen_on(&p, &p.listen, &ss, false, port, err);
+	} else {
+		/*
+		 * One wildcard per family: an iWARP device listens with kernel
+		 * TCP sockets, where [::] on it takes no IPv4 client.
+		 */
+		struct sockaddr_in6 any6 = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
+		struct sockaddr_in any4 = { .sin_family = AF_INET, .sin_port = htons(port) };
 
-		if (e == ENODEV)
-			return no_device("binding the address", err);
-		return rn_error_errno(err, e, "cannot bind port %u%s", port,
-				      e == EADDRINUSE ? " (another server listens there)" : "");
+		memset(&ss, 0, sizeof(ss));
+		memcpy(&ss, &any6, sizeof(any6));
+		r = listen_on(&p, &p.listen, &ss, true, port, err);
+		if (r == 0) {
+			memset(&ss, 0, sizeof(ss));
+			memcpy(&ss, &any4, sizeof(any4));
+			r = listen_on(&p, &p.listen4, &ss, true, port, err);
+		}
 	}
-	if (rdma_listen(p.listen, 4) != 0)
-		return rn_error_errno(err, errno, "rdma_listen");
+	if (r < 0)
+		return r;
 	for (;;) {
 		struct cm_ev ev;
 		struct rn_error one = { 0 };

@@ -575,13 +575,28 @@ int rn_rdma_dev_set_netns(struct rn_rdma *rdma, uint32_t index, const char *name
 		return r;
 	kernel_says(ack, says, sizeof(says));
 	switch (-r) {
-	case EOPNOTSUPP:
+	case EOPNOTSUPP: {
+		struct rn_error mode_err = { 0 };
+		bool exclusive;
+
+		/* The kernel gives one answer to both causes; the mode tells them apart. */
+		if (rn_rdma_netns_mode_get(rdma, &exclusive, &mode_err) == 0 && exclusive)
+			return rn_error_set(
+				err, EOPNOTSUPP,
+				"cannot move RDMA device %s: its driver cannot change network "
+				"namespace (the kernel refuses in exclusive mode: Operation not "
+				"supported). Soft devices (rxe, siw) never can, and a soft device "
+				"made inside a pod's namespace is registered in the host's: give "
+				"the pod a hardware RDMA device (soft devices serve pods in shared "
+				"netns mode: rdma-netns \"softRoce\")%s",
+				name, ack[0] ? says : "");
 		return rn_error_set(err, EOPNOTSUPP,
 				    "cannot move RDMA device %s: either the RDMA subsystem is in "
 				    "shared netns mode ('rdmans system' tells; 'rdmans system set "
 				    "netns exclusive') or this driver cannot change network "
 				    "namespace (soft devices such as rxe and siw cannot)%s",
 				    name, ack[0] ? says : "");
+	}
 	case EPERM:
 	case EACCES:
 		return rn_error_set(err, EPERM,

@@ -403,6 +403,10 @@ static void iwarp_port_skips_the_gid_check(void)
 	CHECK_INT(evaluate(&x), 0);
 	CHECK_STATUS(result(&x, "gid", "irdma0/1"), RN_DOCTOR_SKIP);
 	CHECK_CONTAINS(result(&x, "gid", "irdma0/1")->message, "iWARP device");
+	/* its traffic is TCP: no RoCE MTU to hold the netdev's against */
+	CHECK_STATUS(result(&x, "mtu", "irdma0/1"), RN_DOCTOR_SKIP);
+	CHECK_CONTAINS(result(&x, "mtu", "irdma0/1")->message, "TCP");
+	CHECK_CONTAINS(result(&x, "devices", NULL)->message, "irdma0 (iWARP)");
 }
 
 static void full_gid_table_is_named_as_the_cause(void)
