@@ -413,8 +413,13 @@ vm_check "$IPIF is named ib%d" vm_expect_eq 1 "$(echo "$IPIF" | grep -cx 'ib[0-9
 vm_check "$IPIF's hardware address ends with ibp0's GID 0" sh -c \
 	"grep -q 'fe:80:00:00:00:00:00:00:02:00:53:48:43:41:00:14\$' /sys/class/net/$IPIF/address"
 vm_check "ib_ipoib creates a netdev for ibv0" poll 10 test -n "$(ipoib_if "" 21)"
+vm_check "ip link set $IPIF up" ip link set "$IPIF" up
+vm_check "$IPIF is UP, NO-CARRIER (no SA answers its broadcast join)" sh -c \
+	"ip -o link show '$IPIF' | grep -q '<NO-CARRIER,.*,UP>'"
 vm_check "ip netns add pod3" ip netns add pod3
 vm_check "rdma dev set ibp0 netns pod3" rdma dev set ibp0 netns pod3
+vm_check "$IPIF's receives were flushed on close (no 'timing out' in the kernel log)" \
+	sh -c "! dmesg | grep -q '$IPIF: timing out'"
 vm_check "pod3's rdma dev lists ibp0" rdma_dev_has pod3 ibp0
 vm_check "pod3: ibp0 port ACTIVE, lid 0x16" sh -c \
 	"ip netns exec pod3 grep -qx '4: ACTIVE' $IBS/ibp0/ports/1/state && ip netns exec pod3 grep -qx 0x16 $IBS/ibp0/ports/1/lid"

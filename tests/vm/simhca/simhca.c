@@ -27,9 +27,10 @@
  *   /sys/bus/simhca/del_device  "ID"
  *   /sys/bus/simhca/list        "ID IBDEV NETDEV AUXDEV" per line
  *
- * No data path: post_send fails with -EOPNOTSUPP, posted receives never
- * complete, CQs stay empty. Kernel PD/CQ/QP/DMA-MR objects can be created
- * so that the MAD layer (QP1) opens its port the way it does on real HCAs.
+ * No data path: post_send fails with -EOPNOTSUPP, posted receives complete
+ * only as flushed when their QP goes to ERR. Kernel PD/CQ/QP/DMA-MR objects
+ * can be created so that the MAD layer (QP1, and QP0 on IB ports) opens its
+ * port the way it does on real HCAs.
  *
  * Locking: simhca_mutex serialises control operations (new, del, exit).
  * The device list and each device's netdev/ib pointers are changed only with
@@ -45,6 +46,7 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/idr.h>
+#include <linux/workqueue.h>
 #include <linux/ctype.h>
 #include <linux/device.h>
 #include <linux/auxiliary_bus.h>
@@ -111,6 +113,17 @@ struct simhca_pd {
 
 struct simhca_cq {
 	struct ib_cq ibcq;
+	spinlock_t lock;
+	struct list_head flushed;	/* simhca_wqe: flushed receives */
+	bool armed;			/* req_notify_cq since the last call */
+	struct work_struct notify_work;	/* calls comp_handler */
+};
+
+/* A posted receive, kept so that it can be flushed when its QP errs. */
+struct simhca_wqe {
+	struct list_head list;
+	struct ib_qp *qp;
+	u64 wr_id;
 };
 
 struct simhca_qp {
@@ -122,6 +135,8 @@ struct simhca_qp {
 	u32 sq_psn;
 	u32 rq_psn;
 	enum ib_sig_type sq_sig_type;
+	spinlock_t rq_lock;		/* state and rq */
+	struct list_head rq;		/* simhca_wqe: posted receives */
 };
 
 struct simhca_mr {
@@ -146,6 +161,11 @@ static inline struct simhca_ib *to_sib(struct ib_device *ibdev)
 static inline struct simhca_qp *to_sqp(struct ib_qp *ibqp)
 {
 	return container_of(ibqp, struct simhca_qp, ibqp);
+}
+
+static inline struct simhca_cq *to_scq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct simhca_cq, ibcq);
 }
 
 static inline struct simhca_dev *adev_to_sdev(struct auxiliary_device *adev)
@@ -391,34 +411,110 @@ static int simhca_dealloc_pd(struct ib_pd *pd, struct ib_udata *udata)
 #define SIMHCA_BUS struct bus_type
 #endif
 
+/*
+ * Completions: the only ones are flushes (IB_WC_WR_FLUSH_ERR) of receives
+ * posted to a QP that goes to ERR, as hardware reports them. Consumers that
+ * stop a QP wait for these: without them IPoIB waits 5 s on every close and
+ * ib_drain_rq() forever.
+ */
+static void simhca_cq_notify_work(struct work_struct *work)
+{
+	struct simhca_cq *cq = container_of(work, struct simhca_cq,
+					    notify_work);
+	bool call;
+
+	spin_lock_irq(&cq->lock);
+	call = cq->armed && !list_empty(&cq->flushed);
+	if (call)
+		cq->armed = false;
+	spin_unlock_irq(&cq->lock);
+	/* from a work item: never re-entered from the consumer's own calls */
+	if (call && cq->ibcq.comp_handler) {
+		local_bh_disable();
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+		local_bh_enable();
+	}
+}
+
 static int simhca_create_cq(struct ib_cq *ibcq,
 			    const struct ib_cq_init_attr *attr,
 			    SIMHCA_CQ_UDATA)
 {
+	struct simhca_cq *cq = to_scq(ibcq);
+
 	if (attr->flags)
 		return -EOPNOTSUPP;
 	if (attr->cqe < 1 || attr->cqe > 65535)
 		return -EINVAL;
 	ibcq->cqe = attr->cqe;
+	spin_lock_init(&cq->lock);
+	INIT_LIST_HEAD(&cq->flushed);
+	INIT_WORK(&cq->notify_work, simhca_cq_notify_work);
 	return 0;
 }
 
 static int simhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
+	struct simhca_cq *cq = to_scq(ibcq);
+	struct simhca_wqe *wqe, *tmp;
+
+	cancel_work_sync(&cq->notify_work);
+	list_for_each_entry_safe(wqe, tmp, &cq->flushed, list)
+		kfree(wqe);
 	return 0;
 }
 
-/* The CQs never receive completions: this double has no data path. */
 static int simhca_poll_cq(struct ib_cq *ibcq, int num_entries,
 			  struct ib_wc *wc)
 {
-	return 0;
+	struct simhca_cq *cq = to_scq(ibcq);
+	struct simhca_wqe *wqe;
+	unsigned long flags;
+	int n = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	while (n < num_entries &&
+	       (wqe = list_first_entry_or_null(&cq->flushed,
+					       struct simhca_wqe, list))) {
+		list_del(&wqe->list);
+		memset(&wc[n], 0, sizeof(wc[n]));
+		wc[n].wr_id = wqe->wr_id;
+		wc[n].status = IB_WC_WR_FLUSH_ERR;
+		wc[n].opcode = IB_WC_RECV;
+		wc[n].qp = wqe->qp;
+		kfree(wqe);
+		n++;
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
 }
 
 static int simhca_req_notify_cq(struct ib_cq *ibcq,
 				enum ib_cq_notify_flags flags)
 {
-	return 0;
+	struct simhca_cq *cq = to_scq(ibcq);
+	unsigned long irqflags;
+	int ret = 0;
+
+	spin_lock_irqsave(&cq->lock, irqflags);
+	cq->armed = true;
+	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && !list_empty(&cq->flushed))
+		ret = 1;
+	spin_unlock_irqrestore(&cq->lock, irqflags);
+	return ret;
+}
+
+/* qp->rq_lock held: completes the receives on list as flushed. */
+static void simhca_flush(struct ib_qp *ibqp, struct list_head *list)
+{
+	struct simhca_cq *cq = to_scq(ibqp->recv_cq);
+
+	if (list_empty(list))
+		return;
+	spin_lock(&cq->lock);
+	list_splice_tail_init(list, &cq->flushed);
+	spin_unlock(&cq->lock);
+	schedule_work(&cq->notify_work);
 }
 
 static int simhca_create_qp(struct ib_qp *ibqp,
@@ -433,6 +529,8 @@ static int simhca_create_qp(struct ib_qp *ibqp,
 		return -EOPNOTSUPP;
 	if (init->srq || init->rwq_ind_tbl)
 		return -EOPNOTSUPP;
+	spin_lock_init(&qp->rq_lock);
+	INIT_LIST_HEAD(&qp->rq);
 
 	switch (init->qp_type) {
 	case IB_QPT_SMI:
@@ -470,11 +568,23 @@ static int simhca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 			    int mask, struct ib_udata *udata)
 {
 	struct simhca_qp *qp = to_sqp(ibqp);
+	struct simhca_wqe *wqe, *tmp;
+	unsigned long flags;
+	LIST_HEAD(drop);
 
 	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
 		return -EOPNOTSUPP;
-	if (mask & IB_QP_STATE)
+	if (mask & IB_QP_STATE) {
+		spin_lock_irqsave(&qp->rq_lock, flags);
 		qp->state = attr->qp_state;
+		if (qp->state == IB_QPS_ERR)
+			simhca_flush(ibqp, &qp->rq);
+		else if (qp->state == IB_QPS_RESET)
+			list_splice_init(&qp->rq, &drop);	/* no completions */
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+		list_for_each_entry_safe(wqe, tmp, &drop, list)
+			kfree(wqe);
+	}
 	if (mask & IB_QP_QKEY)
 		qp->qkey = attr->qkey;
 	if (mask & IB_QP_PKEY_INDEX)
@@ -513,7 +623,21 @@ static int simhca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 static int simhca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct simhca_ib *sib = to_sib(ibqp->device);
+	struct simhca_cq *cq = to_scq(ibqp->recv_cq);
+	struct simhca_qp *qp = to_sqp(ibqp);
+	struct simhca_wqe *wqe, *tmp;
 
+	/* posted receives, and flushed ones nobody polled, go with the QP */
+	list_for_each_entry_safe(wqe, tmp, &qp->rq, list)
+		kfree(wqe);
+	spin_lock_irq(&cq->lock);
+	list_for_each_entry_safe(wqe, tmp, &cq->flushed, list) {
+		if (wqe->qp != ibqp)
+			continue;
+		list_del(&wqe->list);
+		kfree(wqe);
+	}
+	spin_unlock_irq(&cq->lock);
 	if (ibqp->qp_num >= 2)
 		ida_free(&sib->qpn_ida, ibqp->qp_num);
 	return 0;
@@ -527,12 +651,35 @@ static int simhca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 }
 
 /*
- * Receives are accepted and never complete (the MAD layer posts receive
- * buffers on QP1 when it opens a port, and frees them itself on close).
+ * Receives are accepted and never complete, except as flushed when the QP is
+ * (or goes) in ERR. The MAD layer posts receive buffers on QP0/QP1 when it
+ * opens a port, and frees them itself on close.
  */
 static int simhca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			    const struct ib_recv_wr **bad_wr)
 {
+	struct simhca_qp *qp = to_sqp(ibqp);
+	struct simhca_wqe *wqe;
+	unsigned long flags;
+	LIST_HEAD(one);
+
+	for (; wr; wr = wr->next) {
+		wqe = kmalloc(sizeof(*wqe), GFP_ATOMIC);
+		if (!wqe) {
+			*bad_wr = wr;
+			return -ENOMEM;
+		}
+		wqe->qp = ibqp;
+		wqe->wr_id = wr->wr_id;
+		spin_lock_irqsave(&qp->rq_lock, flags);
+		if (qp->state == IB_QPS_ERR) {
+			list_add_tail(&wqe->list, &one);
+			simhca_flush(ibqp, &one);
+		} else {
+			list_add_tail(&wqe->list, &qp->rq);
+		}
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+	}
 	return 0;
 }
 
