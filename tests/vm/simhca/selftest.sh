@@ -38,6 +38,7 @@ fi
 [ -f "$KO" ] || vm_fail "no simhca.ko (looked at '$KO'): run tests/vm/simhca/build.sh on the host first"
 
 CTL=/sys/bus/simhca
+IBS=/sys/class/infiniband
 vm_diag "kernel $(uname -r), module $KO"
 
 # --- helpers -----------------------------------------------------------------
@@ -333,6 +334,142 @@ bounded 120 race_loop
 rc=$?
 [ $rc = 124 ] && { vm_not_ok "10 rounds of ip link del racing del_device"; hang_bail "race"; }
 if [ $rc = 0 ]; then vm_ok "10 rounds of ip link del racing del_device"; else vm_not_ok "10 rounds of ip link del racing del_device"; fi
+
+# --- InfiniBand ports ---------------------------------------------------------------------------
+
+ib_attr_is() { # ib_attr_is NS DEV FILE VALUE: /sys/class/infiniband/DEV/FILE as NS sees it
+	vm_expect_eq "$4" "$(in_ns "$1" cat "/sys/class/infiniband/$2/$3" 2>&1)" "$2 $3"
+}
+
+# ipoib_if NS ID: the IPoIB netdev(s) in NS whose parent is simhca.roce.ID
+# shellcheck disable=SC2016 # the inner script expands its own "$1"
+ipoib_if() {
+	in_ns "$1" sh -c 'for n in /sys/class/net/*; do
+		[ "$(cat "$n/type" 2>/dev/null)" = 32 ] || continue
+		[ "$(basename "$(readlink -f "$n/device")")" = "simhca.roce.$1" ] && echo "${n##*/}"
+	done; true' sh "$2"
+}
+
+ifindex_gone() { # ifindex_gone IFINDEX NS...: no netdev has IFINDEX in init_net nor in NS
+	local ns
+	for ns in "" "$@"; do
+		in_ns "$ns" ip -o link show | grep -q "^$1: " && return 1
+	done
+	return 0
+}
+
+vm_check "veth pair vib0/vib1" vm_veth vib0 vib1
+vm_check "new_device 'ibp%d - 20 ib' (IB, no netdev)" ctl_write new_device "ibp%d - 20 ib"
+vm_check "list: 20 ibp0 - simhca.roce.20" vm_expect_eq "20 ibp0 - simhca.roce.20" "$(grep '^20 ' "$CTL/list")"
+vm_check "new_device 'ibv%d vib0 21 ib' (IB, link state from vib0)" ctl_write new_device "ibv%d vib0 21 ib"
+vm_check "list: 21 ibv0 vib0 simhca.roce.21" vm_expect_eq "21 ibv0 vib0 simhca.roce.21" "$(grep '^21 ' "$CTL/list")"
+vm_check "new_device refuses '-' for a RoCE device" expect_fail ctl_write new_device "x%d - 22"
+vm_check "new_device refuses IB ID 49150 (LID = ID + 2 > 0xbfff)" expect_fail ctl_write new_device "x%d - 49150 ib"
+vm_check "new_device refuses an unknown keyword" expect_fail ctl_write new_device "x%d vib0 22 roce"
+vm_check "ibp0: link layer InfiniBand" ib_attr_is "" ibp0 ports/1/link_layer InfiniBand
+vm_check "ibp0: node_guid 0200:5348:4341:0014 (from ID 20)" ib_attr_is "" ibp0 node_guid 0200:5348:4341:0014
+vm_check "ibp0: lid 0x16 (ID + 2)" ib_attr_is "" ibp0 ports/1/lid 0x16
+vm_check "ibp0: sm_lid 0x1" ib_attr_is "" ibp0 ports/1/sm_lid 0x1
+vm_check "ibp0: lmc 0, sm_sl 0" vm_expect_eq "0 0" "$(cat $IBS/ibp0/ports/1/lid_mask_count $IBS/ibp0/ports/1/sm_sl | xargs)"
+vm_check "ibp0: state 4: ACTIVE" ib_attr_is "" ibp0 ports/1/state "4: ACTIVE"
+vm_check "ibp0: phys_state 5: LinkUp" ib_attr_is "" ibp0 ports/1/phys_state "5: LinkUp"
+vm_check "ibp0: rate 400 Gb/sec (4X NDR)" ib_attr_is "" ibp0 ports/1/rate "400 Gb/sec (4X NDR)"
+vm_check "ibp0: GID 0 fe80::0200:5348:4341:0014" \
+	ib_attr_is "" ibp0 ports/1/gids/0 fe80:0000:0000:0000:0200:5348:4341:0014
+vm_check "ibp0: P_Key 0 0xffff" ib_attr_is "" ibp0 ports/1/pkeys/0 0xffff
+vm_check "ibp0: cap_mask has IB_PORT_CM_SUP (set by ib_cm)" \
+	test $(($(cat $IBS/ibp0/ports/1/cap_mask) & 0x10000)) != 0
+vm_check "rdma link: ibp0/1 lid 22 sm_lid 1, no netdev" \
+	vm_expect_eq "link ibp0/1 subnet_prefix fe80:0000:0000:0000 lid 22 sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP" \
+	"$(rdma link show ibp0/1 | sed 's/ *$//')"
+vm_check "the MAD layer opened QP0 (SMI) and QP1 (GSI) on ibp0/1" sh -c \
+	'rdma res show qp link ibp0/1 | grep -q "lqpn 0 type SMI" && rdma res show qp link ibp0/1 | grep -q "lqpn 1 type GSI"'
+vm_check "ibp0 has umad and issm devices" sh -c \
+	'grep -qx ibp0 /sys/class/infiniband_mad/umad*/ibdev && grep -qx ibp0 /sys/class/infiniband_mad/issm*/ibdev'
+vm_check "ibv0: lid 0x17" ib_attr_is "" ibv0 ports/1/lid 0x17
+vm_check "ip link set vib1 down (vib0 loses carrier)" ip link set vib1 down
+vm_check "ibv0 port DOWN, Polling" poll 5 sh -c \
+	"grep -qx '1: DOWN' $IBS/ibv0/ports/1/state && grep -qx '2: Polling' $IBS/ibv0/ports/1/phys_state"
+vm_check "ip link set vib1 up" ip link set vib1 up
+vm_check "ibv0 port ACTIVE again" poll 5 grep -qx "4: ACTIVE" $IBS/ibv0/ports/1/state
+
+# IPoIB (measured, README "InfiniBand devices"): its netdev goes with the ib_device
+# (the ib_core client is removed and added again around a netns move): 6.1
+# creates the new one in init_net, 6.17 and later in the device's netns.
+case $(uname -r) in
+6.1.*) ipoib_ns=init ;;
+*) if [ "$(uname -r | awk -F'[.-]' '{ print $1 * 1000 + $2 }')" -ge 6017 ]; then ipoib_ns=dev; else ipoib_ns=; fi ;;
+esac
+[ -n "$ipoib_ns" ] || vm_diag "kernel $(uname -r): IPoIB netns not known, not asserted"
+ipoib_where() { # ipoib_where NS: NS itself ("dev") or "" (init) as $ipoib_ns wants
+	if [ "$ipoib_ns" = dev ]; then echo "$1"; fi
+}
+vm_check "modprobe ib_ipoib" modprobe ib_ipoib
+vm_check "ib_ipoib creates a netdev for ibp0" poll 10 test -n "$(ipoib_if "" 20)"
+IPIF=$(ipoib_if "" 20)
+IPIFX=$(cat "/sys/class/net/$IPIF/ifindex" 2>/dev/null)
+vm_diag "ibp0's IPoIB netdev: $IPIF (ifindex $IPIFX)"
+vm_check "$IPIF is named ib%d" vm_expect_eq 1 "$(echo "$IPIF" | grep -cx 'ib[0-9]*')"
+vm_check "$IPIF's hardware address ends with ibp0's GID 0" sh -c \
+	"grep -q 'fe:80:00:00:00:00:00:00:02:00:53:48:43:41:00:14\$' /sys/class/net/$IPIF/address"
+vm_check "ib_ipoib creates a netdev for ibv0" poll 10 test -n "$(ipoib_if "" 21)"
+vm_check "ip link set $IPIF up" ip link set "$IPIF" up
+vm_check "$IPIF is UP, NO-CARRIER (no SA answers its broadcast join)" sh -c \
+	"ip -o link show '$IPIF' | grep -q '<NO-CARRIER,.*,UP>'"
+vm_check "ip netns add pod3" ip netns add pod3
+vm_check "rdma dev set ibp0 netns pod3" rdma dev set ibp0 netns pod3
+vm_check "$IPIF's receives were flushed on close (no 'timing out' in the kernel log)" \
+	sh -c "! dmesg | grep -q '$IPIF: timing out'"
+vm_check "pod3's rdma dev lists ibp0" rdma_dev_has pod3 ibp0
+vm_check "pod3: ibp0 port ACTIVE, lid 0x16" sh -c \
+	"ip netns exec pod3 grep -qx '4: ACTIVE' $IBS/ibp0/ports/1/state && ip netns exec pod3 grep -qx 0x16 $IBS/ibp0/ports/1/lid"
+vm_check "$IPIF (ifindex $IPIFX) was destroyed" ifindex_gone "$IPIFX" pod3
+if [ -n "$ipoib_ns" ]; then
+	ns=$(ipoib_where pod3)
+	other=pod3
+	[ -n "$ns" ] && other=
+	vm_check "a new IPoIB netdev for ibp0 in ${ns:-init_net}" poll 10 test -n "$(ipoib_if "$ns" 20)"
+	vm_check "none in ${other:-init_net}" vm_expect_eq "" "$(ipoib_if "$other" 20)"
+	vm_check "it is named $IPIF in init_net (6.1), ib0 in pod3 (later)" \
+		vm_expect_eq "$([ -n "$ns" ] && echo ib0 || echo "$IPIF")" "$(ipoib_if "$ns" 20)"
+fi
+bounded 30 ip netns del pod3
+rc=$?
+[ $rc = 124 ] && { vm_not_ok "ip netns del pod3"; hang_bail "ip netns del pod3"; }
+if [ $rc = 0 ]; then vm_ok "ip netns del pod3"; else vm_not_ok "ip netns del pod3"; fi
+vm_check "ibp0 returns to init_net" poll 10 rdma_dev_has "" ibp0
+vm_check "ibp0 has an IPoIB netdev in init_net" poll 10 test -n "$(ipoib_if "" 20)"
+IPIF=$(ipoib_if "" 20)
+IPIFX=$(cat "/sys/class/net/$IPIF/ifindex" 2>/dev/null)
+vm_diag "ibp0's IPoIB netdev: $IPIF (ifindex $IPIFX)"
+# A netdev moved on its own: the kernel gives it back (netns_refund) ...
+vm_check "ip netns add pod4" ip netns add pod4
+vm_check "ip link set $IPIF netns pod4" ip link set "$IPIF" netns pod4
+vm_check "ibp0 stays in init_net" rdma_dev_has "" ibp0
+bounded 30 ip netns del pod4
+rc=$?
+[ $rc = 124 ] && { vm_not_ok "ip netns del pod4"; hang_bail "ip netns del pod4"; }
+if [ $rc = 0 ]; then vm_ok "ip netns del pod4"; else vm_not_ok "ip netns del pod4"; fi
+vm_check "$IPIF comes back to init_net, same ifindex $IPIFX" poll 10 sh -c \
+	"ip -o link show '$IPIF' | grep -q '^$IPIFX: $IPIF:'"
+# ... but not when its device moves: it is destroyed, in whatever netns it is.
+vm_check "ip netns add pod4" ip netns add pod4
+vm_check "ip link set $IPIF netns pod4" ip link set "$IPIF" netns pod4
+vm_check "rdma dev set ibp0 netns pod4" rdma dev set ibp0 netns pod4
+vm_check "$IPIF (ifindex $IPIFX, in pod4) was destroyed" ifindex_gone "$IPIFX" pod4
+if [ -n "$ipoib_ns" ]; then
+	ns=$(ipoib_where pod4)
+	vm_check "a new IPoIB netdev for ibp0 in ${ns:-init_net}" poll 10 test -n "$(ipoib_if "$ns" 20)"
+fi
+bounded 30 ip netns del pod4
+rc=$?
+[ $rc = 124 ] && { vm_not_ok "ip netns del pod4 (with ibp0)"; hang_bail "ip netns del pod4"; }
+if [ $rc = 0 ]; then vm_ok "ip netns del pod4 (with ibp0)"; else vm_not_ok "ip netns del pod4 (with ibp0)"; fi
+vm_check "ibp0 returns to init_net" poll 10 rdma_dev_has "" ibp0
+vm_check "rmmod ib_ipoib" rmmod ib_ipoib
+vm_check "del_device 20 and 21" sh -c "printf '20\n' >$CTL/del_device && printf '21\n' >$CTL/del_device"
+vm_check "ibp0 and ibv0 are gone" sh -c '! rdma dev show | grep -Eq " (ibp0|ibv0): "'
+vm_check "ip link del vib0" ip link del vib0
 
 # --- rmmod with devices inside a netns -------------------------------------------------------
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * simhca - simulated RoCE HCAs for testing (a test double, like netdevsim).
+ * simhca - simulated RoCE and InfiniBand HCAs for testing (a test double, like
+ * netdevsim).
  *
  * Each simulated HCA is an auxiliary device "simhca.roce.<ID>" (the way irdma
  * hangs off "ice.roce.N") under the root device /sys/devices/simhca. The
@@ -15,14 +16,21 @@
  * disassociate_ucontext op, so it can be moved between network namespaces in
  * exclusive mode (rdma dev set NAME netns NS), like irdma or mlx5.
  *
+ * A device created with the "ib" keyword has an InfiniBand port instead, as
+ * a ConnectX on a fabric with a subnet manager shows it: a LID, SM LID 1, a
+ * port GUID and GID 0 fe80::GUID. Its netdev (optional: "-") is not bound to
+ * the port; it only gives the device its parent (PCI placement) and its link
+ * state. The MAD layer opens QP0 and QP1 on it, and ib_ipoib its netdev.
+ *
  * Control (sysfs, see README.md):
- *   /sys/bus/simhca/new_device  "NAME_PATTERN NETDEV_NAME [ID]"
+ *   /sys/bus/simhca/new_device  "NAME_PATTERN NETDEV_NAME|- [ID] [ib]"
  *   /sys/bus/simhca/del_device  "ID"
  *   /sys/bus/simhca/list        "ID IBDEV NETDEV AUXDEV" per line
  *
- * No data path: post_send fails with -EOPNOTSUPP, posted receives never
- * complete, CQs stay empty. Kernel PD/CQ/QP/DMA-MR objects can be created
- * so that the MAD layer (QP1) opens its port the way it does on real HCAs.
+ * No data path: post_send fails with -EOPNOTSUPP, posted receives complete
+ * only as flushed when their QP goes to ERR. Kernel PD/CQ/QP/DMA-MR objects
+ * can be created so that the MAD layer (QP1, and QP0 on IB ports) opens its
+ * port the way it does on real HCAs.
  *
  * Locking: simhca_mutex serialises control operations (new, del, exit).
  * The device list and each device's netdev/ib pointers are changed only with
@@ -38,6 +46,7 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/idr.h>
+#include <linux/workqueue.h>
 #include <linux/ctype.h>
 #include <linux/device.h>
 #include <linux/auxiliary_bus.h>
@@ -55,6 +64,15 @@
 #define SIMHCA_AUX_NAME		"roce"
 #define SIMHCA_GID_TBL_LEN	16
 #define SIMHCA_MAX_ID		0xffff
+/* IB: LID = ID + 2 (1 is the SM's), up to the last unicast LID 0xbfff */
+#define SIMHCA_IB_MAX_ID	0xbffd
+#define SIMHCA_IB_SM_LID	1
+#define SIMHCA_IB_GID_TBL_LEN	1
+/* IB node/port GUID: locally administered, "SHCA", then the ID */
+#define SIMHCA_IB_GUID_BASE	0x0200534843410000ULL
+/* what the port supports before ib_cm adds IB_PORT_CM_SUP (modify_port) */
+#define SIMHCA_IB_PORT_CAPS	(IB_PORT_SYS_IMAGE_GUID_SUP |		\
+				 IB_PORT_CLIENT_REG_SUP)
 
 /* One simulated HCA: the auxiliary device and its configuration. */
 struct simhca_dev {
@@ -62,6 +80,8 @@ struct simhca_dev {
 	struct list_head list;		/* simhca_devs */
 	u32 id;
 	char pattern[IB_DEVICE_NAME_MAX];
+	bool link_ib;			/* InfiniBand port, not RoCE */
+	bool always_up;			/* IB without a netdev: port ACTIVE */
 	/*
 	 * The bound netdev; we hold a reference (dev_hold) on it. Written
 	 * under rtnl; read under rtnl, or under RCU by query_port.
@@ -79,6 +99,8 @@ struct simhca_ib {
 	struct simhca_dev *sdev;
 	struct ida qpn_ida;
 	atomic_t next_key;
+	spinlock_t port_lock;
+	u32 port_cap_flags;		/* IB: port_lock; set by modify_port */
 };
 
 struct simhca_ucontext {
@@ -91,6 +113,17 @@ struct simhca_pd {
 
 struct simhca_cq {
 	struct ib_cq ibcq;
+	spinlock_t lock;
+	struct list_head flushed;	/* simhca_wqe: flushed receives */
+	bool armed;			/* req_notify_cq since the last call */
+	struct work_struct notify_work;	/* calls comp_handler */
+};
+
+/* A posted receive, kept so that it can be flushed when its QP errs. */
+struct simhca_wqe {
+	struct list_head list;
+	struct ib_qp *qp;
+	u64 wr_id;
 };
 
 struct simhca_qp {
@@ -102,10 +135,16 @@ struct simhca_qp {
 	u32 sq_psn;
 	u32 rq_psn;
 	enum ib_sig_type sq_sig_type;
+	spinlock_t rq_lock;		/* state and rq */
+	struct list_head rq;		/* simhca_wqe: posted receives */
 };
 
 struct simhca_mr {
 	struct ib_mr ibmr;
+};
+
+struct simhca_ah {
+	struct ib_ah ibah;
 };
 
 static DEFINE_MUTEX(simhca_mutex);
@@ -124,6 +163,11 @@ static inline struct simhca_qp *to_sqp(struct ib_qp *ibqp)
 	return container_of(ibqp, struct simhca_qp, ibqp);
 }
 
+static inline struct simhca_cq *to_scq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct simhca_cq, ibcq);
+}
+
 static inline struct simhca_dev *adev_to_sdev(struct auxiliary_device *adev)
 {
 	return container_of(adev, struct simhca_dev, adev);
@@ -132,6 +176,17 @@ static inline struct simhca_dev *adev_to_sdev(struct auxiliary_device *adev)
 static bool simhca_link_up(const struct net_device *ndev)
 {
 	return ndev && netif_running(ndev) && netif_carrier_ok(ndev);
+}
+
+static bool simhca_port_up(const struct simhca_dev *sdev,
+			   const struct net_device *ndev)
+{
+	return sdev->always_up || simhca_link_up(ndev);
+}
+
+static __be64 simhca_ib_guid(u32 id)
+{
+	return cpu_to_be64(SIMHCA_IB_GUID_BASE | id);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -174,36 +229,68 @@ static int simhca_query_device(struct ib_device *ibdev,
 	return 0;
 }
 
+static void simhca_query_ib_port(struct simhca_ib *sib,
+				 struct ib_port_attr *props)
+{
+	props->max_mtu = IB_MTU_4096;
+	props->active_mtu = IB_MTU_4096;
+	props->phys_mtu = 4096;
+	props->gid_tbl_len = SIMHCA_IB_GID_TBL_LEN;
+	props->pkey_tbl_len = 1;
+	spin_lock(&sib->port_lock);
+	props->port_cap_flags = sib->port_cap_flags;
+	spin_unlock(&sib->port_lock);
+	props->max_msg_sz = 1U << 31;
+	props->lid = sib->sdev->id + 2;
+	props->lmc = 0;
+	props->sm_lid = SIMHCA_IB_SM_LID;
+	props->sm_sl = 0;
+	props->max_vl_num = 4;		/* VL0-7 */
+	props->active_width = IB_WIDTH_4X;
+	props->active_speed = IB_SPEED_NDR;
+}
+
 static int simhca_query_port(struct ib_device *ibdev, u32 port,
 			     struct ib_port_attr *props)
 {
+	struct simhca_ib *sib = to_sib(ibdev);
 	struct net_device *ndev;
+	bool up;
 
 	/* props is zeroed by the caller (__ib_query_port). */
 	rcu_read_lock();
-	ndev = rcu_dereference(to_sib(ibdev)->sdev->netdev);
+	ndev = rcu_dereference(sib->sdev->netdev);
+	up = simhca_port_up(sib->sdev, ndev);
 
-	props->max_mtu = IB_MTU_4096;
-	props->active_mtu = ndev ? ib_mtu_int_to_enum(ndev->mtu) : IB_MTU_1024;
-	props->phys_mtu = ndev ? ndev->mtu : 1500;
-	props->gid_tbl_len = SIMHCA_GID_TBL_LEN;
-	props->ip_gids = true;
-	props->pkey_tbl_len = 1;
-	props->port_cap_flags = IB_PORT_CM_SUP | IB_PORT_REINIT_SUP;
-	props->max_msg_sz = 1U << 31;
-	props->lid = 0;
-	props->lmc = 0;
-	props->sm_lid = 0;
-	props->sm_sl = 0;
-	props->max_vl_num = 1;
-	props->active_width = IB_WIDTH_4X;
-	props->active_speed = IB_SPEED_EDR;
-	if (simhca_link_up(ndev)) {
+	if (sib->sdev->link_ib) {
+		simhca_query_ib_port(sib, props);
+	} else {
+		props->max_mtu = IB_MTU_4096;
+		props->active_mtu = ndev ? ib_mtu_int_to_enum(ndev->mtu) :
+					   IB_MTU_1024;
+		props->phys_mtu = ndev ? ndev->mtu : 1500;
+		props->gid_tbl_len = SIMHCA_GID_TBL_LEN;
+		props->ip_gids = true;
+		props->pkey_tbl_len = 1;
+		props->port_cap_flags = IB_PORT_CM_SUP | IB_PORT_REINIT_SUP;
+		props->max_msg_sz = 1U << 31;
+		props->lid = 0;
+		props->lmc = 0;
+		props->sm_lid = 0;
+		props->sm_sl = 0;
+		props->max_vl_num = 1;
+		props->active_width = IB_WIDTH_4X;
+		props->active_speed = IB_SPEED_EDR;
+	}
+	if (up) {
 		props->state = IB_PORT_ACTIVE;
 		props->phys_state = IB_PORT_PHYS_STATE_LINK_UP;
 	} else {
 		props->state = IB_PORT_DOWN;
-		props->phys_state = IB_PORT_PHYS_STATE_DISABLED;
+		/* an IB port without a peer polls; Ethernet ones say DISABLED */
+		props->phys_state = sib->sdev->link_ib ?
+					    IB_PORT_PHYS_STATE_POLLING :
+					    IB_PORT_PHYS_STATE_DISABLED;
 	}
 	rcu_read_unlock();
 	return 0;
@@ -212,9 +299,14 @@ static int simhca_query_port(struct ib_device *ibdev, u32 port,
 static int simhca_get_port_immutable(struct ib_device *ibdev, u32 port,
 				     struct ib_port_immutable *immutable)
 {
-	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE |
-				    RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
-	immutable->gid_tbl_len = SIMHCA_GID_TBL_LEN;
+	if (to_sib(ibdev)->sdev->link_ib) {
+		immutable->core_cap_flags = RDMA_CORE_PORT_IBA_IB;
+		immutable->gid_tbl_len = SIMHCA_IB_GID_TBL_LEN;
+	} else {
+		immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE |
+					    RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+		immutable->gid_tbl_len = SIMHCA_GID_TBL_LEN;
+	}
 	immutable->pkey_tbl_len = 1;
 	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
 	return 0;
@@ -223,7 +315,39 @@ static int simhca_get_port_immutable(struct ib_device *ibdev, u32 port,
 static enum rdma_link_layer simhca_get_link_layer(struct ib_device *ibdev,
 						  u32 port)
 {
-	return IB_LINK_LAYER_ETHERNET;
+	return to_sib(ibdev)->sdev->link_ib ? IB_LINK_LAYER_INFINIBAND :
+					      IB_LINK_LAYER_ETHERNET;
+}
+
+/*
+ * IB only (RoCE GIDs come from roce_gid_mgmt): ib_core's GID cache asks the
+ * driver for every entry of a non-RoCE port. GID 0 is the default subnet
+ * prefix fe80::/64 and the port GUID, as an SM leaves it.
+ */
+static int simhca_query_gid(struct ib_device *ibdev, u32 port, int index,
+			    union ib_gid *gid)
+{
+	if (index < 0 || index >= SIMHCA_IB_GID_TBL_LEN)
+		return -EINVAL;
+	gid->global.subnet_prefix = cpu_to_be64(0xfe80000000000000ULL);
+	gid->global.interface_id = ibdev->node_guid;	/* = port GUID */
+	return 0;
+}
+
+/* IB only: ib_cm sets IB_PORT_CM_SUP here (RoCE ports need no op for it). */
+static int simhca_modify_port(struct ib_device *ibdev, u32 port, int mask,
+			      struct ib_port_modify *props)
+{
+	struct simhca_ib *sib = to_sib(ibdev);
+
+	if (mask & ~(IB_PORT_SHUTDOWN | IB_PORT_INIT_TYPE |
+		     IB_PORT_RESET_QKEY_CNTR))
+		return -EOPNOTSUPP;
+	spin_lock(&sib->port_lock);
+	sib->port_cap_flags = (sib->port_cap_flags | props->set_port_cap_mask) &
+			      ~props->clr_port_cap_mask;
+	spin_unlock(&sib->port_lock);
+	return 0;
 }
 
 static int simhca_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
@@ -287,34 +411,110 @@ static int simhca_dealloc_pd(struct ib_pd *pd, struct ib_udata *udata)
 #define SIMHCA_BUS struct bus_type
 #endif
 
+/*
+ * Completions: the only ones are flushes (IB_WC_WR_FLUSH_ERR) of receives
+ * posted to a QP that goes to ERR, as hardware reports them. Consumers that
+ * stop a QP wait for these: without them IPoIB waits 5 s on every close and
+ * ib_drain_rq() forever.
+ */
+static void simhca_cq_notify_work(struct work_struct *work)
+{
+	struct simhca_cq *cq = container_of(work, struct simhca_cq,
+					    notify_work);
+	bool call;
+
+	spin_lock_irq(&cq->lock);
+	call = cq->armed && !list_empty(&cq->flushed);
+	if (call)
+		cq->armed = false;
+	spin_unlock_irq(&cq->lock);
+	/* from a work item: never re-entered from the consumer's own calls */
+	if (call && cq->ibcq.comp_handler) {
+		local_bh_disable();
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+		local_bh_enable();
+	}
+}
+
 static int simhca_create_cq(struct ib_cq *ibcq,
 			    const struct ib_cq_init_attr *attr,
 			    SIMHCA_CQ_UDATA)
 {
+	struct simhca_cq *cq = to_scq(ibcq);
+
 	if (attr->flags)
 		return -EOPNOTSUPP;
 	if (attr->cqe < 1 || attr->cqe > 65535)
 		return -EINVAL;
 	ibcq->cqe = attr->cqe;
+	spin_lock_init(&cq->lock);
+	INIT_LIST_HEAD(&cq->flushed);
+	INIT_WORK(&cq->notify_work, simhca_cq_notify_work);
 	return 0;
 }
 
 static int simhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
+	struct simhca_cq *cq = to_scq(ibcq);
+	struct simhca_wqe *wqe, *tmp;
+
+	cancel_work_sync(&cq->notify_work);
+	list_for_each_entry_safe(wqe, tmp, &cq->flushed, list)
+		kfree(wqe);
 	return 0;
 }
 
-/* The CQs never receive completions: this double has no data path. */
 static int simhca_poll_cq(struct ib_cq *ibcq, int num_entries,
 			  struct ib_wc *wc)
 {
-	return 0;
+	struct simhca_cq *cq = to_scq(ibcq);
+	struct simhca_wqe *wqe;
+	unsigned long flags;
+	int n = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	while (n < num_entries &&
+	       (wqe = list_first_entry_or_null(&cq->flushed,
+					       struct simhca_wqe, list))) {
+		list_del(&wqe->list);
+		memset(&wc[n], 0, sizeof(wc[n]));
+		wc[n].wr_id = wqe->wr_id;
+		wc[n].status = IB_WC_WR_FLUSH_ERR;
+		wc[n].opcode = IB_WC_RECV;
+		wc[n].qp = wqe->qp;
+		kfree(wqe);
+		n++;
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
 }
 
 static int simhca_req_notify_cq(struct ib_cq *ibcq,
 				enum ib_cq_notify_flags flags)
 {
-	return 0;
+	struct simhca_cq *cq = to_scq(ibcq);
+	unsigned long irqflags;
+	int ret = 0;
+
+	spin_lock_irqsave(&cq->lock, irqflags);
+	cq->armed = true;
+	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && !list_empty(&cq->flushed))
+		ret = 1;
+	spin_unlock_irqrestore(&cq->lock, irqflags);
+	return ret;
+}
+
+/* qp->rq_lock held: completes the receives on list as flushed. */
+static void simhca_flush(struct ib_qp *ibqp, struct list_head *list)
+{
+	struct simhca_cq *cq = to_scq(ibqp->recv_cq);
+
+	if (list_empty(list))
+		return;
+	spin_lock(&cq->lock);
+	list_splice_tail_init(list, &cq->flushed);
+	spin_unlock(&cq->lock);
+	schedule_work(&cq->notify_work);
 }
 
 static int simhca_create_qp(struct ib_qp *ibqp,
@@ -329,8 +529,18 @@ static int simhca_create_qp(struct ib_qp *ibqp,
 		return -EOPNOTSUPP;
 	if (init->srq || init->rwq_ind_tbl)
 		return -EOPNOTSUPP;
+	spin_lock_init(&qp->rq_lock);
+	INIT_LIST_HEAD(&qp->rq);
 
 	switch (init->qp_type) {
+	case IB_QPT_SMI:
+		/* the MAD layer's QP0, on IB ports only */
+		if (!sib->sdev->link_ib)
+			return -EOPNOTSUPP;
+		if (init->port_num != 1)
+			return -EINVAL;
+		qpn = 0;
+		break;
 	case IB_QPT_GSI:
 		if (init->port_num != 1)
 			return -EINVAL;
@@ -358,11 +568,23 @@ static int simhca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 			    int mask, struct ib_udata *udata)
 {
 	struct simhca_qp *qp = to_sqp(ibqp);
+	struct simhca_wqe *wqe, *tmp;
+	unsigned long flags;
+	LIST_HEAD(drop);
 
 	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
 		return -EOPNOTSUPP;
-	if (mask & IB_QP_STATE)
+	if (mask & IB_QP_STATE) {
+		spin_lock_irqsave(&qp->rq_lock, flags);
 		qp->state = attr->qp_state;
+		if (qp->state == IB_QPS_ERR)
+			simhca_flush(ibqp, &qp->rq);
+		else if (qp->state == IB_QPS_RESET)
+			list_splice_init(&qp->rq, &drop);	/* no completions */
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+		list_for_each_entry_safe(wqe, tmp, &drop, list)
+			kfree(wqe);
+	}
 	if (mask & IB_QP_QKEY)
 		qp->qkey = attr->qkey;
 	if (mask & IB_QP_PKEY_INDEX)
@@ -401,7 +623,21 @@ static int simhca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 static int simhca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct simhca_ib *sib = to_sib(ibqp->device);
+	struct simhca_cq *cq = to_scq(ibqp->recv_cq);
+	struct simhca_qp *qp = to_sqp(ibqp);
+	struct simhca_wqe *wqe, *tmp;
 
+	/* posted receives, and flushed ones nobody polled, go with the QP */
+	list_for_each_entry_safe(wqe, tmp, &qp->rq, list)
+		kfree(wqe);
+	spin_lock_irq(&cq->lock);
+	list_for_each_entry_safe(wqe, tmp, &cq->flushed, list) {
+		if (wqe->qp != ibqp)
+			continue;
+		list_del(&wqe->list);
+		kfree(wqe);
+	}
+	spin_unlock_irq(&cq->lock);
 	if (ibqp->qp_num >= 2)
 		ida_free(&sib->qpn_ida, ibqp->qp_num);
 	return 0;
@@ -415,12 +651,35 @@ static int simhca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 }
 
 /*
- * Receives are accepted and never complete (the MAD layer posts receive
- * buffers on QP1 when it opens a port, and frees them itself on close).
+ * Receives are accepted and never complete, except as flushed when the QP is
+ * (or goes) in ERR. The MAD layer posts receive buffers on QP0/QP1 when it
+ * opens a port, and frees them itself on close.
  */
 static int simhca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			    const struct ib_recv_wr **bad_wr)
 {
+	struct simhca_qp *qp = to_sqp(ibqp);
+	struct simhca_wqe *wqe;
+	unsigned long flags;
+	LIST_HEAD(one);
+
+	for (; wr; wr = wr->next) {
+		wqe = kmalloc(sizeof(*wqe), GFP_ATOMIC);
+		if (!wqe) {
+			*bad_wr = wr;
+			return -ENOMEM;
+		}
+		wqe->qp = ibqp;
+		wqe->wr_id = wr->wr_id;
+		spin_lock_irqsave(&qp->rq_lock, flags);
+		if (qp->state == IB_QPS_ERR) {
+			list_add_tail(&wqe->list, &one);
+			simhca_flush(ibqp, &one);
+		} else {
+			list_add_tail(&wqe->list, &qp->rq);
+		}
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+	}
 	return 0;
 }
 
@@ -450,6 +709,26 @@ static struct ib_mr *simhca_reg_user_mr(struct ib_pd *pd, u64 start,
 static int simhca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	kfree(container_of(ibmr, struct simhca_mr, ibmr));
+	return 0;
+}
+
+/*
+ * IB only: ib_sa makes an address handle to the SM LID when the port comes up,
+ * and IPoIB ones to its peers; nothing is ever sent through them.
+ */
+static int simhca_create_ah(struct ib_ah *ibah,
+			    struct rdma_ah_init_attr *init_attr,
+			    struct ib_udata *udata)
+{
+	if (udata)
+		return -EOPNOTSUPP;
+	if (init_attr->ah_attr->type != RDMA_AH_ATTR_TYPE_IB)
+		return -EINVAL;
+	return 0;
+}
+
+static int simhca_destroy_ah(struct ib_ah *ibah, u32 flags)
+{
 	return 0;
 }
 
@@ -489,6 +768,16 @@ static const struct ib_device_ops simhca_ib_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_qp, simhca_qp, ibqp),
 };
 
+/* Added to simhca_ib_ops for a device with an InfiniBand port. */
+static const struct ib_device_ops simhca_ib_link_ops = {
+	.query_gid = simhca_query_gid,
+	.modify_port = simhca_modify_port,
+	.create_ah = simhca_create_ah,
+	.destroy_ah = simhca_destroy_ah,
+
+	INIT_RDMA_OBJ_SIZE(ib_ah, simhca_ah, ibah),
+};
+
 /* ---------------------------------------------------------------------- */
 /* Port state: follows the bound netdev                                   */
 /* ---------------------------------------------------------------------- */
@@ -496,7 +785,7 @@ static const struct ib_device_ops simhca_ib_ops = {
 /* rtnl held. Dispatches PORT_ACTIVE/PORT_ERR when the state changes. */
 static void simhca_update_port(struct simhca_dev *sdev)
 {
-	bool up = simhca_link_up(rtnl_dereference(sdev->netdev));
+	bool up = simhca_port_up(sdev, rtnl_dereference(sdev->netdev));
 	struct ib_event ev = {};
 
 	ASSERT_RTNL();
@@ -522,7 +811,7 @@ static void simhca_release_netdev(struct simhca_dev *sdev)
 	 * NETDEV_UNREGISTER notifiers.
 	 */
 	RCU_INIT_POINTER(sdev->netdev, NULL);
-	if (sdev->ib)
+	if (sdev->ib && !sdev->link_ib)
 		ib_device_set_netdev(&sdev->ib->ibdev, NULL, 1);
 	simhca_update_port(sdev);
 	dev_put(ndev);
@@ -589,19 +878,28 @@ static int simhca_aux_probe(struct auxiliary_device *adev,
 	}
 	sib->sdev = sdev;
 	ida_init(&sib->qpn_ida);
+	spin_lock_init(&sib->port_lock);
+	sib->port_cap_flags = SIMHCA_IB_PORT_CAPS;
 	ibdev = &sib->ibdev;
 
 	ibdev->node_type = RDMA_NODE_IB_CA;
 	ibdev->phys_port_cnt = 1;
 	ibdev->num_comp_vectors = 1;
 	ibdev->dev.parent = &adev->dev;
-	strscpy(ibdev->node_desc, "simhca simulated RoCE HCA",
+	strscpy(ibdev->node_desc, sdev->link_ib ? "simhca simulated IB HCA" :
+						  "simhca simulated RoCE HCA",
 		sizeof(ibdev->node_desc));
 	ib_set_device_ops(ibdev, &simhca_ib_ops);
+	if (sdev->link_ib)
+		ib_set_device_ops(ibdev, &simhca_ib_link_ops);
 
 	rtnl_lock();
 	ndev = rtnl_dereference(sdev->netdev);
-	if (ndev) {
+	if (sdev->link_ib) {
+		/* unique per ID; an IB port has no bound netdev */
+		ibdev->node_guid = simhca_ib_guid(sdev->id);
+		ret = 0;
+	} else if (ndev) {
 		addrconf_addr_eui48((u8 *)&ibdev->node_guid, ndev->dev_addr);
 		/* ib_core takes its own reference on ndev. */
 		ret = ib_device_set_netdev(ibdev, ndev, 1);
@@ -621,10 +919,10 @@ static int simhca_aux_probe(struct auxiliary_device *adev,
 	rtnl_lock();
 	/* The netdev may have been destroyed while we were registering. */
 	ndev = rtnl_dereference(sdev->netdev);
-	if (!ndev)
+	if (!ndev && !sdev->link_ib)
 		ib_device_set_netdev(ibdev, NULL, 1);
 	sdev->ib = sib;
-	sdev->port_active = simhca_link_up(ndev);
+	sdev->port_active = simhca_port_up(sdev, ndev);
 	rtnl_unlock();
 
 	auxiliary_set_drvdata(adev, sib);
@@ -749,9 +1047,12 @@ static void simhca_dev_destroy(struct simhca_dev *sdev)
 	ida_free(&simhca_ida, id);
 }
 
-/* simhca_mutex held. */
+/*
+ * simhca_mutex held. ifname NULL: no netdev (IB only); the device's parent is
+ * simhca's root and its port is always ACTIVE.
+ */
 static int simhca_dev_create(const char *pattern, const char *ifname,
-			     int want_id)
+			     int want_id, bool link_ib)
 {
 	struct net *net = current->nsproxy->net_ns;
 	struct simhca_dev *sdev;
@@ -762,7 +1063,9 @@ static int simhca_dev_create(const char *pattern, const char *ifname,
 	if (want_id >= 0)
 		id = ida_alloc_range(&simhca_ida, want_id, want_id, GFP_KERNEL);
 	else
-		id = ida_alloc_max(&simhca_ida, SIMHCA_MAX_ID, GFP_KERNEL);
+		id = ida_alloc_max(&simhca_ida, link_ib ? SIMHCA_IB_MAX_ID :
+							  SIMHCA_MAX_ID,
+				   GFP_KERNEL);
 	if (id < 0)
 		return (id == -ENOSPC && want_id >= 0) ? -EEXIST : id;
 
@@ -773,6 +1076,8 @@ static int simhca_dev_create(const char *pattern, const char *ifname,
 	}
 	sdev->id = id;
 	strscpy(sdev->pattern, pattern, sizeof(sdev->pattern));
+	sdev->link_ib = link_ib;
+	sdev->always_up = !ifname;
 	sdev->probe_err = -ENODEV;	/* until the probe says otherwise */
 	INIT_LIST_HEAD(&sdev->list);
 	sdev->adev.name = SIMHCA_AUX_NAME;
@@ -784,7 +1089,7 @@ static int simhca_dev_create(const char *pattern, const char *ifname,
 	 * HCA's PCI address, NUMA node and PCIe path. Others: simhca's root.
 	 */
 	rtnl_lock();
-	ndev = __dev_get_by_name(net, ifname);
+	ndev = ifname ? __dev_get_by_name(net, ifname) : NULL;
 	parent = ndev && ndev->dev.parent && dev_is_pci(ndev->dev.parent) ?
 			 get_device(ndev->dev.parent) : get_device(simhca_root);
 	rtnl_unlock();
@@ -801,8 +1106,10 @@ static int simhca_dev_create(const char *pattern, const char *ifname,
 	/* From here on, auxiliary_device_uninit() frees sdev. */
 
 	rtnl_lock();
-	ndev = __dev_get_by_name(net, ifname);
-	if (!ndev) {
+	ndev = ifname ? __dev_get_by_name(net, ifname) : NULL;
+	if (!ifname) {
+		list_add_tail(&sdev->list, &simhca_devs);
+	} else if (!ndev) {
 		ret = -ENODEV;
 	} else if (ndev->type != ARPHRD_ETHER) {
 		ret = -EINVAL;
@@ -848,14 +1155,30 @@ static ssize_t new_device_store(SIMHCA_BUS *bus, const char *buf,
 				size_t count)
 {
 	char pattern[IB_DEVICE_NAME_MAX + 1], ifname[IFNAMSIZ + 1];
-	char tail;
+	char arg3[16], arg4[16];
+	bool link_ib = false;
 	unsigned int id;
+	int want_id = -1;
+	char tail;
 	int n, ret;
 
 	/* widths: one more than allowed so that overlong input is caught */
-	n = sscanf(buf, "%64s %16s %u %c", pattern, ifname, &id, &tail);
-	if (n < 2 || n > 3) {
-		pr_err(DRV_NAME ": new_device wants \"NAME_PATTERN NETDEV_NAME [ID]\"\n");
+	n = sscanf(buf, "%64s %16s %15s %15s %c", pattern, ifname, arg3, arg4,
+		   &tail);
+	if (n == 3 && !strcmp(arg3, "ib")) {
+		link_ib = true;
+	} else if (n == 3 || n == 4) {
+		if (kstrtouint(arg3, 10, &id))
+			n = 0;
+		else
+			want_id = min(id, SIMHCA_MAX_ID + 1);	/* ERANGE below */
+		if (n == 4 && !strcmp(arg4, "ib"))
+			link_ib = true;
+		else if (n == 4)
+			n = 0;
+	}
+	if (n < 2 || n > 4) {
+		pr_err(DRV_NAME ": new_device wants \"NAME_PATTERN NETDEV_NAME|- [ID] [ib]\"\n");
 		return -EINVAL;
 	}
 	if (!simhca_pattern_ok(pattern)) {
@@ -865,14 +1188,18 @@ static ssize_t new_device_store(SIMHCA_BUS *bus, const char *buf,
 	}
 	if (strlen(ifname) >= IFNAMSIZ)
 		return -EINVAL;
-	if (n == 3 && id > SIMHCA_MAX_ID)
+	if (want_id > (link_ib ? SIMHCA_IB_MAX_ID : SIMHCA_MAX_ID))
 		return -ERANGE;
 
 	mutex_lock(&simhca_mutex);
 	if (!simhca_enabled)
 		ret = -EBUSY;
 	else
-		ret = simhca_dev_create(pattern, ifname, n == 3 ? (int)id : -1);
+		/* "-": no netdev, for IB devices (RoCE ones look "-" up) */
+		ret = simhca_dev_create(pattern,
+					link_ib && !strcmp(ifname, "-") ?
+						NULL : ifname,
+					want_id, link_ib);
 	mutex_unlock(&simhca_mutex);
 	return ret ? ret : count;
 }
@@ -997,5 +1324,5 @@ module_exit(simhca_exit);
 
 MODULE_LICENSE("GPL");
 MODULE_AUTHOR("rdmans test suite");
-MODULE_DESCRIPTION("Simulated RoCE HCAs on auxiliary devices, for testing RDMA netns moves");
+MODULE_DESCRIPTION("Simulated RoCE and InfiniBand HCAs on auxiliary devices, for testing RDMA netns moves");
 MODULE_SOFTDEP("pre: ib_core");
