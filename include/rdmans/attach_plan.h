@@ -34,6 +34,8 @@ struct rn_attach_netdev {
 	char alias[256]; /* IFLA_IFALIAS on the host before the attach */
 	int ifindex; /* on the host when resolved */
 	bool was_up;
+	bool ipoib; /* re-made by the kernel when its RDMA device moves: found by ib_gid after */
+	uint8_t ib_gid[16];
 };
 
 struct rn_attach_plan {

@@ -9,6 +9,7 @@
 
 #include <net/if.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #include "rdmans/cleanup.h"
@@ -24,6 +25,8 @@ struct rn_link {
 	unsigned int flags; /* IFF_* */
 	bool up; /* IFF_UP set */
 	bool carrier; /* IFF_LOWER_UP set */
+	bool ipoib; /* an IPoIB netdev: its hardware address ends in its port's GID */
+	uint8_t ib_gid[16]; /* that GID (GID 0 of the port), when ipoib */
 };
 
 /*
@@ -48,6 +51,11 @@ int rn_link_by_index(int ifindex, struct rn_link *out, struct rn_error *err);
 /* Case-insensitive MAC match; -ENODEV when none, -ENOTUNIQ when several. */
 int rn_link_by_mac(const char *mac, struct rn_link *out, struct rn_error *err);
 /* The netdev of a PCI function or auxiliary device (sysfs); -ENOTUNIQ when it has several. */
+/*
+ * The IPoIB netdev of the InfiniBand port whose GID 0 is gid, in this netns:
+ * the kernel makes a new one whenever its RDMA device changes netns.
+ */
+int rn_link_by_ib_gid(const uint8_t gid[16], struct rn_link *out, struct rn_error *err);
 int rn_link_by_bus_id(const char *bus_id, struct rn_link *out, struct rn_error *err);
 
 /*

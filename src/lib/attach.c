@@ -119,6 +119,84 @@ static int name_probe_here(void *arg, struct rn_error *err)
 	return 0;
 }
 
+struct ipoib_probe {
+	const struct rn_attach_netdev *nd;
+	struct rn_link link;
+	bool found;
+	bool up;
+};
+
+static int ipoib_probe_here(void *arg, struct rn_error *err)
+{
+	struct ipoib_probe *p = arg;
+	struct rn_error none = { 0 };
+	int r;
+
+	r = rn_link_by_ib_gid(p->nd->ib_gid, &p->link, &none);
+	p->found = r == 0;
+	if (r < 0 && r != -ENODEV)
+		return rn_error_set(err, -r, "%s", none.msg);
+	return 0;
+}
+
+/* In the pod (the kernel made it there): its pod name and up state. */
+static int ipoib_name_here(void *arg, struct rn_error *err)
+{
+	struct ipoib_probe *p = arg;
+	int r = 0;
+
+	if (strcmp(p->link.name, p->nd->pod_name) != 0)
+		r = rn_link_rename(p->link.ifindex, p->link.name, p->nd->pod_name, err);
+	if (r == 0 && p->up)
+		r = rn_link_set_up(p->link.ifindex, p->nd->pod_name, true, err);
+	return r;
+}
+
+/*
+ * An IPoIB netdev does not travel: moving its RDMA device made ib_ipoib
+ * remove it and add a new one, in the device's new netns (since Linux 6.17)
+ * or in the host's (before). Either way the new one goes to the pod, named.
+ */
+static int ipoib_follow(const struct rn_attach_netdev *nd, int pod_nsfd, bool up, bool *ret_up,
+			struct rn_error *err)
+{
+	struct ipoib_probe p = { .nd = nd, .up = up };
+	int r;
+
+	r = rn_netns_run(pod_nsfd, ipoib_probe_here, &p, err);
+	if (r < 0)
+		return r;
+	if (p.found) {
+		r = rn_netns_run(pod_nsfd, ipoib_name_here, &p, err);
+		if (r < 0)
+			return rn_error_wrap(err, "cannot name the pod's IPoIB netdev %s",
+					     p.link.name);
+		*ret_up = up;
+		return 0;
+	}
+	r = ipoib_probe_here(&p, err);
+	if (r < 0)
+		return r;
+	if (!p.found)
+		return rn_error_set(err, ENODEV,
+				    "the kernel made no new IPoIB netdev for %s after its RDMA "
+				    "device moved, neither in the pod nor on the host (was "
+				    "ib_ipoib unloaded?)",
+				    nd->name);
+	{
+		const struct rn_link_move_to to = {
+			.name = strcmp(p.link.name, nd->pod_name) ? nd->pod_name : NULL, .up = up
+		};
+		bool partial;
+
+		r = rn_link_move_to(p.link.ifindex, p.link.name, pod_nsfd, &to, &partial, err);
+		if (r < 0)
+			return r;
+		*ret_up = up && !partial;
+	}
+	return 0;
+}
+
 int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, bool up, bool *ret_up,
 		      rn_attach_step_fn step, void *arg, struct rn_error *err)
 {
@@ -162,8 +240,19 @@ int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, bool up, 
 			.name = strcmp(nd->name, nd->pod_name) ? nd->pod_name : NULL,
 			.up = up && i == 0,
 		};
-		bool partial;
+		bool partial, ipoib_up = false;
 
+		if (nd->ipoib) {
+			r = ipoib_follow(nd, pod_nsfd, to.up, &ipoib_up, err);
+			if (r < 0)
+				return r;
+			if (i == 0)
+				*ret_up = ipoib_up;
+			r = rn_attach_run_step(step, arg, err, "moved IPoIB netdev %s", nd->name);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		if (to.name) {
 			/* Remembered by the netdev itself, as host-device does. */
 			r = rn_link_set_alias(nd->ifindex, nd->name, nd->name, err);

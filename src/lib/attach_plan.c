@@ -67,6 +67,8 @@ static void fill_netdev(struct rn_attach_netdev *nd, const struct rn_link *l)
 	(void)rn_strscpy(nd->alias, sizeof(nd->alias), l->alias);
 	nd->ifindex = l->ifindex;
 	nd->was_up = l->up;
+	nd->ipoib = l->ipoib;
+	memcpy(nd->ib_gid, l->ib_gid, sizeof(nd->ib_gid));
 }
 
 static int plan_add_netdev(struct rn_attach_plan *plan, const struct rn_link *l,

@@ -18,6 +18,7 @@
 #include <netlink/route/route.h>
 #include <netlink/route/nexthop.h>
 #include <net/if.h>
+#include <net/if_arp.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +187,11 @@ static void fill_link(struct rtnl_link *l, struct rn_link *out)
 		snprintf(out->mac, sizeof(out->mac), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1],
 			 m[2], m[3], m[4], m[5]);
 	}
+	/* IPoIB: 4 bytes of flags and QP number, then the port's GID */
+	if (mac && rtnl_link_get_arptype(l) == ARPHRD_INFINIBAND && nl_addr_get_len(mac) == 20) {
+		out->ipoib = true;
+		memcpy(out->ib_gid, (const unsigned char *)nl_addr_get_binary_addr(mac) + 4, 16);
+	}
 	out->mtu = rtnl_link_get_mtu(l);
 	out->flags = rtnl_link_get_flags(l);
 	out->up = out->flags & IFF_UP;
@@ -273,6 +279,34 @@ int rn_link_by_mac(const char *mac, struct rn_link *out, struct rn_error *err)
 				    "%zu netdevs have MAC %s; select the netdev by name instead",
 				    found, mac);
 	return 0;
+}
+
+int rn_link_by_ib_gid(const uint8_t gid[16], struct rn_link *out, struct rn_error *err)
+{
+	_cleanup_sock_ struct nl_sock *sk = NULL;
+	_cleanup_cache_ struct nl_cache *cache = NULL;
+	struct nl_object *obj;
+	int r;
+
+	r = route_sock(&sk, err);
+	if (r < 0)
+		return r;
+	r = rtnl_link_alloc_cache(sk, AF_UNSPEC, &cache);
+	if (r < 0)
+		return nl_fail(err, r, "cannot list netdevs");
+	for (obj = nl_cache_get_first(cache); obj; obj = nl_cache_get_next(obj)) {
+		struct rtnl_link *rl = (struct rtnl_link *)obj;
+		struct rn_link l;
+
+		fill_link(rl, &l);
+		/* P_Key children share the GID; their link is the parent, the parent's is itself */
+		if (l.ipoib && memcmp(l.ib_gid, gid, 16) == 0 &&
+		    (rtnl_link_get_link(rl) == 0 || rtnl_link_get_link(rl) == l.ifindex)) {
+			*out = l;
+			return 0;
+		}
+	}
+	return rn_error_set(err, ENODEV, "no IPoIB netdev of that port in this network namespace");
 }
 
 int rn_link_by_bus_id(const char *bus_id, struct rn_link *out, struct rn_error *err)

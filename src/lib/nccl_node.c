@@ -160,6 +160,9 @@ static void netdevs_by_netlink(struct rn_nccl_node *node)
 		struct rn_nccl_port *p = &node->ports[i];
 		const char *name;
 
+		/* no IB port is bound to a netdev: its IPoIB netdev is sysfs's, per netns */
+		if (strcmp(p->link_layer, "InfiniBand") == 0)
+			continue;
 		switch (rn_rdma_port_binding(&devs, p->dev, p->port, &name)) {
 		case RN_RDMA_BINDING_HERE:
 			p->netdev_here = rn_strscpy(p->netdev, sizeof(p->netdev), name) >= 0;
