@@ -14,6 +14,7 @@
 #    with our message, the one it moved goes home at once, nothing is left
 #  - the plugin killed -9 mid-session, started again; containerd restarted:
 #    the plugin connects again by itself
+#  - an InfiniBand HCA: NCCL_IB_HCA, no GID index
 #  - pre-installed in /opt/nri/plugins: containerd starts it itself
 #  - Stop/RemovePodSandbox: the device is home, the node is as before
 set -u
@@ -96,6 +97,26 @@ vm_check "  and no record names it" sh -c "! grep -rqsx '${dev[2]}' /run/rdmans/
 cri pods
 for p in $(jq -r '.[] | select(.name == "podE") | .id' <<<"$CRI_OUT"); do cri stopp "$p"; cri rmp "$p"; done
 vm_check "  ${dev[2]} is on the host" rdma dev show "${dev[2]}"
+
+# --- an InfiniBand HCA: no GID index in NCCL's settings ------------------------------------------
+echo "mlx5_%d - 9 ib" >/sys/bus/simhca/new_device
+ibdev=$(awk '$1 == 9 { print $2 }' /sys/bus/simhca/list)
+vm_check "an InfiniBand HCA ($ibdev)" test "$(cat "/sys/class/infiniband/$ibdev/ports/1/link_layer" 2>&1)" = InfiniBand
+rt_here "RunPodSandbox podI, rdmans.io/devices: $ibdev (handler nic2)" \
+	cri runp podI "" "json:{\"rdmans.io/devices\": \"$ibdev\"}" nic2
+podI=$(jq -r . <<<"$CRI_OUT")
+cri pstatus "$podI"
+vm_check "  rdmans-nri moved $ibdev into it" inns "$(jq -r .netns <<<"$CRI_OUT")" rdma dev show "$ibdev"
+rt_here "CreateContainer cI in podI" cri create "$podI" cI "$IMG" 'json:["sleep", "1000000"]'
+cI=$(jq -r . <<<"$CRI_OUT")
+cri start "$cI"
+cri exec "$cI" 'json:["env"]'
+vm_check "cI: NCCL_IB_HCA==$ibdev and no GID index (InfiniBand)" vm_expect_eq "NCCL_IB_HCA==$ibdev" \
+	"$(jq -r .stdout <<<"$CRI_OUT" | nccl_of)"
+rt_here "StopPodSandbox podI" cri stopp "$podI"
+rt_here "RemovePodSandbox podI" cri rmp "$podI"
+vm_check "  $ibdev is home" rdma dev show "$ibdev"
+echo 9 >/sys/bus/simhca/del_device
 
 # --- the plugin killed mid-session, then containerd restarted ---------------------------------
 kill -9 "$NRI_PID"
