@@ -244,6 +244,19 @@ int rn_link_by_index(int ifindex, struct rn_link *out, struct rn_error *err)
 	return 0;
 }
 
+/* Every netdev of this netns, in a cache that lives as long as the socket. */
+static int link_cache(struct nl_sock **sk, struct nl_cache **cache, struct rn_error *err)
+{
+	int r = route_sock(sk, err);
+
+	if (r < 0)
+		return r;
+	r = rtnl_link_alloc_cache(*sk, AF_UNSPEC, cache);
+	if (r < 0)
+		return nl_fail(err, r, "cannot list netdevs");
+	return 0;
+}
+
 int rn_link_by_mac(const char *mac, struct rn_link *out, struct rn_error *err)
 {
 	_cleanup_sock_ struct nl_sock *sk = NULL;
@@ -255,12 +268,9 @@ int rn_link_by_mac(const char *mac, struct rn_link *out, struct rn_error *err)
 	if (!mac || strlen(mac) != 17)
 		return rn_error_set(err, EINVAL, "'%s' is not a MAC address (aa:bb:cc:dd:ee:ff)",
 				    mac ? mac : "");
-	r = route_sock(&sk, err);
+	r = link_cache(&sk, &cache, err);
 	if (r < 0)
 		return r;
-	r = rtnl_link_alloc_cache(sk, AF_UNSPEC, &cache);
-	if (r < 0)
-		return nl_fail(err, r, "cannot list netdevs");
 	for (obj = nl_cache_get_first(cache); obj; obj = nl_cache_get_next(obj)) {
 		struct rn_link l;
 
@@ -288,12 +298,9 @@ int rn_link_by_ib_gid(const uint8_t gid[16], struct rn_link *out, struct rn_erro
 	struct nl_object *obj;
 	int r;
 
-	r = route_sock(&sk, err);
+	r = link_cache(&sk, &cache, err);
 	if (r < 0)
 		return r;
-	r = rtnl_link_alloc_cache(sk, AF_UNSPEC, &cache);
-	if (r < 0)
-		return nl_fail(err, r, "cannot list netdevs");
 	for (obj = nl_cache_get_first(cache); obj; obj = nl_cache_get_next(obj)) {
 		struct rtnl_link *rl = (struct rtnl_link *)obj;
 		struct rn_link l;

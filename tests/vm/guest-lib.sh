@@ -36,6 +36,24 @@ vm_veth() {
 		ip link set "$1" up && ip link set "$2" up
 }
 
+# vm_netns_pair V4PREFIX [V6PREFIX]: netns A and B joined by a veth (a0 in A,
+# b0 in B, both up, lo up too), with V4PREFIX.1/24 on a0 and V4PREFIX.2/24 on
+# b0 (and V6PREFIX::1/64, ::2/64 when given).
+vm_netns_pair() {
+	local n l i
+	ip netns add A && ip netns add B || return 1
+	ip link add a0 type veth peer name b0 && ip link set a0 netns A && ip link set b0 netns B ||
+		return 1
+	for n in A B; do
+		l=$(echo $n | tr AB ab)0
+		i=$([ $n = A ] && echo 1 || echo 2)
+		ip -n $n link set lo up
+		ip -n $n addr add "$1.$i/24" dev "$l" || return 1
+		[ -z "${2:-}" ] || ip -n $n addr add "$2::$i/64" dev "$l" nodad || return 1
+		ip -n $n link set "$l" up || return 1
+	done
+}
+
 # vm_load_simhca: insmod the simulated HCA built on the host ($RDMANS_SIMHCA_KO).
 vm_load_simhca() {
 	[ -f "${RDMANS_SIMHCA_KO:-}" ] || vm_fail "RDMANS_SIMHCA_KO='${RDMANS_SIMHCA_KO:-}' is not a file (meson builds it: tests/vm/meson.build)"

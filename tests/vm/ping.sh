@@ -22,17 +22,7 @@ R=$RDMANS_BUILD_DIR/src/cli/rdmans
 T=$(mktemp -d)
 
 vm_check "rdma modules load (shared netns mode)" vm_load_rdma || vm_fail "no RDMA stack"
-ip netns add A && ip netns add B || vm_fail "ip netns add"
-ip link add a0 type veth peer name b0 && ip link set a0 netns A && ip link set b0 netns B ||
-	vm_fail "veth"
-for n in A B; do
-	l=$(echo $n | tr AB ab)0
-	i=$([ $n = A ] && echo 1 || echo 2)
-	ip -n $n link set lo up
-	ip -n $n addr add 10.77.0.$i/24 dev "$l"
-	ip -n $n addr add fd77::$i/64 dev "$l" nodad
-	ip -n $n link set "$l" up
-done
+vm_netns_pair 10.77.0 fd77 || vm_fail "netns A and B"
 vm_check "rxeA in netns A on a0" ip netns exec A rdma link add rxeA type rxe netdev a0 ||
 	vm_fail "no rxeA"
 vm_check "rxeB in netns B on b0" ip netns exec B rdma link add rxeB type rxe netdev b0 ||

@@ -27,16 +27,7 @@ modprobe libcrc32c 2>/dev/null # 6.1's siw needs it; 7.2's does not
 vm_check "siw.ko loads" insmod "$KO" || vm_fail "no siw"
 
 # --- shared mode: a siw device in each of two netns, traffic between them ---------------------
-ip netns add A && ip netns add B || vm_fail "ip netns add"
-ip link add a0 type veth peer name b0 && ip link set a0 netns A && ip link set b0 netns B ||
-	vm_fail "veth"
-for n in A B; do
-	l=$(echo $n | tr AB ab)0
-	i=$([ $n = A ] && echo 1 || echo 2)
-	ip -n $n link set lo up
-	ip -n $n addr add 10.78.0.$i/24 dev "$l"
-	ip -n $n link set "$l" up
-done
+vm_netns_pair 10.78.0 || vm_fail "netns A and B"
 vm_check "siwA in netns A on a0" ip netns exec A rdma link add siwA type siw netdev a0 || vm_fail "no siwA"
 vm_check "siwB in netns B on b0" ip netns exec B rdma link add siwB type siw netdev b0 || vm_fail "no siwB"
 vm_check "siwA is an RNIC (iWARP) on Ethernet" vm_expect_eq "4: RNIC Ethernet" \
