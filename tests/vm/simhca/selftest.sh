@@ -393,6 +393,88 @@ vm_check "ibv0 port DOWN, Polling" poll 5 sh -c \
 vm_check "ip link set vib1 up" ip link set vib1 up
 vm_check "ibv0 port ACTIVE again" poll 5 grep -qx "4: ACTIVE" $IBS/ibv0/ports/1/state
 
+# --- port counters (PMA counters/ and hw_counters/) ------------------------------------------
+
+# cnt_are DEV DIR NAME=VALUE...: ports/1/DIR/NAME of DEV reads VALUE, for each
+cnt_are() {
+	local dev=$1 dir=$2 kv got bad=0
+	shift 2
+	for kv in "$@"; do
+		got=$(cat "$IBS/$dev/ports/1/$dir/${kv%%=*}" 2>&1)
+		[ "$got" = "${kv#*=}" ] || { echo "$dev $dir/${kv%%=*}: '$got', expected '${kv#*=}'"; bad=1; }
+	done
+	return $bad
+}
+
+# cnt_all_zero DEV DIR: every counter in ports/1/DIR of DEV reads 0
+cnt_all_zero() {
+	local f bad=0 n=0
+	for f in "$IBS/$1/ports/1/$2"/*; do
+		[ "${f##*/}" = lifespan ] && continue
+		n=$((n + 1))
+		[ "$(cat "$f" 2>&1)" = 0 ] || { echo "$f: $(cat "$f" 2>&1)"; bad=1; }
+	done
+	[ $n -gt 0 ] || { echo "no counter in $IBS/$1/ports/1/$2"; return 1; }
+	return $bad
+}
+
+# ctl_refused FILE TEXT ERROR: writing TEXT to $CTL/FILE fails with ERROR (strerror)
+ctl_refused() {
+	local err
+	if err=$({ printf '%s\n' "$2" >"$CTL/$1"; } 2>&1); then
+		echo "'$2' was accepted"
+		return 1
+	fi
+	case "$err" in *"$3"*) return 0 ;; esac
+	echo "'$2': $err (expected $3)"
+	return 1
+}
+
+vm_check "set_counters exists" test -w "$CTL/set_counters"
+vm_diag "rocep0s1 ports/1/counters: $(cd $IBS/rocep0s1/ports/1/counters && echo *)"
+vm_diag "rocep0s1 ports/1/hw_counters: $(cd $IBS/rocep0s1/ports/1/hw_counters && echo *)"
+# The extended table: ClassPortInfo says IB_PMA_CLASS_CAP_EXT_WIDTH.
+vm_check "rocep0s1 (RoCE) has the extended counters table" test -r $IBS/rocep0s1/ports/1/counters/unicast_xmit_packets -a \
+	-r $IBS/rocep0s1/ports/1/counters/port_xmit_wait
+vm_check "ibp0 (IB) has the extended counters table" test -r $IBS/ibp0/ports/1/counters/multicast_rcv_packets
+vm_check "rocep0s1 counters/ all 0 at first" cnt_all_zero rocep0s1 counters
+vm_check "rocep0s1 hw_counters/ all 0 at first" cnt_all_zero rocep0s1 hw_counters
+vm_check "ibp0 counters/ all 0 at first" cnt_all_zero ibp0 counters
+vm_check "set_counters: 7 (rocep0s1) data, packets, errors" ctl_write set_counters \
+	"7 port_xmit_data 5000000000000 port_rcv_data 0x100000000 port_xmit_packets 12345678901 port_rcv_packets 3 unicast_xmit_packets 11 multicast_rcv_packets 12 symbol_error 65535 link_downed 255 port_rcv_errors 7 port_xmit_discards 8 local_link_integrity_errors 15 excessive_buffer_overrun_errors 9 VL15_dropped 10 port_xmit_wait 4294967295"
+vm_check "rocep0s1 counters/ show them (64-bit data and packets)" cnt_are rocep0s1 counters \
+	port_xmit_data=5000000000000 port_rcv_data=4294967296 port_xmit_packets=12345678901 port_rcv_packets=3 \
+	unicast_xmit_packets=11 unicast_rcv_packets=0 multicast_rcv_packets=12 symbol_error=65535 link_downed=255 \
+	port_rcv_errors=7 port_xmit_discards=8 local_link_integrity_errors=15 excessive_buffer_overrun_errors=9 \
+	VL15_dropped=10 port_xmit_wait=4294967295 link_error_recovery=0
+vm_check "set_counters: 7 hw counters" ctl_write set_counters "7 np_cnp_sent 21 rp_cnp_handled 22 out_of_sequence 23"
+vm_check "rocep0s1 hw_counters/ show them" cnt_are rocep0s1 hw_counters np_cnp_sent=21 rp_cnp_handled=22 out_of_sequence=23 \
+	rp_cnp_ignored=0
+vm_diag "$(cd $IBS/rocep0s1/ports/1 && grep -H . counters/port_xmit_data counters/port_rcv_data counters/symbol_error \
+	hw_counters/np_cnp_sent hw_counters/lifespan)"
+vm_diag "$(rdma statistic show link rocep0s1/1)"
+vm_check "rdma statistic shows rocep0s1's np_cnp_sent 21" sh -c 'rdma statistic show link rocep0s1/1 | grep -q " np_cnp_sent 21 "'
+vm_check "set_counters: 20 (ibp0)" ctl_write set_counters "20 port_xmit_data 40 port_rcv_packets 41 link_downed 1 out_of_buffer 42"
+ibp0_cnt_set() {
+	cnt_are ibp0 counters port_xmit_data=40 port_rcv_packets=41 link_downed=1 port_rcv_data=0 &&
+		cnt_are ibp0 hw_counters out_of_buffer=42
+}
+vm_check "ibp0 counters/ and hw_counters/ show them" ibp0_cnt_set
+vm_check "ibp0 (IB) has no congestion hw_counters" test ! -e $IBS/ibp0/ports/1/hw_counters/np_cnp_sent
+vm_check "rocep0s1's counters are its own" cnt_are rocep0s1 counters port_xmit_data=5000000000000 link_downed=255
+vm_check "set_counters refuses an unknown ID (ENOENT)" ctl_refused set_counters "999 port_xmit_data 1" "No such file"
+vm_check "set_counters refuses an unknown name (EINVAL)" ctl_refused set_counters "7 port_bogus 1" "Invalid argument"
+vm_check "set_counters refuses a non-number (EINVAL)" ctl_refused set_counters "7 port_rcv_data 12x" "Invalid argument"
+vm_check "set_counters refuses a missing value (EINVAL)" ctl_refused set_counters "7 port_rcv_data" "Invalid argument"
+vm_check "set_counters refuses a value too wide for the field (ERANGE)" ctl_refused set_counters "7 symbol_error 65536" "out of range"
+vm_check "set_counters refuses a RoCE-only hw counter on ibp0 (EINVAL)" ctl_refused set_counters "20 np_cnp_sent 1" "Invalid argument"
+vm_check "set_counters refuses a write with one bad pair (EINVAL)" ctl_refused set_counters \
+	"7 port_rcv_data 99 port_bogus 1" "Invalid argument"
+cnt_unchanged() {
+	cnt_are rocep0s1 counters port_rcv_data=4294967296 symbol_error=65535 && ibp0_cnt_set
+}
+vm_check "refused writes changed nothing" cnt_unchanged
+
 # IPoIB (measured, README "InfiniBand devices"): its netdev goes with the ib_device
 # (the ib_core client is removed and added again around a netns move): 6.1
 # creates the new one in init_net, 6.17 and later in the device's netns.
@@ -479,6 +561,8 @@ vm_check "rdma dev set irdma0 netns pod2" rdma dev set irdma0 netns pod2
 vm_check "ip link set veth4 netns pod2" ip link set veth4 netns pod2
 vm_check "pod2's rdma dev lists rocep0s1 and irdma0" sh -c \
 	'ip netns exec pod2 rdma dev show | grep -q " rocep0s1: " && ip netns exec pod2 rdma dev show | grep -q " irdma0: "'
+vm_check "pod2 reads rocep0s1's counters (set from init_net)" ip netns exec pod2 sh -c \
+	"grep -qx 5000000000000 $IBS/rocep0s1/ports/1/counters/port_xmit_data && grep -qx 21 $IBS/rocep0s1/ports/1/hw_counters/np_cnp_sent"
 # The netdev is looked up in the writer's netns; the device starts in init_net.
 vm_check "veth pair veth8/veth9, veth8 in pod2" sh -c 'ip link add veth8 type veth peer name veth9 && ip link set veth8 netns pod2'
 vm_check "new_device 'nsdev%d veth8' written from inside pod2" \

@@ -26,6 +26,11 @@
  *   /sys/bus/simhca/new_device  "NAME_PATTERN NETDEV_NAME|- [ID] [ib]"
  *   /sys/bus/simhca/del_device  "ID"
  *   /sys/bus/simhca/list        "ID IBDEV NETDEV AUXDEV" per line
+ *   /sys/bus/simhca/set_counters "ID NAME VALUE [NAME VALUE]..."
+ *
+ * Port counters: process_mad answers PerfMgmt Get (ClassPortInfo,
+ * PortCounters, PortCountersExt), so ib_core shows ports/1/counters/; and
+ * hw_counters through rdma_hw_stats. Their values are what set_counters set.
  *
  * No data path: post_send fails with -EOPNOTSUPP, posted receives complete
  * only as flushed when their QP goes to ERR. Kernel PD/CQ/QP/DMA-MR objects
@@ -59,6 +64,7 @@
 #include <net/addrconf.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_mad.h>
+#include <rdma/ib_pma.h>
 
 #define DRV_NAME		"simhca"
 #define SIMHCA_AUX_NAME		"roce"
@@ -73,6 +79,54 @@
 /* what the port supports before ib_cm adds IB_PORT_CM_SUP (modify_port) */
 #define SIMHCA_IB_PORT_CAPS	(IB_PORT_SYS_IMAGE_GUID_SUP |		\
 				 IB_PORT_CLIENT_REG_SUP)
+
+/*
+ * Port counters, settable through /sys/bus/simhca/set_counters. Names are
+ * those of ports/1/counters/ (PMA PortCounters, PortCountersExt) and of
+ * ports/1/hw_counters/ (rdma_hw_stats).
+ */
+enum simhca_cnt {
+	/* PortCounters only */
+	SIMHCA_SYMBOL_ERROR,
+	SIMHCA_LINK_ERROR_RECOVERY,
+	SIMHCA_LINK_DOWNED,
+	SIMHCA_RCV_ERRORS,
+	SIMHCA_RCV_REMPHYS_ERRORS,
+	SIMHCA_RCV_SWITCH_RELAY_ERRORS,
+	SIMHCA_XMIT_DISCARDS,
+	SIMHCA_XMIT_CONSTRAINT_ERRORS,
+	SIMHCA_RCV_CONSTRAINT_ERRORS,
+	SIMHCA_LOCAL_LINK_INTEGRITY_ERRORS,
+	SIMHCA_EXCESSIVE_BUFFER_OVERRUN_ERRORS,
+	SIMHCA_VL15_DROPPED,
+	SIMHCA_XMIT_WAIT,
+	/* both (32 bits, saturating, in PortCounters; 64 in PortCountersExt) */
+	SIMHCA_XMIT_DATA,
+	SIMHCA_RCV_DATA,
+	SIMHCA_XMIT_PACKETS,
+	SIMHCA_RCV_PACKETS,
+	/* PortCountersExt only */
+	SIMHCA_UNICAST_XMIT_PACKETS,
+	SIMHCA_UNICAST_RCV_PACKETS,
+	SIMHCA_MULTICAST_XMIT_PACKETS,
+	SIMHCA_MULTICAST_RCV_PACKETS,
+	/* hw_counters, as mlx5 names them: every port */
+	SIMHCA_HW_FIRST,
+	SIMHCA_HW_OUT_OF_BUFFER = SIMHCA_HW_FIRST,
+	SIMHCA_HW_OUT_OF_SEQUENCE,
+	SIMHCA_HW_DUPLICATE_REQUEST,
+	SIMHCA_HW_RNR_NAK_RETRY_ERR,
+	SIMHCA_HW_PACKET_SEQ_ERR,
+	SIMHCA_HW_IMPLIED_NAK_SEQ_ERR,
+	SIMHCA_HW_LOCAL_ACK_TIMEOUT_ERR,
+	/* hw_counters of RoCE ports only (congestion control) */
+	SIMHCA_HW_ROCE_FIRST,
+	SIMHCA_HW_RP_CNP_IGNORED = SIMHCA_HW_ROCE_FIRST,
+	SIMHCA_HW_RP_CNP_HANDLED,
+	SIMHCA_HW_NP_ECN_MARKED_ROCE_PACKETS,
+	SIMHCA_HW_NP_CNP_SENT,
+	SIMHCA_CNT_NUM
+};
 
 /* One simulated HCA: the auxiliary device and its configuration. */
 struct simhca_dev {
@@ -92,6 +146,9 @@ struct simhca_dev {
 	/* rtnl: last port state reported through an event */
 	bool port_active;
 	int probe_err;
+	/* kept here, not in simhca_ib: they survive an unbind/bind */
+	spinlock_t cnt_lock;
+	u64 cnt[SIMHCA_CNT_NUM];
 };
 
 struct simhca_ib {
@@ -732,6 +789,202 @@ static int simhca_destroy_ah(struct ib_ah *ibah, u32 flags)
 	return 0;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Port counters: PMA (ports/N/counters/) and hw_counters                 */
+/* ---------------------------------------------------------------------- */
+
+/* sysfs name and width in bits (the largest value set_counters takes) */
+static const struct {
+	const char *name;
+	u8 bits;
+} simhca_cnt_info[SIMHCA_CNT_NUM] = {
+	[SIMHCA_SYMBOL_ERROR] = { "symbol_error", 16 },
+	[SIMHCA_LINK_ERROR_RECOVERY] = { "link_error_recovery", 8 },
+	[SIMHCA_LINK_DOWNED] = { "link_downed", 8 },
+	[SIMHCA_RCV_ERRORS] = { "port_rcv_errors", 16 },
+	[SIMHCA_RCV_REMPHYS_ERRORS] = { "port_rcv_remote_physical_errors", 16 },
+	[SIMHCA_RCV_SWITCH_RELAY_ERRORS] = { "port_rcv_switch_relay_errors", 16 },
+	[SIMHCA_XMIT_DISCARDS] = { "port_xmit_discards", 16 },
+	[SIMHCA_XMIT_CONSTRAINT_ERRORS] = { "port_xmit_constraint_errors", 8 },
+	[SIMHCA_RCV_CONSTRAINT_ERRORS] = { "port_rcv_constraint_errors", 8 },
+	[SIMHCA_LOCAL_LINK_INTEGRITY_ERRORS] = { "local_link_integrity_errors", 4 },
+	[SIMHCA_EXCESSIVE_BUFFER_OVERRUN_ERRORS] = { "excessive_buffer_overrun_errors", 4 },
+	[SIMHCA_VL15_DROPPED] = { "VL15_dropped", 16 },
+	[SIMHCA_XMIT_WAIT] = { "port_xmit_wait", 32 },
+	[SIMHCA_XMIT_DATA] = { "port_xmit_data", 64 },
+	[SIMHCA_RCV_DATA] = { "port_rcv_data", 64 },
+	[SIMHCA_XMIT_PACKETS] = { "port_xmit_packets", 64 },
+	[SIMHCA_RCV_PACKETS] = { "port_rcv_packets", 64 },
+	[SIMHCA_UNICAST_XMIT_PACKETS] = { "unicast_xmit_packets", 64 },
+	[SIMHCA_UNICAST_RCV_PACKETS] = { "unicast_rcv_packets", 64 },
+	[SIMHCA_MULTICAST_XMIT_PACKETS] = { "multicast_xmit_packets", 64 },
+	[SIMHCA_MULTICAST_RCV_PACKETS] = { "multicast_rcv_packets", 64 },
+	[SIMHCA_HW_OUT_OF_BUFFER] = { "out_of_buffer", 64 },
+	[SIMHCA_HW_OUT_OF_SEQUENCE] = { "out_of_sequence", 64 },
+	[SIMHCA_HW_DUPLICATE_REQUEST] = { "duplicate_request", 64 },
+	[SIMHCA_HW_RNR_NAK_RETRY_ERR] = { "rnr_nak_retry_err", 64 },
+	[SIMHCA_HW_PACKET_SEQ_ERR] = { "packet_seq_err", 64 },
+	[SIMHCA_HW_IMPLIED_NAK_SEQ_ERR] = { "implied_nak_seq_err", 64 },
+	[SIMHCA_HW_LOCAL_ACK_TIMEOUT_ERR] = { "local_ack_timeout_err", 64 },
+	[SIMHCA_HW_RP_CNP_IGNORED] = { "rp_cnp_ignored", 64 },
+	[SIMHCA_HW_RP_CNP_HANDLED] = { "rp_cnp_handled", 64 },
+	[SIMHCA_HW_NP_ECN_MARKED_ROCE_PACKETS] = { "np_ecn_marked_roce_packets", 64 },
+	[SIMHCA_HW_NP_CNP_SENT] = { "np_cnp_sent", 64 },
+};
+
+/* filled from simhca_cnt_info at init: ib_core keeps a pointer to it */
+static struct rdma_stat_desc simhca_hw_descs[SIMHCA_CNT_NUM - SIMHCA_HW_FIRST];
+
+/* how many hw_counters a device has: IB ports have no congestion counters */
+static int simhca_hw_num(const struct simhca_dev *sdev)
+{
+	return (sdev->link_ib ? SIMHCA_HW_ROCE_FIRST : SIMHCA_CNT_NUM) -
+	       SIMHCA_HW_FIRST;
+}
+
+static void simhca_pma_class_port_info(struct ib_pma_mad *pmad)
+{
+	struct ib_class_port_info *cpi = (void *)pmad->data;
+
+	cpi->base_version = 1;
+	cpi->class_version = 1;
+	/* EXT_WIDTH: sysfs reads the 64-bit data/packet counters */
+	cpi->capability_mask = IB_PMA_CLASS_CAP_EXT_WIDTH |
+			       IB_PMA_CLASS_CAP_XMIT_WAIT;
+}
+
+/* cnt: a snapshot. The 32-bit data and packet counters saturate. */
+static void simhca_pma_port_counters(struct ib_pma_mad *pmad, const u64 *cnt)
+{
+	struct ib_pma_portcounters *pc = (void *)pmad->data;
+
+	pc->symbol_error_counter = cpu_to_be16(cnt[SIMHCA_SYMBOL_ERROR]);
+	pc->link_error_recovery_counter = cnt[SIMHCA_LINK_ERROR_RECOVERY];
+	pc->link_downed_counter = cnt[SIMHCA_LINK_DOWNED];
+	pc->port_rcv_errors = cpu_to_be16(cnt[SIMHCA_RCV_ERRORS]);
+	pc->port_rcv_remphys_errors =
+		cpu_to_be16(cnt[SIMHCA_RCV_REMPHYS_ERRORS]);
+	pc->port_rcv_switch_relay_errors =
+		cpu_to_be16(cnt[SIMHCA_RCV_SWITCH_RELAY_ERRORS]);
+	pc->port_xmit_discards = cpu_to_be16(cnt[SIMHCA_XMIT_DISCARDS]);
+	pc->port_xmit_constraint_errors = cnt[SIMHCA_XMIT_CONSTRAINT_ERRORS];
+	pc->port_rcv_constraint_errors = cnt[SIMHCA_RCV_CONSTRAINT_ERRORS];
+	pc->link_overrun_errors =
+		cnt[SIMHCA_LOCAL_LINK_INTEGRITY_ERRORS] << 4 |
+		cnt[SIMHCA_EXCESSIVE_BUFFER_OVERRUN_ERRORS];
+	pc->vl15_dropped = cpu_to_be16(cnt[SIMHCA_VL15_DROPPED]);
+	pc->port_xmit_data = cpu_to_be32(min_t(u64, cnt[SIMHCA_XMIT_DATA],
+					       U32_MAX));
+	pc->port_rcv_data = cpu_to_be32(min_t(u64, cnt[SIMHCA_RCV_DATA],
+					      U32_MAX));
+	pc->port_xmit_packets = cpu_to_be32(min_t(u64, cnt[SIMHCA_XMIT_PACKETS],
+						  U32_MAX));
+	pc->port_rcv_packets = cpu_to_be32(min_t(u64, cnt[SIMHCA_RCV_PACKETS],
+						 U32_MAX));
+	pc->port_xmit_wait = cpu_to_be32(cnt[SIMHCA_XMIT_WAIT]);
+}
+
+static void simhca_pma_port_counters_ext(struct ib_pma_mad *pmad,
+					 const u64 *cnt)
+{
+	struct ib_pma_portcounters_ext *pc = (void *)pmad->data;
+
+	pc->port_xmit_data = cpu_to_be64(cnt[SIMHCA_XMIT_DATA]);
+	pc->port_rcv_data = cpu_to_be64(cnt[SIMHCA_RCV_DATA]);
+	pc->port_xmit_packets = cpu_to_be64(cnt[SIMHCA_XMIT_PACKETS]);
+	pc->port_rcv_packets = cpu_to_be64(cnt[SIMHCA_RCV_PACKETS]);
+	pc->port_unicast_xmit_packets =
+		cpu_to_be64(cnt[SIMHCA_UNICAST_XMIT_PACKETS]);
+	pc->port_unicast_rcv_packets =
+		cpu_to_be64(cnt[SIMHCA_UNICAST_RCV_PACKETS]);
+	pc->port_multicast_xmit_packets =
+		cpu_to_be64(cnt[SIMHCA_MULTICAST_XMIT_PACKETS]);
+	pc->port_multicast_rcv_packets =
+		cpu_to_be64(cnt[SIMHCA_MULTICAST_RCV_PACKETS]);
+}
+
+/*
+ * The port's Performance Management Agent, as an HCA's firmware runs it:
+ * ib_core's sysfs creates ports/N/counters/ only for a device with this op,
+ * and reads every file through it (Get(ClassPortInfo) once, to choose between
+ * the 32-bit and the extended table).
+ *
+ * Only PerfMgmt Get is answered. Anything else is left unhandled
+ * (IB_MAD_RESULT_FAILURE): received MADs go to the MAD agents as without
+ * this op (none are ever received), and a locally addressed directed-route
+ * SMP, which ib_mad now hands here instead of posting to QP0, fails to send
+ * (EINVAL; it failed with EOPNOTSUPP from post_send before): there is no SMA.
+ */
+static int simhca_process_mad(struct ib_device *ibdev, int mad_flags, u32 port,
+			      const struct ib_wc *in_wc,
+			      const struct ib_grh *in_grh,
+			      const struct ib_mad *in, struct ib_mad *out,
+			      size_t *out_mad_size, u16 *out_mad_pkey_index)
+{
+	struct simhca_dev *sdev = to_sib(ibdev)->sdev;
+	struct ib_pma_mad *pout = (struct ib_pma_mad *)out;
+	u64 cnt[SIMHCA_CNT_NUM];
+
+	if (in->mad_hdr.mgmt_class != IB_MGMT_CLASS_PERF_MGMT ||
+	    in->mad_hdr.class_version != 1 ||
+	    in->mad_hdr.method != IB_MGMT_METHOD_GET || port != 1 ||
+	    *out_mad_size < sizeof(*out))
+		return IB_MAD_RESULT_FAILURE;
+
+	memset(out, 0, sizeof(*out));
+	out->mad_hdr = in->mad_hdr;
+	out->mad_hdr.method = IB_MGMT_METHOD_GET_RESP;
+	out->mad_hdr.status = 0;
+
+	spin_lock(&sdev->cnt_lock);
+	memcpy(cnt, sdev->cnt, sizeof(cnt));
+	spin_unlock(&sdev->cnt_lock);
+
+	switch (in->mad_hdr.attr_id) {
+	case IB_PMA_CLASS_PORT_INFO:
+		simhca_pma_class_port_info(pout);
+		break;
+	case IB_PMA_PORT_COUNTERS:
+		simhca_pma_port_counters(pout, cnt);
+		break;
+	case IB_PMA_PORT_COUNTERS_EXT:
+		simhca_pma_port_counters_ext(pout, cnt);
+		break;
+	default:
+		out->mad_hdr.status =
+			cpu_to_be16(IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB);
+		return IB_MAD_RESULT_SUCCESS | IB_MAD_RESULT_REPLY;
+	}
+	/* PortSelect: the request's, as the PMA echoes it */
+	if (in->mad_hdr.attr_id != IB_PMA_CLASS_PORT_INFO)
+		pout->data[1] = ((const struct ib_pma_mad *)in)->data[1];
+	return IB_MAD_RESULT_SUCCESS | IB_MAD_RESULT_REPLY;
+}
+
+/* ports/1/hw_counters/ and `rdma statistic show link` */
+static struct rdma_hw_stats *simhca_alloc_hw_port_stats(struct ib_device *ibdev,
+							u32 port)
+{
+	/* lifespan 0: sysfs reads show the latest set_counters at once */
+	return rdma_alloc_hw_stats_struct(simhca_hw_descs,
+					  simhca_hw_num(to_sib(ibdev)->sdev), 0);
+}
+
+static int simhca_get_hw_stats(struct ib_device *ibdev,
+			       struct rdma_hw_stats *stats, u32 port, int index)
+{
+	struct simhca_dev *sdev = to_sib(ibdev)->sdev;
+	int i;
+
+	if (!port)
+		return -EINVAL;		/* no per-device stats */
+	spin_lock(&sdev->cnt_lock);
+	for (i = 0; i < stats->num_counters; i++)
+		stats->value[i] = sdev->cnt[SIMHCA_HW_FIRST + i];
+	spin_unlock(&sdev->cnt_lock);
+	return stats->num_counters;
+}
+
 static const struct ib_device_ops simhca_ib_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
@@ -761,6 +1014,9 @@ static const struct ib_device_ops simhca_ib_ops = {
 	.get_dma_mr = simhca_get_dma_mr,
 	.reg_user_mr = simhca_reg_user_mr,
 	.dereg_mr = simhca_dereg_mr,
+	.process_mad = simhca_process_mad,
+	.alloc_hw_port_stats = simhca_alloc_hw_port_stats,
+	.get_hw_stats = simhca_get_hw_stats,
 
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, simhca_ucontext, ibuc),
 	INIT_RDMA_OBJ_SIZE(ib_pd, simhca_pd, ibpd),
@@ -1079,6 +1335,7 @@ static int simhca_dev_create(const char *pattern, const char *ifname,
 	sdev->link_ib = link_ib;
 	sdev->always_up = !ifname;
 	sdev->probe_err = -ENODEV;	/* until the probe says otherwise */
+	spin_lock_init(&sdev->cnt_lock);
 	INIT_LIST_HEAD(&sdev->list);
 	sdev->adev.name = SIMHCA_AUX_NAME;
 	sdev->adev.id = id;
@@ -1231,6 +1488,89 @@ static ssize_t del_device_store(SIMHCA_BUS *bus, const char *buf,
 }
 static BUS_ATTR_WO(del_device);
 
+/* The counter named name on sdev, or -EINVAL if it has none of that name. */
+static int simhca_cnt_index(const struct simhca_dev *sdev, const char *name)
+{
+	int i;
+
+	for (i = 0; i < SIMHCA_HW_FIRST + simhca_hw_num(sdev); i++)
+		if (!strcmp(name, simhca_cnt_info[i].name))
+			return i;
+	return -EINVAL;
+}
+
+/*
+ * "ID NAME VALUE [NAME VALUE]...": all pairs are checked before any is set,
+ * so a refused write changes nothing.
+ */
+static ssize_t set_counters_store(SIMHCA_BUS *bus, const char *buf,
+				  size_t count)
+{
+	int idx[SIMHCA_CNT_NUM];
+	u64 val[SIMHCA_CNT_NUM];
+	struct simhca_dev *sdev;
+	char *copy, *p, *tok;
+	int n = 0, i, ret;
+	unsigned int id;
+	u8 bits;
+
+	copy = kstrndup(buf, count, GFP_KERNEL);
+	if (!copy)
+		return -ENOMEM;
+	p = skip_spaces(copy);
+	tok = strsep(&p, " \t\n");
+	if (!tok || kstrtouint(tok, 10, &id)) {
+		ret = -EINVAL;
+		goto out_free;
+	}
+
+	mutex_lock(&simhca_mutex);
+	sdev = simhca_enabled ? simhca_find(id) : NULL;
+	ret = simhca_enabled ? (sdev ? 0 : -ENOENT) : -EBUSY;
+	while (!ret) {
+		p = p ? skip_spaces(p) : NULL;
+		tok = p && *p ? strsep(&p, " \t\n") : NULL;
+		if (!tok)
+			break;
+		if (n == SIMHCA_CNT_NUM) {
+			ret = -E2BIG;
+			break;
+		}
+		idx[n] = simhca_cnt_index(sdev, tok);
+		if (idx[n] < 0) {
+			pr_err(DRV_NAME ": set_counters: no counter \"%s\" on device %u\n",
+			       tok, id);
+			ret = idx[n];
+			break;
+		}
+		p = p ? skip_spaces(p) : NULL;
+		tok = p && *p ? strsep(&p, " \t\n") : NULL;
+		if (!tok || kstrtou64(tok, 0, &val[n])) {
+			ret = -EINVAL;
+			break;
+		}
+		bits = simhca_cnt_info[idx[n]].bits;
+		if (bits < 64 && val[n] >> bits) {
+			ret = -ERANGE;	/* the field is narrower */
+			break;
+		}
+		n++;
+	}
+	if (!ret && !n)
+		ret = -EINVAL;
+	if (!ret) {
+		spin_lock(&sdev->cnt_lock);
+		for (i = 0; i < n; i++)
+			sdev->cnt[idx[i]] = val[i];
+		spin_unlock(&sdev->cnt_lock);
+	}
+	mutex_unlock(&simhca_mutex);
+out_free:
+	kfree(copy);
+	return ret ? ret : count;
+}
+static BUS_ATTR_WO(set_counters);
+
 /* "ID IBDEV NETDEV AUXDEV\n" per device; "-" where there is none. */
 static ssize_t list_show(SIMHCA_BUS *bus, char *buf)
 {
@@ -1256,6 +1596,7 @@ static struct attribute *simhca_bus_attrs[] = {
 	&bus_attr_new_device.attr,
 	&bus_attr_del_device.attr,
 	&bus_attr_list.attr,
+	&bus_attr_set_counters.attr,
 	NULL
 };
 ATTRIBUTE_GROUPS(simhca_bus);
@@ -1269,7 +1610,10 @@ static struct bus_type simhca_bus = {
 
 static int __init simhca_init(void)
 {
-	int ret;
+	int i, ret;
+
+	for (i = 0; i < ARRAY_SIZE(simhca_hw_descs); i++)
+		simhca_hw_descs[i].name = simhca_cnt_info[SIMHCA_HW_FIRST + i].name;
 
 	simhca_root = root_device_register(DRV_NAME);
 	if (IS_ERR(simhca_root))
