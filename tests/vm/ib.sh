@@ -2,13 +2,14 @@
 # Guest script: an InfiniBand HCA (simhca's "ib" port: LID, SM LID, GID 0
 # from the subnet prefix and port GUID) with its IPoIB netdev (the kernel's
 # ib_ipoib), through rdmans in exclusive mode:
-#  - rdmans dev/gids/env/doctor/exporter on the host;
+#  - rdmans dev/gids/env on the host;
 #  - rdma-netns ADD (by RDMA device, and by the IPoIB netdev) with
 #    host-local: the RDMA device moves; its IPoIB netdev, which the kernel
 #    removes and makes anew whenever the device changes netns (in the host's
 #    netns before Linux 6.17, in the device's since), is found again by its
 #    port's GID and becomes net1 with the address; CHECK; NCCL's settings in
-#    the pod (no GID index on IB, NCCL_SOCKET_IFNAME the IPoIB netdev); DEL
+#    the pod (no GID index on IB, NCCL_SOCKET_IFNAME the IPoIB netdev);
+#    doctor, and the exporter with the port's PMA counters; DEL
 #    leaves the host as before, also after the pod's netns was deleted;
 #  - rdmans-hook moving the IB device into a runc container's pod, and its
 #    nccl.conf.
@@ -87,6 +88,12 @@ vm_check "  port-state PASS, no GID index needed" sh -c 'printf "%s\n" "$1" | gr
 vm_run_code 0 "rdmans exporter --once" "$R" exporter --once
 vm_check "  mlx5_0's port: InfiniBand, in pod1, ACTIVE" sh -c 'printf "%s\n" "$1" | grep -q "^rdmans_port_info{device=\"mlx5_0\",port=\"1\",.*netns=\"pod1\".*link_layer=\"InfiniBand\"" &&
 	printf "%s\n" "$1" | grep -q "^rdmans_port_state{device=\"mlx5_0\",port=\"1\",.*netns=\"pod1\".*} 4$"' _ "$OUT"
+# the port's PMA counters, as a subnet's traffic would leave them (simhca's set_counters)
+echo "0 port_xmit_data 1000 port_rcv_data 2500000000 symbol_error 3" >/sys/bus/simhca/set_counters
+vm_run_code 0 "rdmans exporter --once, with the port's counters set" "$R" exporter --once
+vm_check "  bytes transmitted: 4 x port_xmit_data's words, in pod1" sh -c 'printf "%s\n" "$1" | grep -q "^rdmans_port_transmitted_bytes_total{device=\"mlx5_0\",port=\"1\",.*netns=\"pod1\".*} 4000$"' _ "$OUT"
+vm_check "  bytes received past 32 bits: 10000000000" sh -c 'printf "%s\n" "$1" | grep -q "^rdmans_port_received_bytes_total{device=\"mlx5_0\",.*} 10000000000$"' _ "$OUT"
+vm_check "  symbol errors: 3" sh -c 'printf "%s\n" "$1" | grep -q "^rdmans_port_symbol_error_total{device=\"mlx5_0\",.*} 3$"' _ "$OUT"
 cni_expect_ok "DEL" DEL "$(conf '"rdmaDevice":"mlx5_0"')"
 vm_check "DEL: mlx5_0 home, and its IPoIB netdev ib0 (made anew)" vm_expect_eq ib0 "$(ipoib_of "")"
 vm_check "DEL: the node as before (devices, links by name, state)" vm_expect_eq "$before" "$(snap)"
