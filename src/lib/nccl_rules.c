@@ -152,11 +152,12 @@ int rn_nccl_rules_ports(const struct rn_nccl_node *node, struct rn_nccl_result *
 void rn_nccl_rules_family(const struct rn_nccl_node *node, struct rn_nccl_result *res,
 			  const struct rn_nccl_layer *asked)
 {
-	size_t v4 = 0, v6 = 0;
+	size_t v4 = 0, v6 = 0, roce = 0;
 
 	for (size_t i = 0; i < res->n_ports; i++) {
 		if (!res->ports[i].used || !is_ethernet(&node->ports[i]))
 			continue;
+		roce++;
 		v4 += node->ports[i].n_ipv4 > 0;
 		v6 += node->ports[i].n_ipv6 > 0;
 	}
@@ -181,8 +182,9 @@ void rn_nccl_rules_family(const struct rn_nccl_node *node, struct rn_nccl_result
 			"IPv6-only: the RDMA netdevs have global IPv6 addresses and no IPv4 one");
 	} else {
 		res->family = AF_INET;
-		(void)rn_snprintf(res->family_why, sizeof(res->family_why),
-				  "no address on the RDMA netdevs yet: IPv4 assumed");
+		(void)rn_snprintf(res->family_why, sizeof(res->family_why), "%s",
+				  roce ? "no address on the RDMA netdevs yet: IPv4 assumed"
+				       : "no RoCE port in use, so no GID to choose: IPv4 assumed");
 	}
 	for (size_t i = 0; i < res->n_ports; i++)
 		if (res->ports[i].used && is_ethernet(&node->ports[i]))

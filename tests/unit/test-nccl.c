@@ -344,6 +344,8 @@ static void infiniband_needs_no_gid_index(void)
 	CHECK(!value(&res, "NCCL_IB_GID_INDEX"));
 	CHECK(!value(&res, "NCCL_IB_ADDR_FAMILY"));
 	CHECK_STR(value(&res, "NCCL_SOCKET_IFNAME"), "ib0");
+	/* an IPoIB address is no RoCE address: the family only says there is nothing to choose */
+	CHECK_CONTAINS(res.family_why, "no RoCE port in use");
 	REQUIRE(res.n_ports == 1);
 	CHECK_INT(res.ports[0].gid_status, RN_NCCL_GID_NA);
 }
