@@ -28,10 +28,13 @@ typedef int (*rn_attach_step_fn)(void *arg, const char *what, struct rn_error *e
  * alias and, with `up`, is brought up there too. *ret_up says whether it is
  * up (false: the kernel refused; rn_attach_configure() tries again and
  * says why). Checks the pod for clashing names before changing anything.
+ * An IPoIB netdev is made anew by the kernel when its RDMA device moves: it
+ * is found again (main and chained mode) and *ret_remade says so (chained
+ * mode: the previous plugin's addresses went with the old one).
  * On failure it stops where it is: undo with rn_attach_move_out().
  */
 int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, bool up, bool *ret_up,
-		      rn_attach_step_fn step, void *arg, struct rn_error *err);
+		      bool *ret_remade, rn_attach_step_fn step, void *arg, struct rn_error *err);
 
 struct rn_attach_ip {
 	char cidr[64]; /* "10.0.0.5/24" */

@@ -404,6 +404,40 @@ static size_t pod_addrs(struct add_job *job, const char **addrs, size_t max)
 }
 
 /*
+ * Chained mode on InfiniBand: the IPoIB netdev the previous plugin set up
+ * was made anew when its RDMA device moved. Its addresses (prevResult's for
+ * this interface) and, when this interface is prevResult's only one, its
+ * routes, go on the new one.
+ */
+static int readdress_prev(struct add_job *job, bool up, struct rn_error *err)
+{
+	struct cni_ctx *ctx = job->ctx;
+	_cleanup_json_ json_t *mine = json_deep_copy(ctx->conf.prev_result);
+	json_t *ips, *ip, *kept;
+	_cleanup_(cni_ipam_result_free) struct cni_ipam_result prev = { 0 };
+	int index;
+	size_t i;
+
+	if (!mine || !(kept = json_array()))
+		return rn_error_set(err, ENOMEM, "out of memory");
+	(void)pod_iface_in(mine, ctx->ifname, &index);
+	ips = json_object_get(mine, "ips");
+	json_array_foreach (ips, i, ip) {
+		json_t *idx = json_object_get(ip, "interface");
+
+		if (!json_is_integer(idx) || json_integer_value(idx) == index)
+			(void)json_array_append(kept, ip);
+	}
+	(void)json_object_set_new(mine, "ips", kept);
+	if (json_array_size(json_object_get(mine, "interfaces")) > 1)
+		(void)json_object_del(mine, "routes");
+	if (cni_ipam_result_parse(ctx, mine, &prev) < 0)
+		return rn_error_set(err, EINVAL, "%s", ctx->fail.msg);
+	return rn_attach_configure(job->pod, ctx->ifname, up, prev.ips, prev.n_ips, prev.routes,
+				   prev.n_routes, cni_step, NULL, err);
+}
+
+/*
  * A kernel operation on what was checked already: the kernel's EINVAL is a
  * refusal (109), not an invalid configuration (7).
  */
@@ -446,7 +480,7 @@ static int add_steps(struct add_job *job)
 	const char *addrs[32];
 	char devinfo[PATH_MAX];
 	size_t n_addrs;
-	bool up;
+	bool up, remade;
 	int r;
 
 	if (cni_devinfo_path(ctx, devinfo, sizeof(devinfo)) < 0)
@@ -468,10 +502,15 @@ static int add_steps(struct add_job *job)
 			return -1;
 		cni_fault_point("IPAM ADD");
 	}
-	r = rn_attach_move_in(&job->plan, job->pod, !ctx->conf.prev_result, &up, cni_step, NULL,
-			      &err);
+	r = rn_attach_move_in(&job->plan, job->pod, !ctx->conf.prev_result, &up, &remade, cni_step,
+			      NULL, &err);
 	if (r < 0)
 		return kernel_fail(ctx, &err);
+	if (ctx->conf.prev_result && remade) {
+		r = readdress_prev(job, up, &err);
+		if (r < 0)
+			return kernel_fail(ctx, &err);
+	}
 	if (!ctx->conf.prev_result) {
 		r = rn_attach_configure(job->pod, ctx->ifname, up, job->ipam.ips, job->ipam.n_ips,
 					job->ipam.routes, job->ipam.n_routes, cni_step, NULL, &err);

@@ -158,7 +158,7 @@ static int ipoib_name_here(void *arg, struct rn_error *err)
  * or in the host's (before). Either way the new one goes to the pod, named.
  */
 static int ipoib_follow(const struct rn_attach_netdev *nd, int pod_nsfd, bool up, bool *ret_up,
-			struct rn_error *err)
+			bool *ret_remade, struct rn_error *err)
 {
 	struct ipoib_probe p = { .nd = nd, .up = up };
 	int r;
@@ -166,6 +166,9 @@ static int ipoib_follow(const struct rn_attach_netdev *nd, int pod_nsfd, bool up
 	r = rn_netns_run(pod_nsfd, ipoib_probe_here, &p, err);
 	if (r < 0)
 		return r;
+	/* unchanged only when a previous plugin's one stayed (no device of its port moved) */
+	*ret_remade =
+		!p.found || p.link.ifindex != nd->ifindex || strcmp(p.link.name, nd->pod_name) != 0;
 	if (p.found) {
 		r = rn_netns_run(pod_nsfd, ipoib_name_here, &p, err);
 		if (r < 0)
@@ -197,13 +200,34 @@ static int ipoib_follow(const struct rn_attach_netdev *nd, int pod_nsfd, bool up
 	return 0;
 }
 
+int rn_attach_ipoib_back_to_pod(const struct rn_attach_netdev *nd, int pod_nsfd,
+				struct rn_error *err)
+{
+	struct ipoib_probe p = { .nd = nd };
+	/* a host name the previous plugin kept (host-device: in the alias) */
+	const struct rn_link_move_to to = {
+		.name = nd->pod_name,
+		.alias = strcmp(nd->name, nd->pod_name) != 0 ? nd->name : NULL,
+	};
+	bool partial;
+	int r;
+
+	r = ipoib_probe_here(&p, err);
+	if (r < 0 || !p.found)
+		return r; /* none on the host: the previous plugin's DEL finds nothing to do */
+	r = rn_link_move_to(p.link.ifindex, p.link.name, pod_nsfd, &to, &partial, err);
+	return r < 0 ? rn_error_wrap(err, "cannot give the IPoIB netdev %s back to the pod",
+				     p.link.name)
+		     : 0;
+}
+
 int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, bool up, bool *ret_up,
-		      rn_attach_step_fn step, void *arg, struct rn_error *err)
+		      bool *ret_remade, rn_attach_step_fn step, void *arg, struct rn_error *err)
 {
 	_cleanup_close_ int home = -1;
 	int r;
 
-	*ret_up = false;
+	*ret_up = *ret_remade = false;
 	home = rn_netns_open_self(err);
 	if (home < 0)
 		return home;
@@ -233,7 +257,10 @@ int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, bool up, 
 	if (r < 0)
 		return r;
 	if (plan->chained)
-		return 0;
+		return plan->netdevs[0].ipoib && plan->n_rdma
+			       ? ipoib_follow(&plan->netdevs[0], pod_nsfd, true, ret_up, ret_remade,
+					      err)
+			       : 0;
 	for (size_t i = 0; i < plan->n_netdevs; i++) {
 		const struct rn_attach_netdev *nd = &plan->netdevs[i];
 		const struct rn_link_move_to to = {
@@ -243,7 +270,9 @@ int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, bool up, 
 		bool partial, ipoib_up = false;
 
 		if (nd->ipoib) {
-			r = ipoib_follow(nd, pod_nsfd, to.up, &ipoib_up, err);
+			bool remade;
+
+			r = ipoib_follow(nd, pod_nsfd, to.up, &ipoib_up, &remade, err);
 			if (r < 0)
 				return r;
 			if (i == 0)

@@ -471,6 +471,14 @@ int rn_attach_move_out(const struct rn_attach_plan *plan, const char *pod_netns,
 		r = out_from_pod(plan, pod, home, &os, step, arg, err);
 		if (r < 0)
 			return r;
+		if (plan->chained && plan->n_netdevs && plan->netdevs[0].ipoib) {
+			r = rn_attach_ipoib_back_to_pod(&plan->netdevs[0], pod, err);
+			if (r == 0)
+				r = rn_attach_run_step(step, arg, err,
+						       "gave the IPoIB netdev back to the pod");
+			if (r < 0)
+				return r;
+		}
 	}
 	for (;;) {
 		r = out_at_home(plan, pod_alive, &os, &pending, step, arg, err);

@@ -22,6 +22,7 @@
 #include "rdmans/netns.h"
 #include "rdmans/rdma_nl.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_gid.h"
 #include "rdmans/util.h"
 #include "attach_private.h"
 
@@ -426,6 +427,23 @@ static int pod_probe_here(void *arg, struct rn_error *err)
 	return 0;
 }
 
+/* The RDMA device whose port has GID 0 `gid`: an IPoIB netdev's, on the host. */
+static int add_rdma_of_ib_gid(struct rn_attach_plan *plan, const uint8_t gid[16],
+			      struct rn_error *err)
+{
+	struct rn_gid_table t = { 0 };
+	int r;
+
+	r = rn_sysfs_gids(NULL, &t, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; r == 0 && i < t.n; i++)
+		if (t.entries[i].index == 0 && memcmp(t.entries[i].raw, gid, 16) == 0)
+			r = plan_add_rdma(plan, t.entries[i].dev, err);
+	rn_gid_table_free(&t);
+	return r;
+}
+
 int rn_attach_resolve_chained(int pod_nsfd, const char *ifname,
 			      const struct rn_attach_select *hints, struct rn_attach_plan *plan,
 			      struct rn_error *err)
@@ -488,13 +506,19 @@ int rn_attach_resolve_chained(int pod_nsfd, const char *ifname,
 		size_t n = 0;
 
 		(void)rn_strscpy(plan->bus_id, sizeof(plan->bus_id), bus);
-		if (!hints->rdma_dev) {
+		if (!hints->rdma_dev && !nd->ipoib) {
 			r = rn_sysfs_rdma_by_bus_id(bus, names, RN_ATTACH_MAX, &n, err);
 			if (r == 0)
 				r = plan_add_rdma_names(plan, names, n, err);
 			if (r < 0)
 				return r;
 		}
+	}
+	/* an IPoIB netdev names its port exactly (a function may have two) */
+	if (!hints->rdma_dev && nd->ipoib) {
+		r = add_rdma_of_ib_gid(plan, nd->ib_gid, err);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }

@@ -62,6 +62,13 @@ int rn_attach_plan_save(const struct rn_attach_plan *plan, struct rn_cni_state *
 		SETI("netdev", "kind", "%s", nd->kind);
 		SETI("netdev", "alias", "%s", nd->alias);
 		SETI("netdev", "up", "%d", nd->was_up);
+		if (nd->ipoib) {
+			char hex[33];
+
+			for (size_t k = 0; k < sizeof(nd->ib_gid); k++)
+				snprintf(hex + 2 * k, 3, "%02x", nd->ib_gid[k]);
+			SETI("netdev", "ib_gid", "%s", hex);
+		}
 	}
 	SET("rdma", "%zu", plan->n_rdma);
 	for (size_t i = 0; i < plan->n_rdma; i++)
@@ -123,6 +130,16 @@ int rn_attach_plan_load(const struct rn_cni_state *st, struct rn_attach_plan *pl
 		nd->ifindex = v ? atoi(v) : 0;
 		v = rn_cni_state_geti(st, "netdev", i, "up");
 		nd->was_up = v && strcmp(v, "1") == 0;
+		v = rn_cni_state_geti(st, "netdev", i, "ib_gid");
+		if (v) {
+			if (strlen(v) != 2 * sizeof(nd->ib_gid) ||
+			    strspn(v, "0123456789abcdef") != strlen(v))
+				return rn_error_set(err, EINVAL,
+						    "state: netdev %zu has a bad ib_gid", i);
+			for (size_t k = 0; k < sizeof(nd->ib_gid); k++)
+				(void)sscanf(v + 2 * k, "%2hhx", &nd->ib_gid[k]);
+			nd->ipoib = true;
+		}
 		if (rn_name_check("netdev", nd->name, IF_NAMESIZE - 1, NULL) < 0 ||
 		    rn_name_check("netdev", nd->pod_name, IF_NAMESIZE - 1, NULL) < 0)
 			return rn_error_set(err, EINVAL, "state: netdev %zu has no valid name", i);

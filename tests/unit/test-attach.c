@@ -662,11 +662,11 @@ static int move_in(void)
 {
 	struct rn_error err = { 0 };
 	int pod = open_ns(NS_POD, &err), r;
-	bool up;
+	bool up, remade;
 
 	if (pod < 0)
 		return pod;
-	r = rn_attach_move_in(&plan, pod, true, &up, step, NULL, &err);
+	r = rn_attach_move_in(&plan, pod, true, &up, &remade, step, NULL, &err);
 	close(pod);
 	forget_closed_fds();
 	CHECK(r < 0 || up);
@@ -764,7 +764,7 @@ static void move_in_brings_the_pod_interface_up_or_configure_does(void)
 	struct rn_error err = { 0 };
 	static const char *const want[] = { "brought the pod interface up" };
 	int pod;
-	bool up = true;
+	bool up = true, remade = true;
 
 	attached();
 	CHECK(link_named(NS_POD, "net1")->up);
@@ -779,7 +779,8 @@ static void move_in_brings_the_pod_interface_up_or_configure_does(void)
 	pod = open_ns(NS_POD, &err);
 	REQUIRE(pod >= 0);
 	fail_next("link_move_rest", 1, EPERM);
-	CHECK_INT(rn_attach_move_in(&plan, pod, true, &up, step, NULL, &err), 0);
+	CHECK_INT(rn_attach_move_in(&plan, pod, true, &up, &remade, step, NULL, &err), 0);
+	CHECK(!remade); /* only an IPoIB netdev is made anew */
 	close(pod);
 	forget_closed_fds();
 	CHECK(W.fail_fired);

@@ -11,6 +11,9 @@
 #    the pod (no GID index on IB, NCCL_SOCKET_IFNAME the IPoIB netdev);
 #    doctor, and the exporter with the port's PMA counters; DEL
 #    leaves the host as before, also after the pod's netns was deleted;
+#  - rdma-netns chained after host-device on the IPoIB netdev: the new one
+#    gets prevResult's address and route back; at DEL the one the kernel
+#    makes on the host goes back to the pod for host-device's DEL;
 #  - rdmans-hook moving the IB device into a runc container's pod, and its
 #    nccl.conf.
 # Output is TAP.
@@ -105,6 +108,28 @@ ip netns del pod1
 vm_check "pod1 deleted: mlx5_0 comes back by itself" vm_poll 60 rdma dev show mlx5_0
 cni_expect_ok "DEL after the pod's netns is gone" DEL "$(conf '"device":"ib0"')"
 vm_check "DEL: the host has mlx5_0's IPoIB netdev ib0, no state" bash -c '[ "$(ipoib_of "")" = ib0 ] && [ -z "$(find /tmp/cni/state -type f -not -path "*/locks/*")" ]'
+
+# --- chained after host-device (as after ib-sriov-cni): the IPoIB netdev it set up is made anew ---
+ip netns add pod3
+CNI_NS=/var/run/netns/pod3
+CNI_CID=c3
+before=$(snap)
+hd=$(printf '{"cniVersion":"1.0.0","name":"ibchain","type":"host-device","device":"ib0","ipam":{"type":"static","addresses":[{"address":"10.60.0.2/24"}],"routes":[{"dst":"10.61.0.0/16","gw":"10.60.0.1"}]}}')
+cni_expect_ok "host-device ADD: ib0 as net1 in pod3 with 10.60.0.2/24" ADD "$hd"
+chained=$(jq -c --argjson p "$OUT" '{cniVersion: "1.0.0", name: "ibchain", type: "rdma-netns", prevResult: $p}' <<<'{}')
+cni_expect_ok "rdma-netns ADD chained after it" ADD "$chained"
+vm_check "mlx5_0 is in pod3" ip netns exec pod3 rdma dev show mlx5_0
+vm_check "the pod's IPoIB netdev of mlx5_0 is net1 again" vm_expect_eq net1 "$(ipoib_of pod3)"
+vm_check "net1 has prevResult's address again" vm_expect_contains "$(ip -n pod3 -o addr show dev net1)" "inet 10.60.0.2/24"
+vm_check "and prevResult's route" vm_expect_contains "$(ip -n pod3 route show 10.61.0.0/16)" "via 10.60.0.1 dev net1"
+cni_expect_ok "rdma-netns CHECK chained" CHECK "$chained"
+cni_expect_ok "rdma-netns DEL chained" DEL "$chained"
+vm_check "  mlx5_0 is home" rdma dev show mlx5_0
+vm_check "  the IPoIB netdev made anew is back in pod3 as net1, for host-device's DEL" vm_expect_eq net1 "$(ipoib_of pod3)"
+cni_expect_ok "host-device DEL, next in the chain, takes it home" DEL "$hd"
+vm_check "  as ib0, the name in its alias" vm_expect_eq ib0 "$(ipoib_of "")"
+vm_check "chained done: the node as before" vm_expect_eq "$before" "$(snap)"
+ip netns del pod3
 
 # --- rdmans-hook ------------------------------------------------------------------------------------
 cg=/sys/fs/cgroup
