@@ -80,7 +80,7 @@ if [ ! -f "$build/build.ninja" ]; then
 	rm -rf "$build"
 	setup_log=$(mktemp /tmp/cross-setup.XXXXXX)
 	meson setup "$build" --cross-file "$cross_file" --buildtype=release -Dwerror=true \
-		-Dtests=false -Dnri=enabled -Ddevice_plugin=enabled -Dnri_proto_dir="$protos" \
+		-Dtests=false -Dnri=enabled -Ddevice_plugin=enabled -Dnri_proto_dir="$protos" -Dnode_bundle=true \
 		>"$setup_log" 2>&1 || {
 		tail -n 30 "$setup_log" >&2
 		die "meson setup failed (whole log: $setup_log)"
@@ -109,4 +109,23 @@ for b in "${bins[@]}"; do
 	printf '  %-22s %8s bytes  %s\n' "${b##*/}" "$(stat -c %s "$f")" "$(file -b "$f" | cut -d, -f1-2)"
 done
 [ "$bad" = 0 ] || die "$arch: some binaries are missing or for another machine"
+
+# The node tree (deploy/node-bundle.sh: the binaries with this machine's loader
+# and libraries), installed under the build directory only.
+dest=$top/$build/destdir
+[ "${build#/}" = "$build" ] || dest=$build/destdir
+# installed again only when ninja rebuilt something (a few seconds otherwise)
+if ! grep -q 'no work to do' "$build/ninja.log" || [ ! -f "$dest/.installed" ]; then
+	rm -rf "$dest"
+	DESTDIR=$dest meson install -C "$build" --no-rebuild >"$build/install.log" 2>&1 || {
+		tail -n 20 "$build/install.log" >&2
+		die "meson install (the node tree) failed (whole log: $build/install.log)"
+	}
+	touch "$dest/.installed"
+fi
+tree=$(echo "$dest"/usr/local/lib/rdmans/node-*)
+if [ ! -f "$tree/machine" ] || [ ! -e "$(echo "$tree"/lib-*/"$loader")" ]; then
+	die "no node tree with $loader under $dest/usr/local/lib/rdmans"
+fi
+log "$arch node tree: ${tree#"$top"/} ($(cat "$tree/machine"), $(du -sb "$tree" | cut -f1) bytes)"
 log "$arch: ${#bins[@]} binaries, $machine ELF, built in $((SECONDS - t0)) s ($build)"
