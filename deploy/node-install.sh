@@ -9,9 +9,12 @@
 #
 #   RDMANS_HOST_ROOT     the host's / (default /host)
 #   RDMANS_CNI_BIN_DIR   the host's CNI bin directory (default /opt/cni/bin)
-#   RDMANS_NODE_TREE     the node tree in the image (default /usr/lib/rdmans/node;
+#   RDMANS_NODE_TREE     the node tree in the image (default: this machine's,
+#                        /usr/lib/rdmans/node-$(uname -m) where the image has one
+#                        (a cross build's, node-aarch64), else /usr/lib/rdmans/node;
 #                        deploy/node-bundle.sh made it; its "prefix" file says
-#                        where on the host it must go, /opt/rdmans by default)
+#                        where on the host it must go, /opt/rdmans by default,
+#                        its "machine" file the `uname -m` it runs on)
 #   RDMANS_CLI           the image's own rdmans (default /usr/sbin/rdmans)
 #   RDMANS_HOOK_JSON     the hooks.d JSON to adapt (default from /usr/share)
 #   RDMANS_PERSIST_EXCLUSIVE=true  write modprobe.d (refused while a shared-mode
@@ -26,11 +29,19 @@
 set -eu
 host=${RDMANS_HOST_ROOT:-/host}
 cni_bin=${RDMANS_CNI_BIN_DIR:-/opt/cni/bin}
+machine=$(uname -m)
 tree=${RDMANS_NODE_TREE:-/usr/lib/rdmans/node}
+if [ -z "${RDMANS_NODE_TREE:-}" ] && [ -d "/usr/lib/rdmans/node-$machine" ]; then
+	tree=/usr/lib/rdmans/node-$machine
+fi
 rdmans=${RDMANS_CLI:-/usr/sbin/rdmans}
 hook_json=${RDMANS_HOOK_JSON:-/usr/share/containers/oci/hooks.d/rdmans-hook.json}
 
 [ -f "$tree/prefix" ] || { echo "node-install: no node tree at $tree (built with meson -Dnode_bundle=true?)" >&2 && exit 1; }
+# a tree for another machine would install binaries no CNI call can run
+if [ -f "$tree/machine" ] && [ "$(cat "$tree/machine")" != "$machine" ]; then
+	echo "node-install: the node tree $tree is for $(cat "$tree/machine"), this node is $machine" >&2 && exit 1
+fi
 prefix=$(cat "$tree/prefix")
 libdir=$(cd "$tree" && ls -d lib-*)
 hook=$prefix/bin/rdmans-hook

@@ -1,5 +1,6 @@
 #!/bin/bash
 # Installs, builds (-Werror, ASan+UBSan) and runs every suite: unit, netns, vm.
+# Also cross-builds every binary for arm64 (tools/cross-build.sh).
 # Usage: tools/test.sh [meson test args, e.g. --suite unit]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,8 +22,14 @@ fi
 meson configure "$build" -Dfault_injection=true -Dnri=enabled -Ddevice_plugin=enabled >/dev/null
 ninja -C "$build"
 tools/check-format.sh
+# Every binary cross-built for arm64 (tools/cross-build.sh: -Werror, the
+# release options; nothing runs there). A break fails the run, after the suites.
+t0=$SECONDS
+cross_rc=0
+tools/cross-build.sh arm64 || cross_rc=1
+echo "arm64 cross build: $((SECONDS - t0)) s"
 
-rc=0
+rc=$cross_rc
 # ASan's leak checker needs ptrace, which namespaces tests may not have; leaks are still reported.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -84,4 +91,5 @@ print(f"{ok} passed, {fail} failed, {skip} skipped")
 # A skipped suite proves nothing: treat it as a failure.
 sys.exit(1 if fail or skip or not res else 0)
 PY
+[ "$cross_rc" = 0 ] || echo "the arm64 cross build failed (tools/cross-build.sh arm64, above)"
 exit $rc

@@ -236,7 +236,10 @@ int rn_discover_pod(int pod_nsfd, char (*names)[RN_RDMA_NAME_MAX], size_t max, s
 				return rn_error_set(
 					err, E2BIG,
 					"the pod's netdevs have more than %zu RDMA devices", max);
-			snprintf(names[n++], RN_RDMA_NAME_MAX, "%s", found[i]);
+			/* the precision: aarch64's gcc -O3 loses i's bound and warns
+			 * that found[i] may be 511 bytes long (-Wformat-truncation) */
+			snprintf(names[n++], RN_RDMA_NAME_MAX, "%.*s", RN_RDMA_NAME_MAX - 1,
+				 found[i]);
 		}
 	}
 	*ret_n = n;
