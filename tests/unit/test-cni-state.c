@@ -260,7 +260,9 @@ static void a_plan_survives_the_state_file(void)
 	CHECK(memcmp(q.netdevs[1].ib_gid, p.netdevs[1].ib_gid, 16) == 0);
 	CHECK_INT(rn_cni_state_set(&st, "netdev.1.ib_gid", "f0f1", &err), 0);
 	CHECK_INT(rn_attach_plan_load(&st, &q, &err), -EINVAL);
-	CHECK_INT(rn_cni_state_set(&st, "netdev.1.ib_gid", "F0F1F2F3F4F5F6F7F8F9FAFBFCFDFEFZ", &err), 0);
+	CHECK_INT(
+		rn_cni_state_set(&st, "netdev.1.ib_gid", "F0F1F2F3F4F5F6F7F8F9FAFBFCFDFEFZ", &err),
+		0);
 	CHECK_INT(rn_attach_plan_load(&st, &q, &err), -EINVAL);
 	p.netdevs[1].ipoib = false;
 	rn_cni_state_free(&st);
