@@ -267,37 +267,33 @@ int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, bool up, 
 			.name = strcmp(nd->name, nd->pod_name) ? nd->pod_name : NULL,
 			.up = up && i == 0,
 		};
-		bool partial, ipoib_up = false;
+		bool partial = false, now_up;
 
 		if (nd->ipoib) {
 			bool remade;
 
-			r = ipoib_follow(nd, pod_nsfd, to.up, &ipoib_up, &remade, err);
-			if (r < 0)
-				return r;
-			if (i == 0)
-				*ret_up = ipoib_up;
-			r = rn_attach_run_step(step, arg, err, "moved IPoIB netdev %s", nd->name);
-			if (r < 0)
-				return r;
-			continue;
+			r = ipoib_follow(nd, pod_nsfd, to.up, &now_up, &remade, err);
+		} else {
+			if (to.name) {
+				/* Remembered by the netdev itself, as host-device does. */
+				r = rn_link_set_alias(nd->ifindex, nd->name, nd->name, err);
+				if (r < 0)
+					return r;
+				r = rn_attach_run_step(step, arg, err, "set the alias of %s",
+						       nd->name);
+				if (r < 0)
+					return r;
+			}
+			/* the pod was just looked at for pod_name (above) */
+			r = rn_link_move_to(nd->ifindex, nd->name, pod_nsfd, &to, &partial, err);
+			now_up = to.up && !partial;
 		}
-		if (to.name) {
-			/* Remembered by the netdev itself, as host-device does. */
-			r = rn_link_set_alias(nd->ifindex, nd->name, nd->name, err);
-			if (r < 0)
-				return r;
-			r = rn_attach_run_step(step, arg, err, "set the alias of %s", nd->name);
-			if (r < 0)
-				return r;
-		}
-		/* the pod was just looked at for pod_name (above) */
-		r = rn_link_move_to(nd->ifindex, nd->name, pod_nsfd, &to, &partial, err);
 		if (r < 0)
 			return r;
 		if (i == 0)
-			*ret_up = to.up && !partial;
-		r = rn_attach_run_step(step, arg, err, "moved netdev %s", nd->name);
+			*ret_up = now_up;
+		r = rn_attach_run_step(step, arg, err, "moved %snetdev %s",
+				       nd->ipoib ? "IPoIB " : "", nd->name);
 		if (r < 0)
 			return r;
 	}
