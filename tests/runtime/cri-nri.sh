@@ -15,6 +15,8 @@
 #  - the plugin killed -9 mid-session, started again; containerd restarted:
 #    the plugin connects again by itself
 #  - an InfiniBand HCA: NCCL_IB_HCA, no GID index
+#  - a soft-iWARP device (siw): the kernel cannot move it, RunPodSandbox fails
+#    with our message
 #  - pre-installed in /opt/nri/plugins: containerd starts it itself
 #  - Stop/RemovePodSandbox: the device is home, the node is as before
 set -u
@@ -117,6 +119,20 @@ rt_here "StopPodSandbox podI" cri stopp "$podI"
 rt_here "RemovePodSandbox podI" cri rmp "$podI"
 vm_check "  $ibdev is home" rdma dev show "$ibdev"
 echo 9 >/sys/bus/simhca/del_device
+
+# --- soft-iWARP: a device the kernel cannot move; RunPodSandbox fails saying so ------------------
+modprobe libcrc32c 2>/dev/null # 6.1's siw needs it; 7.2's does not
+vm_check "siw.ko loads" insmod "$RDMANS_SIW_KO"
+vm_veth sw0 sw1 && rdma link add siw0 type siw netdev sw0
+cri runp podW "" "json:{\"rdmans.io/devices\": \"siw0\"}" nic2
+vm_check "RunPodSandbox podW asking for siw0 (iWARP) fails" test $? != 0
+vm_check "  containerd's error carries ours: the driver cannot change namespace" \
+	vm_expect_contains "$CRI_OUT" "cannot move RDMA device siw0: its driver cannot change network namespace"
+vm_check "  siw0 is on the host, no record names it" sh -c "rdma dev show siw0 && ! grep -rqsx siw0 /run/rdmans/nri"
+cri pods
+for p in $(jq -r '.[] | select(.name == "podW") | .id' <<<"$CRI_OUT"); do cri stopp "$p"; cri rmp "$p"; done
+rdma link delete siw0
+ip link del sw0
 
 # --- the plugin killed mid-session, then containerd restarted ---------------------------------
 kill -9 "$NRI_PID"
