@@ -18,6 +18,7 @@
 #include "rdmans/attach_state.h"
 #include "rdmans/cni_state.h"
 #include "rdmans/discover.h"
+#include "rdmans/gid.h"
 #include "rdmans/link.h"
 #include "rdmans/move.h"
 #include "rdmans/netns.h"
@@ -63,11 +64,10 @@ int rn_attach_plan_save(const struct rn_attach_plan *plan, struct rn_cni_state *
 		SETI("netdev", "alias", "%s", nd->alias);
 		SETI("netdev", "up", "%d", nd->was_up);
 		if (nd->ipoib) {
-			char hex[33];
+			char gid[INET6_ADDRSTRLEN];
 
-			for (size_t k = 0; k < sizeof(nd->ib_gid); k++)
-				snprintf(hex + 2 * k, 3, "%02x", nd->ib_gid[k]);
-			SETI("netdev", "ib_gid", "%s", hex);
+			SETI("netdev", "ib_gid", "%s",
+			     inet_ntop(AF_INET6, nd->ib_gid, gid, sizeof(gid)));
 		}
 	}
 	SET("rdma", "%zu", plan->n_rdma);
@@ -132,12 +132,9 @@ int rn_attach_plan_load(const struct rn_cni_state *st, struct rn_attach_plan *pl
 		nd->was_up = v && strcmp(v, "1") == 0;
 		v = rn_cni_state_geti(st, "netdev", i, "ib_gid");
 		if (v) {
-			if (strlen(v) != 2 * sizeof(nd->ib_gid) ||
-			    strspn(v, "0123456789abcdef") != strlen(v))
+			if (rn_gid_parse(v, nd->ib_gid, NULL) < 0)
 				return rn_error_set(err, EINVAL,
 						    "state: netdev %zu has a bad ib_gid", i);
-			for (size_t k = 0; k < sizeof(nd->ib_gid); k++)
-				(void)sscanf(v + 2 * k, "%2hhx", &nd->ib_gid[k]);
 			nd->ipoib = true;
 		}
 		if (rn_name_check("netdev", nd->name, IF_NAMESIZE - 1, NULL) < 0 ||

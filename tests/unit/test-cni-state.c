@@ -254,15 +254,14 @@ static void a_plan_survives_the_state_file(void)
 		p.netdevs[1].ib_gid[k] = (uint8_t)(0xf0 + k);
 	rn_cni_state_free(&st);
 	CHECK_INT(rn_attach_plan_save(&p, &st, &err), 0);
-	CHECK_STR(rn_cni_state_get(&st, "netdev.1.ib_gid"), "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff");
+	CHECK_STR(rn_cni_state_get(&st, "netdev.1.ib_gid"),
+		  "f0f1:f2f3:f4f5:f6f7:f8f9:fafb:fcfd:feff");
 	CHECK_INT(rn_attach_plan_load(&st, &q, &err), 0);
 	CHECK(q.netdevs[1].ipoib && !q.netdevs[0].ipoib);
 	CHECK(memcmp(q.netdevs[1].ib_gid, p.netdevs[1].ib_gid, 16) == 0);
-	CHECK_INT(rn_cni_state_set(&st, "netdev.1.ib_gid", "f0f1", &err), 0);
+	CHECK_INT(rn_cni_state_set(&st, "netdev.1.ib_gid", "f0f1::f2::f3", &err), 0);
 	CHECK_INT(rn_attach_plan_load(&st, &q, &err), -EINVAL);
-	CHECK_INT(
-		rn_cni_state_set(&st, "netdev.1.ib_gid", "F0F1F2F3F4F5F6F7F8F9FAFBFCFDFEFZ", &err),
-		0);
+	CHECK_INT(rn_cni_state_set(&st, "netdev.1.ib_gid", "fe80::z", &err), 0);
 	CHECK_INT(rn_attach_plan_load(&st, &q, &err), -EINVAL);
 	p.netdevs[1].ipoib = false;
 	rn_cni_state_free(&st);
