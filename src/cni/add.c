@@ -432,7 +432,8 @@ static int readdress_prev(struct add_job *job, bool up, struct rn_error *err)
 	if (json_array_size(json_object_get(mine, "interfaces")) > 1)
 		(void)json_object_del(mine, "routes");
 	if (cni_ipam_result_parse(ctx, mine, &prev) < 0)
-		return rn_error_set(err, EINVAL, "%s", ctx->fail.msg);
+		return rn_error_set(err, EINVAL, "prevResult, to set up %s again: %s", ctx->ifname,
+				    ctx->fail.msg);
 	return rn_attach_configure(job->pod, ctx->ifname, up, prev.ips, prev.n_ips, prev.routes,
 				   prev.n_routes, cni_step, NULL, err);
 }
