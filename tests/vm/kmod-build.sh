@@ -13,6 +13,8 @@
 # With RDMANS_VM_WORLD=current, for the current world's kernel instead, with
 # the compiler and headers of that world's sid root (tests/vm/prepare.sh), in
 # a chroot: sid's kernel needs sid's gcc.
+# With RDMANS_VM_WORLD=arm64, for the arm64 world's kernel, cross-compiled
+# with gcc-aarch64-linux-gnu against the headers prepare.sh unpacked.
 #
 # The sources are copied into OUTDIR and built there
 # (make -C /usr/src/linux-headers-$KVER M=OUTDIR): nothing is written into the
@@ -45,7 +47,14 @@ done
 CACHE=${RDMANS_VM_CACHE:-/var/cache/rdmans-vm}
 
 ROOT=/
-if [ "${RDMANS_VM_WORLD:-today}" = current ]; then
+CROSS=()
+if [ "${RDMANS_VM_WORLD:-today}" = arm64 ]; then
+	prep=$("$HERE/prepare.sh" --print) || die "prepare.sh (arm64 world) failed"
+	KVER=$(echo "$prep" | sed -n 's/^KVER=//p')
+	KDIR=$(echo "$prep" | sed -n 's/^CACHE_DIR=//p')/root/usr/src/linux-headers-$KVER
+	[ -f "$KDIR/Makefile" ] || die "the arm64 world has no linux-headers-$KVER at $KDIR"
+	CROSS=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-)
+elif [ "${RDMANS_VM_WORLD:-today}" = current ]; then
 	prep=$("$HERE/prepare.sh" --print) || die "prepare.sh (current world) failed"
 	KVER=$(echo "$prep" | sed -n 's/^KVER=//p')
 	ROOT=$(echo "$prep" | sed -n 's/^ROOT=//p')
@@ -158,7 +167,7 @@ if [ "$(cat "$OUT/.kver" 2>/dev/null)" != "$KVER" ]; then
 fi
 
 if [ "$ROOT" = / ]; then
-	build() { make -C "$KDIR" M="$OUT" "$@" modules; }
+	build() { make -C "$KDIR" M="$OUT" "${CROSS[@]}" "$@" modules; }
 else
 	# objtool needs /proc; the chroot sees OUT at /mnt, in a mount namespace of its own
 	build() {

@@ -1,8 +1,13 @@
 #!/bin/bash
 # Prepares what the VM test suite needs, and is fast when it is already there.
-# Two worlds ($RDMANS_VM_WORLD):
+# Three worlds ($RDMANS_VM_WORLD):
 #  - today (the default): Debian 12's kernel (linux-image-$KVER, kver.sh), and
 #    the host's own / as the guest's root;
+#  - arm64: Debian 12's arm64 kernel of the same version (linux-image-$KVER
+#    of dpkg's foreign architecture arm64, booted by qemu-system-aarch64), its
+#    headers for cross-building test modules (with the host's linux-kbuild and
+#    gcc-aarch64-linux-gnu), and a guest root holding nothing but Debian's
+#    arm64 busybox-static: what runs there brings its own loader and libraries;
 #  - current: Debian sid's kernel (linux-binary-, linux-modules-$KVER) and a
 #    sid userland root made by mmdebstrap (containerd 2.x, podman 5, runc,
 #    crun, CNI plugins, rdma-core, perftest, and the headers and compiler that
@@ -22,7 +27,8 @@
 #   $CACHE/current/root/      the sid userland (current world)
 #
 # Prints nothing on stdout except, with --print, "KVER=... CACHE_DIR=...
-# WORLD=... ROOT=..." lines (ROOT: the guest's / on the host, "/" for today).
+# WORLD=... ROOT=... ARCH=..." lines (ROOT: the guest's / on the host, "/" for
+# today; ARCH: the guest machine's `uname -m`).
 # KVER: kver.sh for today, sid's linux-image-amd64 for current;
 # $RDMANS_VM_KVER overrides either.
 set -eu -o pipefail
@@ -30,7 +36,7 @@ set -eu -o pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 CACHE=${RDMANS_VM_CACHE:-/var/cache/rdmans-vm}
 WORLD=${RDMANS_VM_WORLD:-today}
-case "$WORLD" in today | current) ;; *) echo "prepare.sh: error: RDMANS_VM_WORLD must be today or current, not '$WORLD'" >&2; exit 2 ;; esac
+case "$WORLD" in today | current | arm64) ;; *) echo "prepare.sh: error: RDMANS_VM_WORLD must be today, current or arm64, not '$WORLD'" >&2; exit 2 ;; esac
 
 log() { echo "prepare.sh: $*" >&2; }
 die() { echo "prepare.sh: error: $*" >&2; exit 1; }
@@ -120,11 +126,26 @@ elif ! KVER=$("$HERE/kver.sh" 2>/dev/null); then
 	apt_update_once
 	KVER=$("$HERE/kver.sh") || die "cannot determine the kernel version (kver.sh failed)"
 fi
+if [ "$WORLD" = arm64 ]; then
+	# Debian builds one kernel version for both architectures
+	KVER=${KVER%-amd64}-arm64
+	if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+		need_root "dpkg --add-architecture arm64"
+		log "dpkg --add-architecture arm64"
+		dpkg --add-architecture arm64
+		apt_updated=0
+		apt_update_once
+	fi
+fi
 # --- host packages ----------------------------------------------------------
 ensure_packages qemu-system-x86 busybox-static cpio gzip kmod util-linux \
 	coreutils iproute2 rdma-core ibverbs-utils xz-utils
-# today's world builds its test modules on the host; the current one in its root
-[ "$WORLD" = current ] || ensure_packages "linux-headers-$KVER"
+# today's world builds its test modules on the host; the current one in its
+# root; arm64's with the cross compiler and the headers unpacked below
+case "$WORLD" in
+today) ensure_packages "linux-headers-$KVER" ;;
+arm64) ensure_packages qemu-system-arm gcc-aarch64-linux-gnu make ;;
+esac
 
 # --- kernel + modules + initramfs (under a lock: tests may run concurrently) --
 mkdir -p "$CACHE" 2>/dev/null || die "cannot create cache dir $CACHE (set RDMANS_VM_CACHE?)"
@@ -145,6 +166,11 @@ if [ "$WORLD" = current ]; then
 	}
 else
 	kpkgs="linux-image-$KVER"
+	if [ "$WORLD" = arm64 ]; then
+		majmin=$(echo "$KVER" | sed -n 's/^\([0-9]\+\.[0-9]\+\)[.-].*/\1/p')
+		kpkgs="linux-image-$KVER:arm64 linux-headers-$KVER:arm64 linux-headers-${KVER%-arm64}-common"
+		kpkgs="$kpkgs linux-kbuild-$majmin busybox-static:arm64"
+	fi
 	apt_download() {
 		apt-get download -q -o APT::Sandbox::User=root "$@" >&2 && return 0
 		need_root "apt-get update"
@@ -168,6 +194,11 @@ if [ ! -e "$KDIR/root/.unpacked" ]; then
 	[ -e "$dl/root/lib" ] || ln -s usr/lib "$dl/root/lib"
 	[ -d "$dl/root/lib/modules/$KVER" ] || die "no lib/modules/$KVER in $kpkgs"
 	depmod -b "$dl/root" "$KVER" || die "depmod failed"
+	if [ "$WORLD" = arm64 ]; then
+		# the headers include their common part by its installed path: here, the unpacked one
+		sed -i "s|^include /usr/src/|include $KDIR/root/usr/src/|" "$dl/root/usr/src/linux-headers-$KVER/Makefile" ||
+			die "no Makefile in linux-headers-$KVER"
+	fi
 	touch "$dl/root/.unpacked"
 	rm -rf "$KDIR/root" "$KDIR/initramfs.img"
 	mv "$dl/root" "$KDIR/root"
@@ -181,15 +212,19 @@ done
 ln -sfn "$vmlinuz" "$KDIR/vmlinuz"
 ln -sfn "root/lib/modules/$KVER" "$KDIR/modules"
 
+# The guest's busybox: the host's, or the arm64 package's for that world.
+busybox=/bin/busybox
+[ "$WORLD" != arm64 ] || busybox=$KDIR/root/bin/busybox
+[ -x "$busybox" ] || die "no busybox at $busybox"
 # The initramfs is rebuilt whenever this script changes.
-stamp="$INITRAMFS_FORMAT $KDIR $(sha256sum "$0" | cut -d' ' -f1) $(sha256sum /bin/busybox | cut -d' ' -f1)"
+stamp="$INITRAMFS_FORMAT $KDIR $(sha256sum "$0" | cut -d' ' -f1) $(sha256sum "$busybox" | cut -d' ' -f1)"
 if [ ! -f "$KDIR/initramfs.img" ] || [ "$(cat "$KDIR/initramfs.stamp" 2>/dev/null)" != "$stamp" ]; then
 	log "building initramfs for $KVER"
 	ir=$(mktemp -d "$CACHE/.initramfs.XXXXXX")
 	trap 'rm -rf "$ir"' EXIT
 	mkdir -p "$ir/bin" "$ir/mod" "$ir/dev" "$ir/proc" "$ir/sys" "$ir/newroot" \
 		"$ir/lower" "$ir/rw"
-	cp /bin/busybox "$ir/bin/busybox"
+	cp "$busybox" "$ir/bin/busybox"
 	# Modules needed to reach the 9p root, in load order (dependencies first).
 	: >"$ir/mod/order"
 	for m in virtio_pci 9pnet_virtio 9p overlay; do
@@ -275,8 +310,11 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 $B hostname rdmans-vm
 $B ip link set lo up 2>/dev/null || ip link set lo up
 modprobe -q configfs && mount -t configfs configfs /sys/kernel/config 2>/dev/null
+# a root of busybox alone (the arm64 world's) runs the job with its sh
+sh=/bin/bash
+[ -x $sh ] || sh=/bin/sh
 $B env -i PATH="$PATH" HOME=/root TERM=dumb LANG=C.UTF-8 \
-	/bin/bash "$S/job.sh" >"$S/out" 2>&1 </dev/null
+	$sh "$S/job.sh" >"$S/out" 2>&1 </dev/null
 rc=$?
 if [ "$rc" != 0 ]; then
 	{
@@ -344,9 +382,33 @@ if [ "$WORLD" = current ] && [ ! -x "$ROOT/opt/containerd-1.7/bin/containerd" ];
 	) || exit 1
 fi
 
+# --- the arm64 world's root: busybox alone ------------------------------------
+# Nothing else: no libc, no loader, no library. Its applets are the host
+# busybox's list (the same Debian version); the guest's overlay makes it writable.
+if [ "$WORLD" = arm64 ]; then
+	ROOT=$KDIR/busybox-root
+	rstamp=$(sha256sum "$busybox" | cut -d' ' -f1)
+	if [ "$(cat "$ROOT/.rdmans-world" 2>/dev/null)" != "$rstamp" ]; then
+		rm -rf "$ROOT.new"
+		mkdir -p "$ROOT.new/bin" "$ROOT.new/proc" "$ROOT.new/sys" "$ROOT.new/dev" "$ROOT.new/run" \
+			"$ROOT.new/tmp" "$ROOT.new/etc" "$ROOT.new/root"
+		cp "$busybox" "$ROOT.new/bin/busybox"
+		for a in $(/bin/busybox --list); do
+			[ "$a" = busybox ] || ln -s busybox "$ROOT.new/bin/$a"
+		done
+		ln -s bin "$ROOT.new/sbin"
+		mkdir "$ROOT.new/var" && ln -s /run "$ROOT.new/var/run"
+		echo "root:x:0:0:root:/root:/bin/sh" >"$ROOT.new/etc/passwd"
+		echo "$rstamp" >"$ROOT.new/.rdmans-world"
+		rm -rf "$ROOT"
+		mv "$ROOT.new" "$ROOT"
+	fi
+fi
+
 if [ "${1:-}" = --print ]; then
 	echo "KVER=$KVER"
 	echo "CACHE_DIR=$KDIR"
 	echo "WORLD=$WORLD"
 	echo "ROOT=$ROOT"
+	if [ "$WORLD" = arm64 ]; then echo "ARCH=aarch64"; else echo "ARCH=x86_64"; fi
 fi

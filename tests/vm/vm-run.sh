@@ -49,6 +49,7 @@ prep=$("$HERE/prepare.sh" --print) || die "prepare.sh failed"
 KVER=$(echo "$prep" | sed -n 's/^KVER=//p')
 KDIR=$(echo "$prep" | sed -n 's/^CACHE_DIR=//p')
 ROOT=$(echo "$prep" | sed -n 's/^ROOT=//p')
+ARCH=$(echo "$prep" | sed -n 's/^ARCH=//p')
 [ -n "$KVER" ] && [ -r "$KDIR/vmlinuz" ] && [ -r "$KDIR/initramfs.img" ] ||
 	die "prepare.sh did not leave a kernel and initramfs in '$KDIR'"
 
@@ -118,10 +119,23 @@ fi
 # for a few milliseconds and panics if too few came ("IO-APIC + timer doesn't
 # work!"). An emulated CPU on a busy host can miss that window (0.028 s
 # into the boot); cloud images boot VMs with the same option.
-append="console=ttyS0 quiet loglevel=3 panic=-1 mitigations=off norandmaps no_timer_check ${RDMANS_VM_APPEND:-}"
+append="quiet loglevel=3 panic=-1 mitigations=off norandmaps ${RDMANS_VM_APPEND:-}"
+if [ "$ARCH" = aarch64 ]; then
+	# The arm64 world: qemu's generic "virt" board (PCI, a PL011 UART), a
+	# Cortex-A72: ARMv8.0 like the cores Debian's arm64 kernel is built for,
+	# and without "max"'s pointer authentication, which TCG computes in
+	# software on every function return.
+	# shellcheck disable=SC2054 # commas are qemu syntax
+	qemu=(qemu-system-aarch64 -machine virt -cpu "${RDMANS_VM_CPU:-cortex-a72}")
+	append="console=ttyAMA0 $append"
+else
+	# shellcheck disable=SC2054
+	qemu=(qemu-system-x86_64 -cpu "${RDMANS_VM_CPU:-Nehalem}")
+	append="console=ttyS0 no_timer_check $append"
+fi
 # shellcheck disable=SC2054,SC2206 # commas are qemu syntax; QEMU_EXTRA is split on purpose
-qemu=(qemu-system-x86_64 -nodefaults -nographic -no-reboot
-	-accel "${RDMANS_VM_ACCEL:-tcg,thread=multi}" -cpu "${RDMANS_VM_CPU:-Nehalem}"
+qemu+=(-nodefaults -nographic -no-reboot
+	-accel "${RDMANS_VM_ACCEL:-tcg,thread=multi}"
 	-m "${RDMANS_VM_MEM:-2048}" -smp "${RDMANS_VM_SMP:-1}"
 	-kernel "$KDIR/vmlinuz" -initrd "$KDIR/initramfs.img" -append "$append"
 	-monitor none -serial "file:$work/console.log"
