@@ -97,8 +97,11 @@ want=$(for a in amd64 arm64; do
 done)
 list_of() { pm manifest inspect "$1" 2>/dev/null | jq -r '.manifests[] | "\(.platform.os)/\(.platform.architecture) \(.digest)"' | sort; }
 if ! pm manifest exists docker.io/library/debian:12 || [ "$(list_of docker.io/library/debian:12)" != "$want" ]; then
-	# untag, never rm: podman 4.3's `manifest rm` of a plain image deletes the image
-	pm untag docker.io/library/debian:12 docker.io/library/debian:12-slim >/dev/null 2>&1
+	# a list goes with manifest rm (untag leaves its name); a plain image (an older
+	# run's) is untagged: podman 4.3's `manifest rm` of one deletes the image
+	for n in docker.io/library/debian:12 docker.io/library/debian:12-slim; do
+		if pm manifest exists "$n"; then pm manifest rm "$n"; else pm untag "$n"; fi >/dev/null 2>&1
+	done
 	pm manifest create docker.io/library/debian:12 >/dev/null &&
 		pm manifest add docker.io/library/debian:12 containers-storage:localhost/rdmans-base:bookworm-amd64 >/dev/null &&
 		pm manifest add docker.io/library/debian:12 containers-storage:localhost/rdmans-base:bookworm-arm64 >/dev/null ||
