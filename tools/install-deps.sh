@@ -29,8 +29,10 @@ packages=(
 	clang-format
 	# node suite: the node tree (deploy/node-bundle.sh) and a busybox-only host root
 	patchelf
-	# image suite: deploy/Containerfile from a local Debian 12 base (tests/image/image.sh)
-	podman mmdebstrap
+	# image suite: deploy/Containerfile from local Debian 12 bases (tests/image/image.sh), for
+	# amd64 and arm64: the arm64 base and the arm64 image's apt-get run under qemu-user
+	# (binfmt_misc; the test registers qemu-aarch64), mmdebstrap checks that with arch-test
+	podman mmdebstrap qemu-user-static arch-test
 	# fuzz targets (tests/fuzz, tools/fuzz.sh): clang and its libFuzzer runtime
 	clang libclang-rt-14-dev
 )
