@@ -98,9 +98,10 @@ done)
 list_of() { pm manifest inspect "$1" 2>/dev/null | jq -r '.manifests[] | "\(.platform.os)/\(.platform.architecture) \(.digest)"' | sort; }
 if ! pm manifest exists docker.io/library/debian:12 || [ "$(list_of docker.io/library/debian:12)" != "$want" ]; then
 	# a list goes with manifest rm (untag leaves its name); a plain image (an older
-	# run's) is untagged: podman 4.3's `manifest rm` of one deletes the image
+	# run's) loses that one name: podman 4.3's `manifest rm` of one deletes the
+	# image, and `untag IMAGE` alone removes all its names (a base's among them)
 	for n in docker.io/library/debian:12 docker.io/library/debian:12-slim; do
-		if pm manifest exists "$n"; then pm manifest rm "$n"; else pm untag "$n"; fi >/dev/null 2>&1
+		if pm manifest exists "$n"; then pm manifest rm "$n"; else pm untag "$n" "$n"; fi >/dev/null 2>&1
 	done
 	pm manifest create docker.io/library/debian:12 >/dev/null &&
 		pm manifest add docker.io/library/debian:12 containers-storage:localhost/rdmans-base:bookworm-amd64 >/dev/null &&
