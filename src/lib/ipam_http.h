@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Private: HTTP for the IPAM stores that talk to a server (etcd's JSON
- * gateway, the Kubernetes API), over libcurl, which stays in ipam_http.c.
+ * Private: HTTP for the clients of a server (etcd_client.c: etcd's JSON
+ * gateway; ipam_store_k8s.c: the Kubernetes API), over libcurl, which stays
+ * in ipam_http.c.
  * One connection cache per handle; TLS with a CA, a client certificate and
  * key, from files or from PEM text in memory (a kubeconfig's *-data).
  * Nothing here logs, and no header value (an etcd token, a bearer token)

@@ -2,9 +2,9 @@
 /*
  * The etcd store against any answers: ipam_http.c is replaced here by a
  * fake whose requests return the input's answers in turn (then "connection
- * refused"), so ipam_store_etcd.c and ipam.c run ADD, CHECK, DEL, GC,
- * STATUS and the operators' list and repair on whatever an etcd (or
- * something posing as one) says. An address handed out is always a usable
+ * refused"), so etcd_client.c, ipam_store_etcd.c and ipam.c run ADD,
+ * CHECK, DEL, GC, STATUS and the operators' list and repair on whatever an
+ * etcd (or something posing as one) says. An address handed out is always a usable
  * one of its range.
  *
  * Input: answers separated by a NUL byte; an answer's first byte picks the
@@ -69,7 +69,7 @@ int rn_http_request(struct rn_http *h, const char *method, const char *url, cons
 	return 0;
 }
 
-/* The store waits between retries; here that is time lost. */
+/* The etcd client waits between retries; here that is time lost. */
 int nanosleep(const struct timespec *req, struct timespec *rem)
 {
 	return 0;
