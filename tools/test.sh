@@ -9,11 +9,11 @@ cd "$top"
 build=${RDMANS_TEST_BUILD:-build-test}
 
 tools/install-deps.sh
-tests/vm/prepare.sh
+prep_today=$(tests/vm/prepare.sh --print)
 # the current world: sid's kernel and userland root (cached; about 70 s the first time)
-RDMANS_VM_WORLD=current tests/vm/prepare.sh
+prep_current=$(RDMANS_VM_WORLD=current tests/vm/prepare.sh --print)
 # the arm64 world: Debian's arm64 kernel and headers, a busybox root (about 25 s the first time)
-RDMANS_VM_WORLD=arm64 tests/vm/prepare.sh
+prep_arm64=$(RDMANS_VM_WORLD=arm64 tests/vm/prepare.sh --print)
 # the kubernetes store's tests: a real API server built from sid's packages (cached in
 # /var/cache/rdmans-apiserver; the first time a sid root and a go build, about 15 min on 2 cores)
 tools/apiserver.sh >/dev/null
@@ -24,6 +24,14 @@ fi
 # the test build kills rdma-netns at chosen steps (never a release build)
 meson configure "$build" -Dfault_injection=true -Dnri=enabled -Ddevice_plugin=enabled >/dev/null
 ninja -C "$build"
+# prepare.sh's answers for vm-run.sh (RDMANS_VM_PREPARED): each guest test reads
+# them instead of running prepare.sh's checks again
+RDMANS_VM_PREPARED=$(cd "$build" && pwd)/vm-prepared
+export RDMANS_VM_PREPARED
+mkdir -p "$RDMANS_VM_PREPARED"
+echo "$prep_today" >"$RDMANS_VM_PREPARED/today"
+echo "$prep_current" >"$RDMANS_VM_PREPARED/current"
+echo "$prep_arm64" >"$RDMANS_VM_PREPARED/arm64"
 tools/check-format.sh
 # Every binary cross-built for arm64 (tools/cross-build.sh: -Werror, the
 # release options); its node tree is what the arm64 suite runs. A break fails
