@@ -122,7 +122,8 @@ vm_run_code() {
 # snapshot taken just after `ip link set ... up` of a veth pair can catch them
 # half-way ("NO-CARRIER,BROADCAST,MULTICAST,UP,LOWER_UP ... state LOWERLAYERDOWN").
 # The admin state (UP) and the carrier (LOWER_UP) change at once and stay.
-vm_link_view() { sed -E 's/NO-CARRIER,//; s/ state [A-Z]+//'; }
+VM_LINK_VIEW_SED='s/NO-CARRIER,//; s/ state [A-Z]+//'
+vm_link_view() { sed -E "$VM_LINK_VIEW_SED"; }
 
 # vm_freeze PID: SIGSTOP, and back once every thread of PID has stopped (state T,
 # or t under a tracer). kill(2) wakes one thread, which then stops the others;

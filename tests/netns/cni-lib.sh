@@ -95,9 +95,9 @@ cni_netns_snap() {
 		[ -e "$ns" ] || continue
 		ns=${ns##*/}
 		echo "netns $ns"
-		# links (without their index), addresses, routes: in that order, as ip prints them
+		# links (without their index, as vm_link_view shows them), addresses, routes
 		printf '%s\n' 'link show' 'addr show' 'route show' | ip -n "$ns" -o -batch - |
-			sed -E '/^[0-9]+: [^ ]+: </{s/^[0-9]+: //; s/NO-CARRIER,//; s/ state [A-Z]+//}; /inet6 fe80/d'
+			sed -E "/^[0-9]+: [^ ]+: </{s/^[0-9]+: //; $VM_LINK_VIEW_SED}; /inet6 fe80/d"
 	done
 }
 
