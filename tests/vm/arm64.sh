@@ -25,7 +25,8 @@ vm_check "the root holds busybox alone: no libc, no loader, no library, no /usr"
 
 # --- the node tree, installed as on a node -------------------------------------------------
 mkdir -p /etc/containers/oci/hooks.d /opt/cni/bin
-hook_json=$(dirname "$(dirname "$(dirname "$tree")")")/../share/containers/oci/hooks.d/rdmans-hook.json
+# the hooks.d JSON of the same install (DESTDIR/usr/share beside DESTDIR/usr/local/lib/rdmans/node-*)
+hook_json=${tree%/usr/local/lib/rdmans/*}/usr/share/containers/oci/hooks.d/rdmans-hook.json
 vm_check "deploy/node-install.sh installs the arm64 tree (node-$(cat "$tree/machine"))" env \
 	RDMANS_HOST_ROOT=/ RDMANS_NODE_TREE="$tree" RDMANS_CLI=$R RDMANS_HOOK_JSON="$hook_json" \
 	sh "$src/deploy/node-install.sh"
