@@ -96,8 +96,11 @@ mkdir -p $b/rootfs/etc
 echo '{"ociVersion":"1.0.2","process":{"args":["sh"],"cwd":"/"},"root":{"path":"rootfs"},
  "linux":{"namespaces":[{"type":"network","path":"/run/netns/pod2"}]},
  "annotations":{"rdmans.io/devices":"'$dev2'"}}' >$b/config.json
-nsenter --net=/run/netns/pod2 sleep 600 &
-pid=$!
+# the container's process: its PID is written from inside pod2, so once the
+# file is there the process is in pod2 (the hook reads /proc/PID/ns/net)
+nsenter --net=/run/netns/pod2 sh -c 'echo $$ >/tmp/c.pid.new && mv /tmp/c.pid.new /tmp/c.pid && exec sleep 600' &
+vm_poll 60 test -s /tmp/c.pid || vm_fail "the container's process did not start in pod2"
+pid=$(cat /tmp/c.pid)
 state='{"ociVersion":"1.0.2","id":"a64c","status":"creating","pid":'$pid',"bundle":"'$b'","annotations":{"rdmans.io/devices":"'$dev2'"}}'
 vm_check "rdmans-hook (createRuntime) succeeds" sh -c "echo '$state' | /opt/rdmans/bin/rdmans-hook"
 vm_check "... $dev2 is in the container's netns, on net1" dev_on "$dev2" net1 "nsenter --net=/run/netns/pod2"
