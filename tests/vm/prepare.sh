@@ -387,8 +387,8 @@ fi
 # busybox's list (the same Debian version); the guest's overlay makes it writable.
 if [ "$WORLD" = arm64 ]; then
 	ROOT=$KDIR/busybox-root
-	rstamp=$(sha256sum "$busybox" | cut -d' ' -f1)
-	if [ "$(cat "$ROOT/.rdmans-world" 2>/dev/null)" != "$rstamp" ]; then
+	# made again, as the initramfs is, whenever this script or the busybox changes
+	if [ "$(cat "$ROOT/.rdmans-world" 2>/dev/null)" != "$stamp" ]; then
 		rm -rf "$ROOT.new"
 		mkdir -p "$ROOT.new/bin" "$ROOT.new/proc" "$ROOT.new/sys" "$ROOT.new/dev" "$ROOT.new/run" \
 			"$ROOT.new/tmp" "$ROOT.new/etc" "$ROOT.new/root"
@@ -399,7 +399,7 @@ if [ "$WORLD" = arm64 ]; then
 		ln -s bin "$ROOT.new/sbin"
 		mkdir "$ROOT.new/var" && ln -s /run "$ROOT.new/var/run"
 		echo "root:x:0:0:root:/root:/bin/sh" >"$ROOT.new/etc/passwd"
-		echo "$rstamp" >"$ROOT.new/.rdmans-world"
+		echo "$stamp" >"$ROOT.new/.rdmans-world"
 		rm -rf "$ROOT"
 		mv "$ROOT.new" "$ROOT"
 	fi
