@@ -9,6 +9,6 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_release_build device-plugin.sh src/device-plugin/rdmans-device-plugin src/cli/rdmans \
-	src/lib/kubelet_proto/deviceplugin.proto src/lib/kubelet_proto/podresources.proto tests/vm/simhca.ko
+	src/lib/device-plugin/kubelet_proto/deviceplugin.proto src/lib/device-plugin/kubelet_proto/podresources.proto tests/vm/simhca.ko
 RDMANS_BUILD_DIR=$build RDMANS_SIMHCA_KO=$build/tests/vm/simhca.ko TEST_BENCH_N=${1:-200} \
 	RDMANS_VM_TIMEOUT=${RDMANS_VM_TIMEOUT:-1200} tests/vm/vm-run.sh bench/device-plugin-guest.sh

@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "../../src/lib/ipam_http.h"
+#include "../../src/lib/ipam/ipam_http.h"
 #include "fuzz.h"
 #include "rdmans/ipam.h"
 #include "rdmans/ipam_admin.h"

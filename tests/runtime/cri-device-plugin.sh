@@ -19,7 +19,7 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 PAUSE=localhost/rdmans-pause:1
 K="python3 $top/tests/vm/kubelet.py"
-export RDMANS_KUBELET_PROTOS=$B/src/lib/kubelet_proto RDMANS_KUBELET_PY=/run/kubelet/py
+export RDMANS_KUBELET_PROTOS=$B/src/lib/device-plugin/kubelet_proto RDMANS_KUBELET_PY=/run/kubelet/py
 DIR=/var/lib/kubelet/device-plugins
 LOG=/run/kubelet/events.jsonl
 inns() { ip netns exec "${1##*/}" "${@:2}"; }

@@ -10,7 +10,7 @@ set -u
 . "$(dirname "$0")/nri-lib.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 K="python3 $top/tests/vm/kubelet.py"
-export RDMANS_KUBELET_PROTOS=$B/src/lib/kubelet_proto RDMANS_KUBELET_PY=/run/kubelet/py
+export RDMANS_KUBELET_PROTOS=$B/src/lib/device-plugin/kubelet_proto RDMANS_KUBELET_PY=/run/kubelet/py
 DIR=/var/lib/kubelet/device-plugins
 PODRES=/var/lib/kubelet/pod-resources/kubelet.sock
 STATE=/run/kubelet/allocations.json

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ipam_store.h" /* src/lib: a store whose commit fails, for the undo test */
+#include "ipam_store.h" /* src/lib/ipam: a store whose commit fails, for the undo test */
 #include "rdmans/ipam.h"
 #include "rdmans/ipam_admin.h"
 #include "rdmans/ipam_import.h"

@@ -145,7 +145,7 @@ vm_tcp_listening() {
 vm_kubelet_env() {
 	R=$RDMANS_BUILD_DIR/src/cli/rdmans
 	DP=$RDMANS_BUILD_DIR/src/device-plugin/rdmans-device-plugin
-	export RDMANS_KUBELET_PROTOS=$RDMANS_BUILD_DIR/src/lib/kubelet_proto RDMANS_KUBELET_PY=/run/kubelet/py
+	export RDMANS_KUBELET_PROTOS=$RDMANS_BUILD_DIR/src/lib/device-plugin/kubelet_proto RDMANS_KUBELET_PY=/run/kubelet/py
 	K="/usr/bin/python3 $_rn_vm_lib_dir/kubelet.py"
 	DIR=/run/kubelet/device-plugins
 	LOG=/run/kubelet/events.jsonl

@@ -20,7 +20,7 @@ What kubelet's device manager does, for the tests (kubelet itself cannot run her
   last-list LOG RESOURCE   the newest list: "ID HEALTH NUMA" per line
   lists LOG RESOURCE       how many lists arrived
 The messages come from the build's copies of deviceplugin.proto (gogoproto
-options stripped, src/lib/kubelet_proto): RDMANS_KUBELET_PROTOS names that dir.
+options stripped, src/lib/device-plugin/kubelet_proto): RDMANS_KUBELET_PROTOS names that dir.
 """
 import json
 import os
