@@ -21,11 +21,11 @@ usage() {
 	echo "usage: tools/fuzz.sh TARGET SECONDS | --all SECONDS | --list" >&2
 	exit 2
 }
-# the kubernetes store's kubeconfig reader (src/lib/ipam_kubeconfig.c)
+# the kubernetes store's kubeconfig reader (src/lib/ipam/ipam_kubeconfig.c)
 targets+=(fuzz-kubeconfig)
-# whereabouts' IPPools, as rdmans ipam import reads them (src/lib/ipam_import.c)
+# whereabouts' IPPools, as rdmans ipam import reads them (src/lib/ipam/ipam_import.c)
 targets+=(fuzz-whereabouts-ippool)
-# the GPU reader (src/lib/gpu.c)
+# the GPU reader (src/lib/gpu/gpu.c)
 targets+=(fuzz-gpu)
 [ $# -ge 1 ] || usage
 if [ "$1" = --list ]; then

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * An etcd v3 client over its JSON gateway (etcd >= 3.4: /v3/...), through
- * the HTTP transport (src/lib/ipam_http.c, the one user of libcurl): ranges,
+ * the HTTP transport (src/lib/ipam/ipam_http.c, the one user of libcurl): ranges,
  * transactions of compares and ops, and username/password auth. It knows
  * keys and values as bytes, nothing of what they mean.
  *

@@ -3,7 +3,7 @@
  * `rdmans ping`: an RC connection through librdmacm (address and route
  * resolution by rdma_cm, as NCCL's peers reach each other), then SEND and
  * RDMA WRITE ping-pong (latency) and a stream of RDMA WRITEs (bandwidth).
- * librdmacm is used here only (src/lib/ping.c, its own static library,
+ * librdmacm is used here only (src/lib/ping/ping.c, its own static library,
  * linked into the CLI alone).
  *
  * Every step is bounded: rdma_cm events are read from the event channel's
