@@ -53,7 +53,7 @@ static void add_mlx5_rail(const char *root, unsigned n, const char *ipv4_hex, co
 }
 
 /* The IIJ E810 walkthrough: irdma0 on ice.roce.0, bound to the pod's net1; GID[1] = ::ffff:10.100.100.1, RoCE v2. */
-static void add_irdma_doc003(const char *root)
+static void add_irdma_e810(const char *root)
 {
 	fakesys_add_netdev_pci(root, "net1", "0000:2f:00.0");
 	fakesys_add_aux(root, "0000:2f:00.0", "ice.roce.0");
@@ -67,7 +67,7 @@ static void add_irdma_doc003(const char *root)
 }
 
 /* The Alibaba PAI eRDMA guide: erdma_0 bound to eth0 (172.16.0.10), RoCE v2 + IPv4 at index 1. */
-static void add_erdma_doc004(const char *root)
+static void add_erdma_pai(const char *root)
 {
 	fakesys_add_netdev_pci(root, "eth0", "0000:00:05.0");
 	fakesys_add_rdma_pci(root, "erdma_0", "0000:00:06.0", "0216:3eff:fe0c:1a2b", "Ethernet");
@@ -157,7 +157,7 @@ static void sysfs_gives_ports_netdevs_and_state(void)
 	_cleanup_fake_ char *root = fake_start();
 	_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
 
-	add_irdma_doc003(root);
+	add_irdma_e810(root);
 	add_ib(root);
 	fakesys_add_netdev_virtual(root, "lo");
 	load(&node);
@@ -182,7 +182,7 @@ static void addresses_go_to_every_port_of_the_netdev(void)
 	_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root);
+	add_irdma_e810(root);
 	load(&node);
 	addr(&node, "net1", "10.100.100.1/24");
 	addr(&node, "other", "10.1.1.1/24");
@@ -209,14 +209,14 @@ static void addresses_go_to_every_port_of_the_netdev(void)
 
 /* ---- the documents' nodes ---- */
 
-static void doc003_irdma_gets_gid_index_1(void)
+static void irdma_e810_gets_gid_index_1(void)
 {
 	_cleanup_fake_ char *root = fake_start();
 	_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
 	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root);
+	add_irdma_e810(root);
 	load(&node);
 	addr(&node, "net1", "10.100.100.1/24");
 	REQUIRE(resolve(&node, NULL, 0, &res, &err) == 0);
@@ -243,7 +243,7 @@ static void doc003_irdma_gets_gid_index_1(void)
 	CHECK_STR(res.v[3].name, "NCCL_SOCKET_IFNAME");
 }
 
-static void doc000_mlx5_rails_get_gid_index_3(void)
+static void mlx5_rails_get_gid_index_3(void)
 {
 	static const char *const hex[] = { "0a00:3c03", "190b:8002", "190b:8022",
 					   "190b:8042", "190b:8062", "190b:8082",
@@ -287,7 +287,7 @@ static void doc000_mlx5_rails_get_gid_index_3(void)
 	CHECK_INT(res.n_warnings, 0);
 }
 
-static void doc000_pod_with_one_rail(void)
+static void mlx5_pod_with_one_rail(void)
 {
 	_cleanup_fake_ char *root = fake_start();
 	_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
@@ -303,14 +303,14 @@ static void doc000_pod_with_one_rail(void)
 	CHECK_STR(value(&res, "NCCL_SOCKET_IFNAME"), "eth1");
 }
 
-static void doc004_erdma_picks_the_pai_profile(void)
+static void erdma_picks_the_pai_profile(void)
 {
 	_cleanup_fake_ char *root = fake_start();
 	_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
 	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
 	struct rn_error err = { 0 };
 
-	add_erdma_doc004(root);
+	add_erdma_pai(root);
 	load(&node);
 	addr(&node, "eth0", "172.16.0.10/24");
 	REQUIRE(resolve(&node, NULL, 0, &res, &err) == 0);
@@ -787,7 +787,7 @@ static void mixed_node_gid_indices_depend_on_the_nccl_version(void)
 	_cleanup_nccl_layer_ struct rn_nccl_layer l21 = { 0 }, l18 = { 0 };
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root);
+	add_irdma_e810(root);
 	add_mlx5_rail(root, 0, "0a64:6402", "f820:20ff:fe28:c769");
 	load(&node);
 	addr(&node, "net1", "10.100.100.1/24");
@@ -832,7 +832,7 @@ static void disagreeing_devices_on_two_subnets_get_a_covering_range(void)
 	_cleanup_nccl_layer_ struct rn_nccl_layer l = { 0 };
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root);
+	add_irdma_e810(root);
 	add_mlx5_rail(root, 0, "0a64:6502", "f820:20ff:fe28:c769");
 	load(&node);
 	addr(&node, "net1", "10.100.100.1/24");
@@ -1181,7 +1181,7 @@ static void down_ports_and_missing_netdevs_are_left_out(void)
 	struct rn_error err = { 0 };
 	char path[4096];
 
-	add_irdma_doc003(root);
+	add_irdma_e810(root);
 	add_mlx5_rail(root, 0, "0a64:6402", "f820:20ff:fe28:c769");
 	/* eth0 stays on the host: only the RDMA device came into the pod */
 	snprintf(path, sizeof(path), "rm -f '%s/class/net/eth0'", root);
@@ -1202,7 +1202,7 @@ static void no_usable_port_is_an_error_saying_why(void)
 	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root);
+	add_irdma_e810(root);
 	fakesys_write(root, "class/infiniband/irdma0/ports/1/state", "1: DOWN");
 	load(&node);
 	CHECK_INT(resolve(&node, NULL, 0, &res, &err), -ENODEV);
@@ -1268,7 +1268,7 @@ static void netdev_without_address_gets_no_gid_and_a_warning(void)
 	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root);
+	add_irdma_e810(root);
 	load(&node);
 	REQUIRE(resolve(&node, NULL, 0, &res, &err) == 0);
 	CHECK_STR(value(&res, "NCCL_IB_HCA"), "=irdma0");
@@ -1284,7 +1284,7 @@ static void address_not_yet_in_gid_table_is_a_warning(void)
 	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root);
+	add_irdma_e810(root);
 	load(&node);
 	addr(&node, "net1", "10.100.100.9/24");
 	REQUIRE(resolve(&node, NULL, 0, &res, &err) == 0);
@@ -1326,7 +1326,7 @@ static void scnet_profile_values_and_detection(void)
 	_cleanup_nccl_layer_ struct rn_nccl_layer cfg = { 0 };
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root);
+	add_irdma_e810(root);
 	load(&node);
 	addr(&node, "net1", "10.100.100.1/24");
 	rn_nccl_layer_init(&cfg, RN_NCCL_SRC_CONFIG, "/etc/rdmans/nccl.json");
@@ -1354,7 +1354,7 @@ static void layers_apply_in_precedence_order(void)
 	struct rn_nccl_layer l[3];
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root);
+	add_irdma_e810(root);
 	load(&node);
 	addr(&node, "net1", "10.100.100.1/24");
 	/* given out of order: the annotation first, the config file last */
@@ -1389,7 +1389,7 @@ static void unset_removes_a_profile_value_and_says_so(void)
 	_cleanup_nccl_layer_ struct rn_nccl_layer l = { 0 };
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root);
+	add_irdma_e810(root);
 	load(&node);
 	addr(&node, "net1", "10.100.100.1/24");
 	rn_nccl_layer_init(&l, RN_NCCL_SRC_OPTION, "--set");
@@ -1414,7 +1414,7 @@ static void overriding_the_detected_gid_index_warns(void)
 	_cleanup_nccl_layer_ struct rn_nccl_layer l = { 0 };
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root);
+	add_irdma_e810(root);
 	load(&node);
 	addr(&node, "net1", "10.100.100.1/24");
 	rn_nccl_layer_init(&l, RN_NCCL_SRC_ANNOTATION, "rdmans.io/nccl");
@@ -1493,7 +1493,7 @@ static void renders_env_sh_and_conf(void)
 	_cleanup_free_ char *env = NULL, *sh = NULL, *conf = NULL;
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root);
+	add_irdma_e810(root);
 	load(&node);
 	addr(&node, "net1", "10.100.100.1/24");
 	rn_nccl_layer_init(&l, RN_NCCL_SRC_OPTION, "--set");
@@ -1527,7 +1527,7 @@ static void sh_format_leaves_the_environment_alone(void)
 	FILE *f, *p;
 	int fd;
 
-	add_irdma_doc003(root);
+	add_irdma_e810(root);
 	load(&node);
 	addr(&node, "net1", "10.100.100.1/24");
 	REQUIRE(resolve(&node, NULL, 0, &res, &err) == 0);
@@ -1551,7 +1551,7 @@ static void sh_format_leaves_the_environment_alone(void)
 
 /* ---- merging with an image's nccl.conf ---- */
 
-static void resolve_doc003(struct rn_nccl_result *res, const char *profile)
+static void resolve_irdma_e810(struct rn_nccl_result *res, const char *profile)
 {
 	_cleanup_nccl_node_ struct rn_nccl_node node = { 0 };
 	_cleanup_nccl_layer_ struct rn_nccl_layer l = { 0 };
@@ -1577,8 +1577,8 @@ static void merge_keeps_image_values_over_profile_ones_only(void)
 	_cleanup_free_ char *conf = NULL;
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root);
-	resolve_doc003(&res, "baidu-cce");
+	add_irdma_e810(root);
+	resolve_irdma_e810(&res, "baidu-cce");
 	REQUIRE(rn_nccl_conf_merge(&res, image, "written by a test", &conf, &err) == 0);
 	CHECK_CONTAINS(conf, "# rdmans: begin\n# written by a test\n");
 	/* the image's timeout beats the profile's 22 */
@@ -1612,8 +1612,8 @@ static void merging_again_changes_nothing_and_restores_what_is_no_longer_set(voi
 	_cleanup_free_ char *once = NULL, *twice = NULL, *later = NULL;
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root);
-	resolve_doc003(&res, NULL);
+	add_irdma_e810(root);
+	resolve_irdma_e810(&res, NULL);
 	REQUIRE(rn_nccl_conf_merge(&res, image, NULL, &once, &err) == 0);
 	REQUIRE(rn_nccl_conf_merge(&res, once, NULL, &twice, &err) == 0);
 	CHECK_STR(twice, once);
@@ -1679,8 +1679,8 @@ static void merge_keeps_lines_that_only_look_like_ours(void)
 	_cleanup_fake_ char *root = fake_start();
 	_cleanup_nccl_result_ struct rn_nccl_result res = { 0 };
 
-	add_irdma_doc003(root);
-	resolve_doc003(&res, NULL);
+	add_irdma_e810(root);
+	resolve_irdma_e810(&res, NULL);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		_cleanup_free_ char *once = NULL, *twice = NULL;
 		struct rn_error err = { 0 };
@@ -1978,7 +1978,7 @@ static void iwarp_devices_are_left_out_saying_why(void)
 	struct rn_nccl_request sockets = { .sockets_ok = true, .sockets_origin = "test" };
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root);
+	add_irdma_e810(root);
 	fakesys_write(root, "class/infiniband/irdma0/node_type", "4: RNIC");
 	load(&node);
 	addr(&node, "net1", "10.100.100.1/24");
@@ -2008,9 +2008,9 @@ static void iwarp_devices_are_left_out_saying_why(void)
 
 RN_TEST_MAIN(
 	T(sysfs_gives_ports_netdevs_and_state), T(addresses_go_to_every_port_of_the_netdev),
-	T(doc003_irdma_gets_gid_index_1), T(doc000_mlx5_rails_get_gid_index_3),
-	T(doc000_pod_with_one_rail), T(doc004_erdma_picks_the_pai_profile),
-	T(infiniband_needs_no_gid_index), T(ipv6_only_pod_gets_the_v2_gid_of_its_global_address),
+	T(irdma_e810_gets_gid_index_1), T(mlx5_rails_get_gid_index_3), T(mlx5_pod_with_one_rail),
+	T(erdma_picks_the_pai_profile), T(infiniband_needs_no_gid_index),
+	T(ipv6_only_pod_gets_the_v2_gid_of_its_global_address),
 	T(ipv6_gid_not_there_yet_still_sets_the_family),
 	T(dual_stack_pod_defaults_to_ipv4_and_a_key_chooses_ipv6),
 	T(mixed_node_gid_indices_depend_on_the_nccl_version),

@@ -30,10 +30,10 @@
 
 #define ZERO_GID "0000:0000:0000:0000:0000:0000:0000:0000"
 
-/* ---- the nodes of the documents ---- */
+/* ---- the nodes of the vendors' guides (CCE, the E810 walkthrough, PAI) ---- */
 
 /* The Baidu CCE guide, show_gids: mlx5_0 and mlx5_1, RoCE v2 + IPv4 at index 3. */
-static void add_mlx5_doc000(const char *root)
+static void add_mlx5_cce(const char *root)
 {
 	fakesys_add_netdev_pci(root, "eth0", "0000:3b:00.0");
 	fakesys_add_rdma_pci(root, "mlx5_0", "0000:3b:00.0", "f820:20ff:fe28:c769", "Ethernet");
@@ -66,7 +66,7 @@ static void add_mlx5_doc000(const char *root)
  * gid_tbl_len 32. With aux_parent the ib_device hangs off ice.roce.0 (as
  * the brief's kernels do); without it, off the PCI function (older irdma).
  */
-static void add_irdma_doc003(const char *root, bool aux_parent)
+static void add_irdma_e810(const char *root, bool aux_parent)
 {
 	fakesys_add_netdev_pci(root, "ens192", "0000:2f:00.0");
 	fakesys_add_aux(root, "0000:2f:00.0", "ice.roce.0");
@@ -88,7 +88,7 @@ static void add_irdma_doc003(const char *root, bool aux_parent)
  * its netdev is a virtio-net interface on another function, so only the GID
  * table ties them together.
  */
-static void add_erdma_doc004(const char *root, const char *ifname)
+static void add_erdma_pai(const char *root, const char *ifname)
 {
 	fakesys_add_netdev_pci(root, ifname, "0000:00:05.0");
 	fakesys_add_rdma_pci(root, "erdma_0", "0000:00:06.0", "0216:3eff:fe0c:1a2b", "Ethernet");
@@ -128,9 +128,9 @@ static void add_ib(const char *root)
 /* Everything above on one node. */
 static void add_mixed_node(const char *root)
 {
-	add_mlx5_doc000(root);
-	add_irdma_doc003(root, true);
-	add_erdma_doc004(root, "enp0s5");
+	add_mlx5_cce(root);
+	add_irdma_e810(root, true);
+	add_erdma_pai(root, "enp0s5");
 	add_rxe(root);
 	add_ib(root);
 	fakesys_add_netdev_virtual(root, "docker0");
@@ -250,7 +250,7 @@ static void mlx5_gid_table_reads_like_show_gids(void)
 	_cleanup_(rn_gid_table_free) struct rn_gid_table t = { 0 };
 	struct rn_error err = { 0 };
 
-	add_mlx5_doc000(root);
+	add_mlx5_cce(root);
 	REQUIRE_INT(rn_sysfs_gids("mlx5_0", &t, &err), 0);
 	/* 16 slots, 12 of them empty */
 	REQUIRE_INT(t.n, 4);
@@ -276,7 +276,7 @@ static void mlx5_roce_v2_ipv4_gid_is_index_3(void)
 	const struct rn_gid_entry *e;
 	struct rn_error err = { 0 };
 
-	add_mlx5_doc000(root);
+	add_mlx5_cce(root);
 	REQUIRE_INT(rn_sysfs_gids(NULL, &t, &err), 0);
 	REQUIRE_INT(t.n, 8);
 	e = find_roce_v2_ipv4(&t, "mlx5_0");
@@ -303,7 +303,7 @@ static void irdma_roce_v2_ipv4_gid_is_index_1(void)
 	const struct rn_gid_entry *e;
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root, true);
+	add_irdma_e810(root, true);
 	REQUIRE_INT(rn_sysfs_gids("irdma0", &t, &err), 0);
 	/* gid_tbl_len 32, two filled */
 	REQUIRE_INT(t.n, 2);
@@ -430,7 +430,7 @@ static void gids_of_unknown_device_is_enodev_naming_it(void)
 	_cleanup_(rn_gid_table_free) struct rn_gid_table t = { 0 };
 	struct rn_error err = { 0 };
 
-	add_mlx5_doc000(root);
+	add_mlx5_cce(root);
 	CHECK_INT(rn_sysfs_gids("mlx5_9", &t, &err), -ENODEV);
 	CHECK_INT(err.code, ENODEV);
 	CHECK_CONTAINS(err.msg, "RDMA device mlx5_9 not found");
@@ -448,7 +448,7 @@ static void irdma_on_auxiliary_bus_belongs_to_its_pci_function(void)
 	struct rn_sysfs_rdma_dev d;
 	struct rn_error err = { 0 };
 
-	add_irdma_doc003(root, true);
+	add_irdma_e810(root, true);
 	REQUIRE_INT(rn_sysfs_rdma_get("irdma0", &d, &err), 0);
 	CHECK_STR(d.name, "irdma0");
 	CHECK_STR(d.parent_bus, "auxiliary");
@@ -477,7 +477,7 @@ static void irdma_parented_to_pci_reads_as_pci(void)
 	size_t n = 99;
 
 	/* older irdma: ibdev.dev.parent is the PCI device, ice.roce.0 still exists */
-	add_irdma_doc003(root, false);
+	add_irdma_e810(root, false);
 	REQUIRE_INT(rn_sysfs_rdma_get("irdma0", &d, &err), 0);
 	CHECK_STR(d.parent_bus, "pci");
 	CHECK_STR(d.parent_id, "0000:2f:00.0");
@@ -505,7 +505,7 @@ static void erdma_finds_its_netdev_through_the_gid_table(void)
 	char bdf[RN_BUS_ID_MAX];
 	size_t n = 99;
 
-	add_erdma_doc004(root, "eth0");
+	add_erdma_pai(root, "eth0");
 	REQUIRE_INT(rn_sysfs_rdma_get("erdma_0", &d, &err), 0);
 	CHECK_STR(d.parent_bus, "pci");
 	CHECK_STR(d.pci_bdf, "0000:00:06.0");
@@ -647,7 +647,7 @@ static void get_unknown_device_is_enodev_naming_it(void)
 	struct rn_sysfs_rdma_dev d;
 	struct rn_error err = { 0 };
 
-	add_mlx5_doc000(root);
+	add_mlx5_cce(root);
 	CHECK_INT(rn_sysfs_rdma_get("mlx5_9", &d, &err), -ENODEV);
 	CHECK_INT(err.code, ENODEV);
 	CHECK_CONTAINS(err.msg, "RDMA device mlx5_9 not found in ");
@@ -913,7 +913,7 @@ static void port_reads_state_link_layer_rate_gid_table_and_bound_netdev(void)
 	_cleanup_fake_ char *root = fake_start();
 	struct rn_sysfs_port p;
 
-	add_mlx5_doc000(root);
+	add_mlx5_cce(root);
 	fakesys_write(root, "class/infiniband/mlx5_0/ports/1/rate", "100 Gb/sec (4X EDR)");
 	set_netdev_attrs(root, "eth0", "0x1003", "up", "9000");
 	rn_sysfs_port_read("mlx5_0", 1, NULL, &p);
@@ -937,7 +937,7 @@ static void admin_up_is_iff_up_and_oper_up_is_operstate_read_apart(void)
 	_cleanup_fake_ char *root = fake_start();
 	struct rn_sysfs_port p;
 
-	add_mlx5_doc000(root);
+	add_mlx5_cce(root);
 	/* set up, no carrier: IFF_UP in flags, operstate down */
 	set_netdev_attrs(root, "eth0", "0x1003", "down", "1500");
 	rn_sysfs_port_read("mlx5_0", 1, NULL, &p);
@@ -979,7 +979,7 @@ static void named_netdev_that_is_not_here_is_bound_but_unknown(void)
 	struct rn_sysfs_port p;
 	struct rn_sysfs_netdev nd;
 
-	add_mlx5_doc000(root);
+	add_mlx5_cce(root);
 	set_netdev_attrs(root, "eth0", "0x1003", "up", "9000");
 	/* the caller's binding (netlink) wins over the GID table's */
 	rn_sysfs_port_read("mlx5_0", 1, "net1", &p);
@@ -1015,7 +1015,7 @@ static void unreadable_or_malformed_files_leave_their_facts_unknown(void)
 	_cleanup_fake_ char *root = fake_start();
 	struct rn_sysfs_port p;
 
-	add_mlx5_doc000(root);
+	add_mlx5_cce(root);
 	fakesys_unreadable(root, "class/infiniband/mlx5_0/ports/1/state");
 	fakesys_unreadable(root, "class/infiniband/mlx5_0/ports/1/phys_state");
 	fakesys_unreadable(root, "class/infiniband/mlx5_0/ports/1/link_layer");
@@ -1200,7 +1200,7 @@ static void thread_root_is_seen_by_its_thread_only(void)
 	struct rn_sysfs_port p;
 	pthread_t t;
 
-	add_mlx5_doc000(root);
+	add_mlx5_cce(root);
 	add_ib(other);
 	rn_sysfs_set_thread_root(other);
 	CHECK_STR(rn_sysfs_root(), other);

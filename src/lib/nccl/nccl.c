@@ -28,7 +28,7 @@ static const struct rn_nccl_preset ib_values[] = {
 	{ "NCCL_IB_DISABLE", "0" },
 };
 
-/* Doc 000: what CCE injects into PID 1 (HCA and GID index are detected). */
+/* Baidu CCE: what it injects into PID 1 (HCA and GID index are detected). */
 static const struct rn_nccl_preset baidu_values[] = {
 	{ "NCCL_IB_DISABLE", "0" },
 	{ "NCCL_SOCKET_IFNAME", "eth0" },
@@ -36,7 +36,7 @@ static const struct rn_nccl_preset baidu_values[] = {
 	{ "NCCL_IB_QPS_PER_CONNECTION", "8" },
 };
 
-/* Doc 001: Scnet's preset table (NCCL_DEBUG=INFO left out: logging is the job's choice). */
+/* Scnet's preset table (NCCL_DEBUG=INFO left out: logging is the job's choice). */
 static const struct rn_nccl_preset scnet_values[] = {
 	{ "NCCL_IB_DISABLE", "0" },
 	{ "NCCL_IB_HCA", "mlx5" },
@@ -47,7 +47,7 @@ static const struct rn_nccl_preset scnet_values[] = {
 	{ "NCCL_IB_QPS_PER_CONNECTION", "8" },
 };
 
-/* Doc 004: PAI's eRDMA variables (NCCL >= 2.19). */
+/* Alibaba PAI's eRDMA variables (NCCL >= 2.19). */
 static const struct rn_nccl_preset erdma_values[] = {
 	{ "NCCL_IB_DISABLE", "0" },
 	{ "NCCL_IB_HCA", "erdma" },
