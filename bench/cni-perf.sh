@@ -9,8 +9,9 @@
 # time the plugin's threads spent switched out, by the kernel stack they
 # slept in (bench/offcpu.py: RCU waits of the move, disk I/O, a thread
 # waiting for another; one thread's wait may overlap another's work). Run
-# in the VM guest by `TEST_BENCH_MODE=perf bench/cni-vm.sh CYCLES` (bench/cni-profile.md:
-# why the guest's ratio differs from the host's). Root; needs perf.
+# in the VM guest by `TEST_BENCH_MODE=perf bench/cni-vm.sh CYCLES` (why the guest's
+# ratio differs from the host's: bench/cni-profile.md, "The guest: the emulator's
+# translation cache"). Root; needs perf.
 #   bench/cni-perf.sh [CYCLES]   (default 30)
 #   RDMA_NETNS=path              the plugin (default: build-bench's release build)
 set -eu

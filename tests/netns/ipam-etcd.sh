@@ -95,7 +95,7 @@ vm_check "... saying the call's deadline and each request's limit" vm_expect_con
 	"$(printf '%s' "$IPAM_OUT" | jq -r .details)" \
 	"etcd did not answer within this call's deadline of 2500 ms (ipam.etcd.deadline_ms; each request at most 1500 ms, ipam.etcd.timeout_ms): last: "
 # four tries of 500 ms fill a 2000 ms deadline: the last try ends on the deadline, and the
-# message must say so (CI of stop 33 heard "no etcd endpoint answered" when it ended there)
+# message must say so (a CI run heard "no etcd endpoint answered" when it ended there)
 vm_freeze "${ETCD_PIDS[0]}"
 rc=0
 IPAM_OUT=$(printf '%s' "$CONF" | jq -c '.ipam.etcd += {timeout_ms: 500, deadline_ms: 2000}' |

@@ -123,7 +123,8 @@ fi
 # translated block again by its virtual address, so every process of a
 # randomized PIE (ours, podman, containerd, libc) was translated anew:
 # current-vm-cni took 198 s with it, 113 s without (bench/cni-profile.md,
-# "Where the CPU goes"). It changes no behaviour the tests look at.
+# "The guest: the emulator's translation cache"). It changes no behaviour
+# the tests look at.
 # no_timer_check: at boot the kernel counts timer interrupts through the IO-APIC
 # for a few milliseconds and panics if too few came ("IO-APIC + timer doesn't
 # work!"). An emulated CPU on a busy host can miss that window (0.028 s
