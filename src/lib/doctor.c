@@ -298,7 +298,11 @@ static int gather_netns(void *arg, struct rn_error *err)
 		char cidrs[RN_DOCTOR_MAX_ADDRS][64];
 		size_t n = 0;
 
-		/* a port sharing its netdev with one before got its addresses with that one */
+		/*
+		 * A port sharing its netdev with one before got its addresses with that
+		 * one. Unreadable addresses are a fact here (addrs_known stays false, the
+		 * GID check passes the port over); the resolver, which needs them, fails.
+		 */
 		if (p->netdev.here && p->netdev.ifindex > 0 && !p->addrs_known &&
 		    rn_port_netdev_addrs(p->netdev.name, cidrs, RN_DOCTOR_MAX_ADDRS, &n, NULL) ==
 			    0) {
