@@ -974,6 +974,24 @@ static void port_without_netdev_has_every_netdev_fact_unknown(void)
 	check_netdev(&p.netdev, -1, -1, -1, "");
 }
 
+/* A fake tree's ports are not the kernel's: RDMA netlink is not asked, sysfs's binding stands. */
+static void netlink_has_no_say_on_a_fake_tree(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	struct rn_error err = { 0 };
+	struct rn_sysfs_port p;
+
+	add_mlx5_doc000(root);
+	set_netdev_attrs(root, "eth0", "0x1003", "up", "9000");
+	rn_sysfs_port_read("mlx5_0", 1, &p);
+	CHECK_INT(rn_port_netdev_decide_all(&p, 1, &err), 0);
+	CHECK_STR(err.msg, "");
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_GID);
+	CHECK_STR(p.netdev.name, "eth0");
+	CHECK(p.netdev.here);
+	check_netdev(&p.netdev, 9000, 1, 1, "up");
+}
+
 static void named_netdev_that_is_not_here_is_bound_but_unknown(void)
 {
 	_cleanup_fake_ char *root = fake_start();
@@ -1261,6 +1279,7 @@ RN_TEST_MAIN(T(root_is_sys_unless_env_or_override_says_otherwise),
 	     T(bound_netdev_is_lowest_gid_slot_then_rxe_parent_then_devices_only_one),
 	     T(facts_read_once_agree_with_port_read_for_every_port),
 	     T(port_without_netdev_has_every_netdev_fact_unknown),
+	     T(netlink_has_no_say_on_a_fake_tree),
 	     T(named_netdev_that_is_not_here_is_bound_but_unknown),
 	     T(unreadable_or_malformed_files_leave_their_facts_unknown),
 	     T(lowest_gid_slot_naming_a_netdev_binds_the_port),
