@@ -7,7 +7,8 @@
  *   - sysfs ports/P/hw_counters (the same hw_stats; names netlink lacks are
  *     added), ports/P/counters (the IB PMA counters), ports/P/rate, and the
  *     device-wide DEV/hw_counters;
- *   - the port's facts and its bound netdev's (rn_sysfs_port_read()).
+ *   - the port's facts (rn_sysfs_port_read()) and its bound netdev's, decided
+ *     by the one rule (rn_port_netdev_decide()).
  * sysfs is read under rn_sysfs_root(); for another netns, through a sysfs
  * instance made for it and mounted nowhere (rn_netns_sysfs_fd(); without
  * fsmount(), rn_netns_run_sysfs()), since devices that moved into a pod are
@@ -16,7 +17,6 @@
 #ifndef RDMANS_COUNTERS_H
 #define RDMANS_COUNTERS_H
 
-#include <net/if.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,7 +25,9 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/error.h"
 #include "rdmans/netns.h"
+#include "rdmans/rdma_nl.h"
 #include "rdmans/sysfs.h"
+#include "rdmans/sysfs_port.h"
 
 struct rn_counter {
 	char name[64];
@@ -60,12 +62,18 @@ struct rn_port_metrics {
 	uint32_t port;
 	uint8_t state; /* IB_PORT_*, 0 unknown */
 	uint8_t phys_state;
-	char netdev[IF_NAMESIZE]; /* bound netdev in the same netns, or "" */
+	/* RDMA netlink's word on the bound netdev (rn_rdma_port_binding()), UNKNOWN when none */
+	enum rn_rdma_binding netdev_binding;
+	/*
+	 * The bound netdev (port_netdev.h): its name, "" when none, its mtu (-1
+	 * unknown) and oper_up (operstate "up", the exporter's
+	 * rdmans_port_netdev_up: 1, 0; -1 unknown). Netlink's name (HERE) until
+	 * the sysfs read.
+	 */
+	struct rn_sysfs_netdev netdev;
 	char link_layer[16];
 	char rate[64]; /* sysfs text: "100 Gb/sec (4X EDR)" */
 	uint64_t rate_bps; /* bits per second, 0 unknown */
-	int netdev_mtu; /* -1 unknown */
-	int netdev_oper_up; /* operstate "up" (rn_sysfs_netdev.oper_up): 1, 0; -1 unknown */
 	struct rn_counters hw; /* netlink statistics and sysfs hw_counters */
 	struct rn_counters pma; /* sysfs counters/ */
 };
@@ -117,9 +125,9 @@ static inline void rn_scrape_freep(struct rn_scrape *s)
 /*
  * Fills the sysfs part of a port (counters, rate, link layer, netdev MTU
  * and state) of device `dev`, read under rn_sysfs_root() in the caller's
- * mount namespace. pm->port and pm->netdev must be set; when pm->netdev is
- * "" and the device has a bound netdev in sysfs (GID table, rxe's parent),
- * it is filled in.
+ * mount namespace. pm->port must be set, and pm->netdev_binding with
+ * pm->netdev.name when RDMA netlink gave them: the bound netdev is then
+ * decided by the one rule (rn_port_netdev_decide()) and its facts read.
  */
 int rn_port_metrics_read_sysfs(const char *dev, struct rn_port_metrics *pm, struct rn_error *err);
 

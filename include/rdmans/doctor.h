@@ -12,7 +12,6 @@
 #define RDMANS_DOCTOR_H
 
 #include <limits.h>
-#include <net/if.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,6 +23,7 @@
 #include "rdmans/nccl_process.h"
 #include "rdmans/sysfs.h"
 #include "rdmans/sysfs_pci.h"
+#include "rdmans/sysfs_port.h"
 #include "rdmans/system.h"
 
 enum rn_doctor_status {
@@ -70,12 +70,7 @@ struct rn_doctor_port {
 	bool iwarp; /* its device is an RNIC: Ethernet, but no RoCE GIDs */
 	uint8_t state; /* IB_PORT_*, 0 unknown */
 	uint8_t phys_state;
-	char netdev[IF_NAMESIZE]; /* bound netdev (rn_sysfs_port_read()'s rule), "" none */
-	bool netdev_here; /* it is in the target netns */
-	int netdev_ifindex;
-	bool netdev_admin_up; /* IFF_UP: 'ip link set up' */
-	bool netdev_oper_up; /* operstate "up": carrier and lower layers too */
-	int netdev_mtu; /* -1 unknown */
+	struct rn_sysfs_netdev netdev; /* the bound netdev in the target netns (port_netdev.h) */
 	unsigned active_mtu, max_mtu; /* IB MTU in bytes, 0 unknown */
 	char mtu_note[256]; /* why active_mtu is unknown */
 	size_t naddrs;

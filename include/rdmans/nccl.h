@@ -31,6 +31,7 @@
 #include "rdmans/error.h"
 #include "rdmans/sysfs.h"
 #include "rdmans/sysfs_gid.h"
+#include "rdmans/sysfs_port.h"
 
 struct rn_sysfs_pci_fn;
 
@@ -72,8 +73,7 @@ struct rn_nccl_port {
 	char state[24]; /* "ACTIVE", "DOWN", ... as ports/P/state says, "" when unreadable */
 	bool active;
 	char link_layer[16]; /* "Ethernet", "InfiniBand" */
-	char netdev[IF_NAMESIZE]; /* the bound netdev, "" when none */
-	bool netdev_here; /* that netdev is in this netns */
+	struct rn_sysfs_netdev netdev; /* the bound netdev in this netns (port_netdev.h) */
 	size_t n_ipv4;
 	char ipv4[RN_NCCL_MAX_ADDRS][RN_CIDR_MAX]; /* its IPv4 addresses, "a.b.c.d/nn" */
 	size_t n_ipv6;

@@ -17,10 +17,13 @@
 /* ---- per-port facts: the one reader of ports/P and of the bound netdev's class/net ---- */
 
 /*
- * A netdev as ROOT/class/net/IF shows it. "Up" has two meanings and both are
+ * A netdev as ROOT/class/net/IF shows it; as a port's bound netdev (the
+ * ports of doctor, the NCCL resolver and the exporter embed it), what the one
+ * rule decided (rn_port_netdev_decide()). "Up" has two meanings and both are
  * here: admin_up is IFF_UP of `flags` (`ip link set up`), oper_up is
  * `operstate` "up" (RFC 2863: carrier and lower layers too). A file that
- * cannot be read leaves its field unknown.
+ * cannot be read leaves its field unknown; a netdev that is not here has
+ * every field but its name unknown.
  */
 struct rn_sysfs_netdev {
 	char name[IF_NAMESIZE]; /* "" when none */
@@ -35,7 +38,7 @@ struct rn_sysfs_netdev {
 /* Where rn_sysfs_port.netdev comes from. */
 enum rn_port_netdev_source {
 	RN_PORT_NETDEV_NONE = 0,
-	RN_PORT_NETDEV_CALLER, /* the caller named it (RDMA netlink's binding) */
+	RN_PORT_NETDEV_NETLINK, /* RDMA netlink's binding (rn_port_netdev_decide()) */
 	RN_PORT_NETDEV_GID, /* the lowest GID slot that names one (gid_attrs/ndevs/N) */
 	RN_PORT_NETDEV_PARENT, /* rdma_rxe's DEV/parent */
 	RN_PORT_NETDEV_DEVICE, /* the one netdev of a one-port device's parent (IPoIB's ib0) */
@@ -58,16 +61,14 @@ struct rn_sysfs_port {
 /* Reads class/net/IF of `ifname` ("" or NULL: nothing bound; every field unknown). */
 void rn_sysfs_netdev_read(const char *ifname, struct rn_sysfs_netdev *out);
 /*
- * Reads port `port` of RDMA device `dev` and its bound netdev. The one rule
- * for the bound netdev, in this order: `netdev` when the caller knows the
- * binding (RDMA netlink names it; "" or NULL: it does not), else the lowest
- * GID slot that names one, else rxe's DEV/parent, else the one netdev of the
- * device's parent when the device has one port and the parent one netdev
- * (IPoIB, or a RoCE port before its GIDs exist). Unreadable files leave
- * their fields unknown: never fails.
+ * Reads port `port` of RDMA device `dev` and its bound netdev as sysfs binds
+ * it, in this order: the lowest GID slot that names one, else rxe's
+ * DEV/parent, else the one netdev of the device's parent when the device has
+ * one port and the parent one netdev (IPoIB, or a RoCE port before its GIDs
+ * exist). RDMA netlink's word comes on top (rn_port_netdev_decide()).
+ * Unreadable files leave their fields unknown: never fails.
  */
-void rn_sysfs_port_read(const char *dev, uint32_t port, const char *netdev,
-			struct rn_sysfs_port *out);
+void rn_sysfs_port_read(const char *dev, uint32_t port, struct rn_sysfs_port *out);
 /*
  * The port numbers of `dev` (ports/N), ascending. *ret is NULL when there
  * are none; free with free(). -ENOENT (no error set) when `dev` has no ports

@@ -347,7 +347,8 @@ static void netdev_set_down_fails_as_down_even_with_operstate_up(void)
 	fakesys_write(x.sys, "class/net/net1/flags", "0x1002");
 	fakesys_write(x.sys, "class/net/net1/operstate", "up");
 	CHECK_INT(gather(&x), 0);
-	CHECK(x.f.nports == 1 && !x.f.ports[0].netdev_admin_up && x.f.ports[0].netdev_oper_up);
+	CHECK(x.f.nports == 1 && x.f.ports[0].netdev.admin_up != 1 &&
+	      x.f.ports[0].netdev.oper_up == 1);
 	CHECK_INT(evaluate(&x), 0);
 	CHECK_STATUS(result(&x, "netdev", "irdma0/1"), RN_DOCTOR_FAIL);
 	CHECK_CONTAINS(result(&x, "netdev", "irdma0/1")->message, "net1 is down");
@@ -466,13 +467,13 @@ static void active_mtu_checks(void)
 	CHECK_INT(gather(&x), 0);
 	x.f.ports[0].active_mtu = 1024;
 	x.f.ports[0].max_mtu = 4096;
-	x.f.ports[0].netdev_mtu = 1500;
+	x.f.ports[0].netdev.mtu = 1500;
 	CHECK_INT(evaluate(&x), 0);
 	CHECK_STATUS(result(&x, "mtu", "irdma0/1"), RN_DOCTOR_WARN);
 	CHECK_CONTAINS(result(&x, "mtu", "irdma0/1")->message, "limited by netdev net1 MTU 1500");
 	CHECK_CONTAINS(result(&x, "mtu", "irdma0/1")->fix, "4200");
 
-	x.f.ports[0].netdev_mtu = 9000; /* the netdev allows 4096, the port stayed at 1024 */
+	x.f.ports[0].netdev.mtu = 9000; /* the netdev allows 4096, the port stayed at 1024 */
 	CHECK_INT(evaluate(&x), 0);
 	CHECK_STATUS(result(&x, "mtu", "irdma0/1"), RN_DOCTOR_WARN);
 	CHECK_CONTAINS(result(&x, "mtu", "irdma0/1")->message, "did not follow");

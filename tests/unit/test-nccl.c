@@ -167,11 +167,11 @@ static void sysfs_gives_ports_netdevs_and_state(void)
 	CHECK_STR(node.ports[0].state, "ACTIVE");
 	CHECK(node.ports[0].active);
 	CHECK_STR(node.ports[0].link_layer, "Ethernet");
-	CHECK_STR(node.ports[0].netdev, "net1");
-	CHECK(node.ports[0].netdev_here);
+	CHECK_STR(node.ports[0].netdev.name, "net1");
+	CHECK(node.ports[0].netdev.here);
 	CHECK_STR(node.ports[1].dev, "mlx5_4");
 	CHECK_STR(node.ports[1].link_layer, "InfiniBand");
-	CHECK_STR(node.ports[1].netdev, "ib0"); /* the IPoIB netdev of its PCI function */
+	CHECK_STR(node.ports[1].netdev.name, "ib0"); /* the IPoIB netdev of its PCI function */
 	CHECK_INT(node.n_netdevs, 3);
 	CHECK_INT(node.gids.n, 3);
 }

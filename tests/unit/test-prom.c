@@ -85,12 +85,12 @@ static void build_scrape(struct rn_scrape *s)
 	p->port = 1;
 	p->state = 4;
 	p->phys_state = 5;
-	snprintf(p->netdev, sizeof(p->netdev), "net1");
+	snprintf(p->netdev.name, sizeof(p->netdev.name), "net1");
 	snprintf(p->link_layer, sizeof(p->link_layer), "Ethernet");
 	snprintf(p->rate, sizeof(p->rate), "25 Gb/sec (1X EDR)");
 	p->rate_bps = 25000000000ULL;
-	p->netdev_mtu = 9000;
-	p->netdev_oper_up = 1;
+	p->netdev.mtu = 9000;
+	p->netdev.oper_up = 1;
 	rn_counters_set(&p->hw, "iwInRdmaWrites", 141075419);
 	rn_counters_set(&p->hw, "ip4InOctets", 18446744073709551615ULL);
 	rn_counters_set(&p->pma, "port_xmit_data", 12);
@@ -322,9 +322,9 @@ static void sysfs_counters_of_a_port_are_read_by_name(void)
 	CHECK_INT(s.devs[0].nports, 1);
 	p = &s.devs[0].ports[0];
 	CHECK_INT(p->state, 4);
-	CHECK_STR(p->netdev, "ens192");
-	CHECK_INT(p->netdev_mtu, 9000);
-	CHECK_INT(p->netdev_oper_up, 1);
+	CHECK_STR(p->netdev.name, "ens192");
+	CHECK_INT(p->netdev.mtu, 9000);
+	CHECK_INT(p->netdev.oper_up, 1);
 	CHECK_INT(p->rate_bps, 25000000000ULL);
 	CHECK_INT(p->hw.n, 3); /* lifespan is a setting, not a counter */
 	CHECK(rn_counters_find(&p->hw, "lifespan") == NULL);
@@ -370,8 +370,8 @@ static void rxe_netdev_comes_from_its_parent(void)
 	CHECK_INT(s.ndevs, 1);
 	if (s.ndevs != 1)
 		return;
-	CHECK_STR(s.devs[0].ports[0].netdev, "veth0");
-	CHECK_INT(s.devs[0].ports[0].netdev_oper_up, 0);
+	CHECK_STR(s.devs[0].ports[0].netdev.name, "veth0");
+	CHECK_INT(s.devs[0].ports[0].netdev.oper_up, 0);
 	CHECK_INT(s.devs[0].ports[0].hw.n, 2);
 }
 
@@ -386,8 +386,8 @@ static void netdev_up_follows_operstate_not_iff_up(void)
 	fakesys_write(root, "class/net/ens192/flags", "0x1003");
 	fakesys_write(root, "class/net/ens192/operstate", "down");
 	CHECK_INT(rn_port_metrics_read_sysfs("irdma0", &pm, &err), 0);
-	CHECK_STR(pm.netdev, "ens192");
-	CHECK_INT(pm.netdev_oper_up, 0);
+	CHECK_STR(pm.netdev.name, "ens192");
+	CHECK_INT(pm.netdev.oper_up, 0);
 	rn_counters_free(&pm.hw);
 	rn_counters_free(&pm.pma);
 	memset(&pm, 0, sizeof(pm));
@@ -395,8 +395,8 @@ static void netdev_up_follows_operstate_not_iff_up(void)
 	fakesys_write(root, "class/net/ens192/flags", "0x1002");
 	fakesys_write(root, "class/net/ens192/operstate", "up");
 	CHECK_INT(rn_port_metrics_read_sysfs("irdma0", &pm, &err), 0);
-	CHECK_INT(pm.netdev_oper_up, 1);
-	CHECK_INT(pm.netdev_mtu, 9000);
+	CHECK_INT(pm.netdev.oper_up, 1);
+	CHECK_INT(pm.netdev.mtu, 9000);
 	rn_counters_free(&pm.hw);
 	rn_counters_free(&pm.pma);
 	/* no operstate to read: unknown, and the family leaves the sample out */
@@ -404,7 +404,7 @@ static void netdev_up_follows_operstate_not_iff_up(void)
 	pm.port = 1;
 	fakesys_unreadable(root, "class/net/ens192/operstate");
 	CHECK_INT(rn_port_metrics_read_sysfs("irdma0", &pm, &err), 0);
-	CHECK_INT(pm.netdev_oper_up, -1);
+	CHECK_INT(pm.netdev.oper_up, -1);
 	rn_counters_free(&pm.hw);
 	rn_counters_free(&pm.pma);
 }

@@ -15,6 +15,7 @@
 #include "fakesys.h"
 #include "rdmans/cleanup.h"
 #include "rdmans/counters.h"
+#include "rdmans/port_netdev.h"
 #include "rdmans/sysfs.h"
 #include "rdmans/sysfs_gid.h"
 #include "rdmans/sysfs_port.h"
@@ -916,7 +917,7 @@ static void port_reads_state_link_layer_rate_gid_table_and_bound_netdev(void)
 	add_mlx5_cce(root);
 	fakesys_write(root, "class/infiniband/mlx5_0/ports/1/rate", "100 Gb/sec (4X EDR)");
 	set_netdev_attrs(root, "eth0", "0x1003", "up", "9000");
-	rn_sysfs_port_read("mlx5_0", 1, NULL, &p);
+	rn_sysfs_port_read("mlx5_0", 1, &p);
 	CHECK_STR(p.dev, "mlx5_0");
 	CHECK_INT(p.port, 1);
 	CHECK_INT(p.state, 4);
@@ -940,17 +941,17 @@ static void admin_up_is_iff_up_and_oper_up_is_operstate_read_apart(void)
 	add_mlx5_cce(root);
 	/* set up, no carrier: IFF_UP in flags, operstate down */
 	set_netdev_attrs(root, "eth0", "0x1003", "down", "1500");
-	rn_sysfs_port_read("mlx5_0", 1, NULL, &p);
+	rn_sysfs_port_read("mlx5_0", 1, &p);
 	CHECK_STR(p.netdev.name, "eth0");
 	check_netdev(&p.netdev, 1500, 1, 0, "down");
 	/* the reverse: flags without IFF_UP (0x1002), operstate up */
 	set_netdev_attrs(root, "eth1", "0x1002", "up", "4200");
-	rn_sysfs_port_read("mlx5_1", 1, NULL, &p);
+	rn_sysfs_port_read("mlx5_1", 1, &p);
 	CHECK_STR(p.netdev.name, "eth1");
 	check_netdev(&p.netdev, 4200, 0, 1, "up");
 	/* neither: operstate is a word other than "up" */
 	set_netdev_attrs(root, "eth1", "0x1002", "lowerlayerdown", "4200");
-	rn_sysfs_port_read("mlx5_1", 1, NULL, &p);
+	rn_sysfs_port_read("mlx5_1", 1, &p);
 	check_netdev(&p.netdev, 4200, 0, 0, "lowerlayerdown");
 }
 
@@ -962,7 +963,7 @@ static void port_without_netdev_has_every_netdev_fact_unknown(void)
 	/* InfiniBand: ndevs cannot be read, no DEV/parent, no netdev on its PCI function */
 	fakesys_add_rdma_pci(root, "mlx5_4", "0000:86:00.0", NULL, "InfiniBand");
 	fakesys_add_empty_gids(root, "mlx5_4", 1, 0, 3);
-	rn_sysfs_port_read("mlx5_4", 1, NULL, &p);
+	rn_sysfs_port_read("mlx5_4", 1, &p);
 	CHECK_STR(p.link_layer, "InfiniBand");
 	CHECK_INT(p.state, 4);
 	CHECK_INT(p.gid_tbl_len, 4);
@@ -973,6 +974,24 @@ static void port_without_netdev_has_every_netdev_fact_unknown(void)
 	check_netdev(&p.netdev, -1, -1, -1, "");
 }
 
+/* A fake tree's ports are not the kernel's: RDMA netlink is not asked, sysfs's binding stands. */
+static void netlink_has_no_say_on_a_fake_tree(void)
+{
+	_cleanup_fake_ char *root = fake_start();
+	struct rn_error err = { 0 };
+	struct rn_sysfs_port p;
+
+	add_mlx5_cce(root);
+	set_netdev_attrs(root, "eth0", "0x1003", "up", "9000");
+	rn_sysfs_port_read("mlx5_0", 1, &p);
+	CHECK_INT(rn_port_netdev_decide_all(&p, 1, &err), 0);
+	CHECK_STR(err.msg, "");
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_GID);
+	CHECK_STR(p.netdev.name, "eth0");
+	CHECK(p.netdev.here);
+	check_netdev(&p.netdev, 9000, 1, 1, "up");
+}
+
 static void named_netdev_that_is_not_here_is_bound_but_unknown(void)
 {
 	_cleanup_fake_ char *root = fake_start();
@@ -981,15 +1000,29 @@ static void named_netdev_that_is_not_here_is_bound_but_unknown(void)
 
 	add_mlx5_cce(root);
 	set_netdev_attrs(root, "eth0", "0x1003", "up", "9000");
-	/* the caller's binding (netlink) wins over the GID table's */
-	rn_sysfs_port_read("mlx5_0", 1, "net1", &p);
-	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_CALLER);
+	/* RDMA netlink's binding wins over the GID table's */
+	rn_sysfs_port_read("mlx5_0", 1, &p);
+	rn_port_netdev_decide(&p, RN_RDMA_BINDING_HERE, "net1");
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_NETLINK);
 	CHECK_STR(p.netdev.name, "net1");
 	CHECK(!p.netdev.here);
 	check_netdev(&p.netdev, -1, -1, -1, "");
+	/* bound to no netdev here: the GID table's name stays, class/net's eth0 is another one */
+	rn_sysfs_port_read("mlx5_0", 1, &p);
+	rn_port_netdev_decide(&p, RN_RDMA_BINDING_NOT_HERE, NULL);
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_GID);
+	CHECK_STR(p.netdev.name, "eth0");
+	CHECK(!p.netdev.here);
+	CHECK_INT(p.netdev.ifindex, 0);
+	check_netdev(&p.netdev, -1, -1, -1, "");
+	/* netlink does not list the port: sysfs's binding stands */
+	rn_sysfs_port_read("mlx5_0", 1, &p);
+	rn_port_netdev_decide(&p, RN_RDMA_BINDING_UNKNOWN, NULL);
+	CHECK_STR(p.netdev.name, "eth0");
+	CHECK(p.netdev.here);
 	/* rxe whose parent netdev has gone: bound through DEV/parent, not here */
 	fakesys_add_rdma_virtual(root, "rxe2", "gone0", NULL, "Ethernet");
-	rn_sysfs_port_read("rxe2", 1, NULL, &p);
+	rn_sysfs_port_read("rxe2", 1, &p);
 	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_PARENT);
 	CHECK_STR(p.netdev.name, "gone0");
 	CHECK(!p.netdev.here);
@@ -997,7 +1030,7 @@ static void named_netdev_that_is_not_here_is_bound_but_unknown(void)
 	/* rxe whose parent is here */
 	fakesys_add_netdev_virtual(root, "veth1");
 	fakesys_add_rdma_virtual(root, "rxe1", "veth1", NULL, "Ethernet");
-	rn_sysfs_port_read("rxe1", 1, NULL, &p);
+	rn_sysfs_port_read("rxe1", 1, &p);
 	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_PARENT);
 	CHECK(p.netdev.here);
 	CHECK_INT(p.netdev.ifindex, 2);
@@ -1024,7 +1057,7 @@ static void unreadable_or_malformed_files_leave_their_facts_unknown(void)
 	fakesys_unreadable(root, "class/net/eth0/operstate");
 	fakesys_unreadable(root, "class/net/eth0/mtu");
 	fakesys_unreadable(root, "class/net/eth0/ifindex");
-	rn_sysfs_port_read("mlx5_0", 1, NULL, &p);
+	rn_sysfs_port_read("mlx5_0", 1, &p);
 	CHECK_INT(p.state, 0);
 	CHECK_STR(p.state_name, "");
 	CHECK_INT(p.phys_state, 0);
@@ -1040,7 +1073,7 @@ static void unreadable_or_malformed_files_leave_their_facts_unknown(void)
 	fakesys_write(root, "class/infiniband/mlx5_1/ports/1/phys_state", "LinkUp");
 	set_netdev_attrs(root, "eth1", "up", "up", "-1");
 	fakesys_write(root, "class/net/eth1/ifindex", "x");
-	rn_sysfs_port_read("mlx5_1", 1, NULL, &p);
+	rn_sysfs_port_read("mlx5_1", 1, &p);
 	CHECK_INT(p.state, 0);
 	CHECK_STR(p.state_name, "ACTIVE");
 	CHECK_INT(p.phys_state, 0);
@@ -1050,7 +1083,7 @@ static void unreadable_or_malformed_files_leave_their_facts_unknown(void)
 	CHECK_INT(p.netdev.ifindex, 0);
 
 	/* a port that is not there: nothing known, nothing bound */
-	rn_sysfs_port_read("mlx5_0", 7, NULL, &p);
+	rn_sysfs_port_read("mlx5_0", 7, &p);
 	CHECK_INT(p.state, 0);
 	CHECK_STR(p.link_layer, "");
 	CHECK_INT(p.gid_tbl_len, 0);
@@ -1072,7 +1105,7 @@ static void lowest_gid_slot_naming_a_netdev_binds_the_port(void)
 			"eth0");
 	fakesys_add_gid(root, "mlx5_0", 1, 9, "fe80:0000:0000:0000:0000:0000:0000:0002", "RoCE v2",
 			"vlan7");
-	rn_sysfs_port_read("mlx5_0", 1, NULL, &p);
+	rn_sysfs_port_read("mlx5_0", 1, &p);
 	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_GID);
 	CHECK_STR(p.netdev.name, "vlan7"); /* slot 9 before slot 10, in number order */
 	CHECK(p.netdev.here);
@@ -1105,36 +1138,38 @@ out:;
 }
 
 /* One rule binds a netdev to a port, whoever asks (doctor, the exporter, the NCCL resolver). */
-static void bound_netdev_is_callers_then_lowest_gid_slot_then_rxe_parent_then_devices_only_one(void)
+static void bound_netdev_is_lowest_gid_slot_then_rxe_parent_then_devices_only_one(void)
 {
 	_cleanup_fake_ char *root = fake_start();
 	struct rn_sysfs_port p;
 
 	/* IPoIB: IB GIDs name no netdev, so the one netdev of the PCI function binds */
 	add_ib(root);
-	rn_sysfs_port_read("mlx5_4", 1, NULL, &p);
+	rn_sysfs_port_read("mlx5_4", 1, &p);
 	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_DEVICE);
 	CHECK_STR(p.netdev.name, "ib0");
 	CHECK(p.netdev.here);
-	/* the caller's binding (RDMA netlink's) still wins */
-	rn_sysfs_port_read("mlx5_4", 1, "ib7", &p);
-	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_CALLER);
-	CHECK_STR(p.netdev.name, "ib7");
+	/* RDMA netlink has no say on an IB port: its IPoIB netdev is sysfs's, per netns */
+	rn_port_netdev_decide(&p, RN_RDMA_BINDING_HERE, "ib7");
+	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_DEVICE);
+	CHECK_STR(p.netdev.name, "ib0");
+	rn_port_netdev_decide(&p, RN_RDMA_BINDING_NOT_HERE, NULL);
+	CHECK(p.netdev.here);
 	/* a port that is not there binds nothing */
-	rn_sysfs_port_read("mlx5_4", 2, NULL, &p);
+	rn_sysfs_port_read("mlx5_4", 2, &p);
 	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_NONE);
 	/* two netdevs on the function: which one is not sysfs's to guess */
 	fakesys_add_netdev_pci(root, "ib1", "0000:86:00.0");
-	rn_sysfs_port_read("mlx5_4", 1, NULL, &p);
+	rn_sysfs_port_read("mlx5_4", 1, &p);
 	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_NONE);
 	CHECK_STR(p.netdev.name, "");
 	/* two ports and one netdev: not for either port */
 	fakesys_add_netdev_pci(root, "ib2", "0000:87:00.0");
 	fakesys_add_rdma_pci(root, "mlx5_5", "0000:87:00.0", NULL, "InfiniBand");
 	fakesys_add_port(root, "mlx5_5", 2, "InfiniBand");
-	rn_sysfs_port_read("mlx5_5", 1, NULL, &p);
+	rn_sysfs_port_read("mlx5_5", 1, &p);
 	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_NONE);
-	rn_sysfs_port_read("mlx5_5", 2, NULL, &p);
+	rn_sysfs_port_read("mlx5_5", 2, &p);
 	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_NONE);
 	/* RoCE: the GID table's netdev before the function's (a VLAN on the port) */
 	fakesys_add_netdev_pci(root, "eth9", "0000:88:00.0");
@@ -1142,7 +1177,7 @@ static void bound_netdev_is_callers_then_lowest_gid_slot_then_rxe_parent_then_de
 	fakesys_add_rdma_pci(root, "mlx5_6", "0000:88:00.0", NULL, "Ethernet");
 	fakesys_add_gid(root, "mlx5_6", 1, 0, "fe80:0000:0000:0000:0000:0000:0000:0009", "RoCE v2",
 			"vlan9");
-	rn_sysfs_port_read("mlx5_6", 1, NULL, &p);
+	rn_sysfs_port_read("mlx5_6", 1, &p);
 	CHECK_INT(p.netdev_source, RN_PORT_NETDEV_GID);
 	CHECK_STR(p.netdev.name, "vlan9");
 }
@@ -1163,7 +1198,7 @@ static void facts_read_once_agree_with_port_read_for_every_port(void)
 	for (size_t i = 0; i < f.n_ports; i++) {
 		struct rn_sysfs_port p;
 
-		rn_sysfs_port_read(f.ports[i].dev, f.ports[i].port, NULL, &p);
+		rn_sysfs_port_read(f.ports[i].dev, f.ports[i].port, &p);
 		CHECK_STR(f.ports[i].netdev.name, p.netdev.name);
 		CHECK_INT(f.ports[i].netdev_source, p.netdev_source);
 		CHECK_INT(f.ports[i].netdev.admin_up, p.netdev.admin_up);
@@ -1207,11 +1242,11 @@ static void thread_root_is_seen_by_its_thread_only(void)
 	REQUIRE_INT(pthread_create(&t, NULL, read_root, &seen), 0);
 	CHECK_INT(pthread_join(t, NULL), 0);
 	CHECK_STR(seen.root, root); /* another thread still sees the process's root */
-	rn_sysfs_port_read("mlx5_4", 1, NULL, &p);
+	rn_sysfs_port_read("mlx5_4", 1, &p);
 	CHECK_STR(p.link_layer, "InfiniBand");
 	rn_sysfs_set_thread_root(NULL);
 	CHECK_STR(rn_sysfs_root(), root);
-	rn_sysfs_port_read("mlx5_4", 1, NULL, &p);
+	rn_sysfs_port_read("mlx5_4", 1, &p);
 	CHECK_STR(p.link_layer, "");
 out:
 	rn_sysfs_set_thread_root(NULL);
@@ -1241,9 +1276,10 @@ RN_TEST_MAIN(T(root_is_sys_unless_env_or_override_says_otherwise),
 	     T(many_netdevs_keep_the_gid_bound_ones),
 	     T(port_reads_state_link_layer_rate_gid_table_and_bound_netdev),
 	     T(admin_up_is_iff_up_and_oper_up_is_operstate_read_apart),
-	     T(bound_netdev_is_callers_then_lowest_gid_slot_then_rxe_parent_then_devices_only_one),
+	     T(bound_netdev_is_lowest_gid_slot_then_rxe_parent_then_devices_only_one),
 	     T(facts_read_once_agree_with_port_read_for_every_port),
 	     T(port_without_netdev_has_every_netdev_fact_unknown),
+	     T(netlink_has_no_say_on_a_fake_tree),
 	     T(named_netdev_that_is_not_here_is_bound_but_unknown),
 	     T(unreadable_or_malformed_files_leave_their_facts_unknown),
 	     T(lowest_gid_slot_naming_a_netdev_binds_the_port),

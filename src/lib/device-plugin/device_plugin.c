@@ -144,7 +144,7 @@ static bool any_port_active(const char *dev)
 	if (rn_sysfs_port_list(dev, &ports, &n, &err) < 0)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		rn_sysfs_port_read(dev, ports[i], NULL, &p);
+		rn_sysfs_port_read(dev, ports[i], &p);
 		if (p.state == IB_PORT_ACTIVE)
 			return true;
 	}

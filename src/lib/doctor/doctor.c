@@ -29,6 +29,7 @@
 #include "rdmans/nccl_conf.h"
 #include "rdmans/nccl_node.h"
 #include "rdmans/netns.h"
+#include "rdmans/port_netdev.h"
 #include "rdmans/rdma_nl.h"
 #include "rdmans/rootfs.h"
 #include "rdmans/sysfs.h"
@@ -93,17 +94,6 @@ void rn_doctor_facts_free(struct rn_doctor_facts *f)
 
 /* ---- netns facts from sysfs ---- */
 
-/* The bound netdev's facts, as the checks use them: both meanings of up, apart. */
-static void set_netdev(struct rn_doctor_port *p, const struct rn_sysfs_netdev *nd)
-{
-	(void)rn_strscpy(p->netdev, sizeof(p->netdev), nd->name);
-	p->netdev_here = nd->name[0] && nd->here;
-	p->netdev_ifindex = p->netdev_here ? nd->ifindex : 0;
-	p->netdev_mtu = p->netdev_here ? nd->mtu : -1;
-	p->netdev_admin_up = p->netdev_here && nd->admin_up == 1;
-	p->netdev_oper_up = p->netdev_here && nd->oper_up == 1;
-}
-
 /* uverbsN of each port's device (class/infiniband_verbs is not netns-tagged). */
 static int read_uverbs(struct rn_doctor_facts *f, struct rn_error *err)
 {
@@ -136,7 +126,7 @@ static void port_from_sysfs(struct rn_doctor_port *p, const struct rn_sysfs_port
 	p->state = sp->state;
 	p->phys_state = sp->phys_state;
 	p->gid_tbl_len = sp->gid_tbl_len;
-	set_netdev(p, &sp->netdev);
+	p->netdev = sp->netdev;
 }
 
 static bool is_gpu(const struct rn_sysfs_pci_fn *fn)
@@ -196,6 +186,42 @@ void rn_doctor_facts_gdr(struct rn_doctor_facts *f, const char *proc_root)
 		(void)rn_read_line(path, g->kernel, sizeof(g->kernel));
 }
 
+/* The facts of every port (bound by then), their devices and GIDs; the GID table moves to f. */
+static int facts_from(struct rn_doctor_facts *f, struct rn_sysfs_rdma_facts *sf,
+		      struct rn_error *err)
+{
+	int r;
+
+	f->ports = calloc(sf->n_ports ? sf->n_ports : 1, sizeof(*f->ports));
+	if (!f->ports)
+		return rn_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < sf->n_ports; i++) {
+		struct rn_doctor_port *p = &f->ports[f->nports++];
+
+		port_from_sysfs(p, &sf->ports[i]);
+		for (size_t d = 0; d < sf->n_devs; d++)
+			p->iwarp |= strcmp(sf->devs[d].name, p->dev) == 0 &&
+				    sf->devs[d].node_type == RN_NODE_RNIC;
+	}
+	r = read_uverbs(f, err);
+	if (r < 0)
+		return r;
+	r = read_pci(f, sf->devs, sf->n_devs, err);
+	if (r < 0)
+		return r;
+	r = rn_nccl_node_from_facts(sf, &f->node, err);
+	if (r < 0) {
+		f->node_ok = false;
+		(void)rn_strscpy(f->node_msg, sizeof(f->node_msg), err->msg);
+		rn_error_clear(err);
+	} else {
+		f->node_ok = true;
+	}
+	f->gids = sf->gids;
+	sf->gids = (struct rn_gid_table){ 0 };
+	return 0;
+}
+
 int rn_doctor_facts_from_sysfs(struct rn_doctor_facts *f, struct rn_error *err)
 {
 	_cleanup_(rn_sysfs_rdma_facts_free) struct rn_sysfs_rdma_facts sf = { 0 };
@@ -205,34 +231,7 @@ int rn_doctor_facts_from_sysfs(struct rn_doctor_facts *f, struct rn_error *err)
 	r = rn_sysfs_rdma_facts_read(&sf, err);
 	if (r < 0)
 		return r;
-	f->ports = calloc(sf.n_ports ? sf.n_ports : 1, sizeof(*f->ports));
-	if (!f->ports)
-		return rn_error_set(err, ENOMEM, "out of memory");
-	for (size_t i = 0; i < sf.n_ports; i++) {
-		struct rn_doctor_port *p = &f->ports[f->nports++];
-
-		port_from_sysfs(p, &sf.ports[i]);
-		for (size_t d = 0; d < sf.n_devs; d++)
-			p->iwarp |= strcmp(sf.devs[d].name, p->dev) == 0 &&
-				    sf.devs[d].node_type == RN_NODE_RNIC;
-	}
-	r = read_uverbs(f, err);
-	if (r < 0)
-		return r;
-	r = read_pci(f, sf.devs, sf.n_devs, err);
-	if (r < 0)
-		return r;
-	r = rn_nccl_node_from_facts(&sf, &f->node, err);
-	if (r < 0) {
-		f->node_ok = false;
-		(void)rn_strscpy(f->node_msg, sizeof(f->node_msg), err->msg);
-		rn_error_clear(err);
-	} else {
-		f->node_ok = true;
-	}
-	f->gids = sf.gids;
-	sf.gids = (struct rn_gid_table){ 0 };
-	return 0;
+	return facts_from(f, &sf, err);
 }
 
 int rn_doctor_facts_add_addr(struct rn_doctor_facts *f, const char *netdev, const char *cidr,
@@ -242,7 +241,7 @@ int rn_doctor_facts_add_addr(struct rn_doctor_facts *f, const char *netdev, cons
 		struct rn_doctor_port *p = &f->ports[i];
 		bool dup = false;
 
-		if (strcmp(p->netdev, netdev) != 0)
+		if (strcmp(p->netdev.name, netdev) != 0)
 			continue;
 		p->addrs_known = true;
 		for (size_t a = 0; a < p->naddrs; a++)
@@ -273,49 +272,43 @@ static int gather_netns(void *arg, struct rn_error *err)
 {
 	struct netns_job *job = arg;
 	struct rn_doctor_facts *f = job->f;
-	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
-	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
-	int r;
+	_cleanup_(rn_sysfs_rdma_facts_free) struct rn_sysfs_rdma_facts sf = { 0 };
+	struct rn_error nl_err = { 0 };
+	int r, nl = 0;
 
-	r = rn_doctor_facts_from_sysfs(f, err);
+	r = rn_sysfs_rdma_facts_read(&sf, err);
 	if (r < 0)
 		return r;
-	if (job->rdma) {
-		/* RDMA netlink works on the host: failing here is a fact, not a reason to guess */
-		r = rn_rdma_open(&rdma, err);
-		if (r == 0)
-			r = rn_rdma_dev_dump(rdma, &devs, err);
-		if (r < 0)
-			return rn_error_wrap(err, "RDMA netlink in the target network namespace");
-		for (size_t i = 0; i < f->nports; i++) {
-			struct rn_doctor_port *p = &f->ports[i];
-			const char *name;
-			struct rn_sysfs_netdev nd;
-
-			switch (rn_rdma_port_binding(&devs, p->dev, p->port, &name)) {
-			case RN_RDMA_BINDING_HERE:
-				rn_sysfs_netdev_read(name, &nd);
-				set_netdev(p, &nd);
-				break;
-			case RN_RDMA_BINDING_NOT_HERE:
-				p->netdev_here = false;
-				break;
-			case RN_RDMA_BINDING_UNKNOWN:
-				break;
-			}
-		}
+	/*
+	 * RDMA netlink works on the host: failing here is a fact, not a reason to
+	 * guess (the NCCL resolver, which must answer, goes on without it). The
+	 * checks still get sysfs's facts.
+	 */
+	if (job->rdma)
+		nl = rn_port_netdev_decide_all(sf.ports, sf.n_ports, &nl_err);
+	r = facts_from(f, &sf, err);
+	if (r < 0)
+		return r;
+	if (nl < 0) {
+		*err = nl_err;
+		return rn_error_wrap(err, "RDMA netlink in the target network namespace");
 	}
 	for (size_t i = 0; i < f->nports; i++) {
 		struct rn_doctor_port *p = &f->ports[i];
 		char cidrs[RN_DOCTOR_MAX_ADDRS][64];
 		size_t n = 0;
 
-		if (p->netdev_here && p->netdev_ifindex > 0 && !p->addrs_known &&
-		    rn_link_addr_list(p->netdev_ifindex, AF_UNSPEC, cidrs, RN_DOCTOR_MAX_ADDRS, &n,
-				      NULL) == 0) {
+		/*
+		 * A port sharing its netdev with one before got its addresses with that
+		 * one. Unreadable addresses are a fact here (addrs_known stays false, the
+		 * GID check passes the port over); the resolver, which needs them, fails.
+		 */
+		if (p->netdev.here && p->netdev.ifindex > 0 && !p->addrs_known &&
+		    rn_port_netdev_addrs(p->netdev.name, cidrs, RN_DOCTOR_MAX_ADDRS, &n, NULL) ==
+			    0) {
 			p->addrs_known = true;
 			for (size_t a = 0; a < n && a < RN_DOCTOR_MAX_ADDRS; a++) {
-				r = rn_doctor_facts_add_addr(f, p->netdev, cidrs[a], err);
+				r = rn_doctor_facts_add_addr(f, p->netdev.name, cidrs[a], err);
 				if (r < 0)
 					return r;
 			}

@@ -238,15 +238,15 @@ static void check_port_state(struct rn_doctor_ctx *x)
 					      ? "no subnet manager configured the port: start "
 						"opensm or check the fabric's SM"
 					      : "check the cable and the switch port");
-		else if (p->netdev[0] && p->netdev_here && !p->netdev_admin_up)
+		else if (p->netdev.name[0] && p->netdev.here && p->netdev.admin_up != 1)
 			rn_doctor_fix(res, "bring its netdev up: 'ip link set %s up' (in %s)",
-				      p->netdev, x->f->target);
-		else if (p->netdev[0] && p->netdev_here && !p->netdev_oper_up)
+				      p->netdev.name, x->f->target);
+		else if (p->netdev.name[0] && p->netdev.here && p->netdev.oper_up != 1)
 			rn_doctor_fix(
 				res,
 				"netdev %s is up but has no carrier: check the cable, the switch "
 				"port, or the veth peer",
-				p->netdev);
+				p->netdev.name);
 		else
 			rn_doctor_fix(
 				res,
@@ -264,13 +264,13 @@ static void check_netdev(struct rn_doctor_ctx *x)
 		if (!rn_doctor_port_ethernet(p))
 			continue;
 		port_subject(p, subj, sizeof(subj));
-		if (!p->netdev[0] || !p->netdev_here) {
-			if (p->netdev[0])
+		if (!p->netdev.name[0] || !p->netdev.here) {
+			if (p->netdev.name[0])
 				res = rn_doctor_emit(
 					x, subj, RN_DOCTOR_FAIL,
 					"its netdev %s is not in %s (the RDMA device moved "
 					"without it?)",
-					p->netdev, x->f->target);
+					p->netdev.name, x->f->target);
 			else
 				res = rn_doctor_emit(
 					x, subj, RN_DOCTOR_FAIL,
@@ -283,22 +283,23 @@ static void check_netdev(struct rn_doctor_ctx *x)
 				p->dev);
 			continue;
 		}
-		if (!p->netdev_admin_up) {
+		if (p->netdev.admin_up != 1) {
 			res = rn_doctor_emit(x, subj, RN_DOCTOR_FAIL, "netdev %s is down",
-					     p->netdev);
-			rn_doctor_fix(res, "'ip link set %s up' (in %s)", p->netdev, x->f->target);
+					     p->netdev.name);
+			rn_doctor_fix(res, "'ip link set %s up' (in %s)", p->netdev.name,
+				      x->f->target);
 			continue;
 		}
-		if (!p->netdev_oper_up) {
+		if (p->netdev.oper_up != 1) {
 			res = rn_doctor_emit(x, subj, RN_DOCTOR_FAIL,
 					     "netdev %s is up but not running (no carrier)",
-					     p->netdev);
+					     p->netdev.name);
 			rn_doctor_fix(res,
 				      "check the cable, the switch port, or the veth peer of %s",
-				      p->netdev);
+				      p->netdev.name);
 			continue;
 		}
-		rn_doctor_emit(x, subj, RN_DOCTOR_PASS, "netdev %s is up", p->netdev);
+		rn_doctor_emit(x, subj, RN_DOCTOR_PASS, "netdev %s is up", p->netdev.name);
 	}
 }
 
@@ -353,7 +354,7 @@ static void check_gid(struct rn_doctor_ctx *x)
 		size_t nfound = 0, nmissing = 0, off_f = 0, off_m = 0;
 		struct rn_doctor_result *res;
 
-		if (!rn_doctor_port_ethernet(p) || !p->netdev[0] || !p->netdev_here ||
+		if (!rn_doctor_port_ethernet(p) || !p->netdev.name[0] || !p->netdev.here ||
 		    !p->addrs_known)
 			continue;
 		port_subject(p, subj, sizeof(subj));
@@ -393,12 +394,12 @@ static void check_gid(struct rn_doctor_ctx *x)
 				x, subj, RN_DOCTOR_FAIL,
 				"netdev %s has no IP address: RoCE v2 GIDs are made from the "
 				"netdev's addresses",
-				p->netdev);
+				p->netdev.name);
 			rn_doctor_fix(
 				res,
 				"give %s an address (in a pod the CNI IPAM does; by hand: 'ip "
 				"addr add ADDR/LEN dev %s')",
-				p->netdev, p->netdev);
+				p->netdev.name, p->netdev.name);
 			continue;
 		}
 		if (nmissing == 0) {
@@ -410,16 +411,16 @@ static void check_gid(struct rn_doctor_ctx *x)
 				x, subj, RN_DOCTOR_FAIL,
 				"no RoCE v2 GID for %s of %s: the GID table is full (%zu of "
 				"%u entries)%s%s",
-				missing, p->netdev, gids_of_port(x->f, p), p->gid_tbl_len,
+				missing, p->netdev.name, gids_of_port(x->f, p), p->gid_tbl_len,
 				nfound ? "; found: " : "", found);
 			rn_doctor_fix(res,
 				      "each address takes two GID slots (RoCE v1 and v2): remove "
 				      "addresses from %s, or use fewer",
-				      p->netdev);
+				      p->netdev.name);
 		} else {
 			res = rn_doctor_emit(x, subj, RN_DOCTOR_FAIL,
-					     "no RoCE v2 GID for %s of %s%s%s", missing, p->netdev,
-					     nfound ? "; found: " : "", found);
+					     "no RoCE v2 GID for %s of %s%s%s", missing,
+					     p->netdev.name, nfound ? "; found: " : "", found);
 			rn_doctor_fix(
 				res,
 				"the kernel adds GIDs for the addresses of the netdev bound to the "
@@ -438,7 +439,7 @@ static void check_mtu(struct rn_doctor_ctx *x)
 		unsigned allowed;
 		char subj[96];
 
-		if (!rn_doctor_port_ethernet(p) || !p->netdev_here || p->netdev_mtu < 0)
+		if (!rn_doctor_port_ethernet(p) || !p->netdev.here || p->netdev.mtu < 0)
 			continue;
 		port_subject(p, subj, sizeof(subj));
 		if (p->iwarp) {
@@ -447,24 +448,24 @@ static void check_mtu(struct rn_doctor_ctx *x)
 				x, subj, RN_DOCTOR_SKIP,
 				"iWARP device: its traffic is TCP, sized by netdev %s MTU %d; "
 				"no RoCE MTU to compare",
-				p->netdev, p->netdev_mtu);
+				p->netdev.name, p->netdev.mtu);
 			continue;
 		}
-		allowed = rn_roce_mtu_for_netdev((unsigned)p->netdev_mtu);
+		allowed = rn_roce_mtu_for_netdev((unsigned)p->netdev.mtu);
 		if (!p->active_mtu) {
 			if (allowed >= 4096) {
 				rn_doctor_emit(
 					x, subj, RN_DOCTOR_PASS,
 					"netdev %s MTU %d allows RoCE MTU 4096 (active MTU not "
 					"read: %s)",
-					p->netdev, p->netdev_mtu,
+					p->netdev.name, p->netdev.mtu,
 					p->mtu_note[0] ? p->mtu_note : "?");
 				continue;
 			}
 			res = rn_doctor_emit(
 				x, subj, RN_DOCTOR_WARN,
 				"netdev %s MTU %d limits RoCE to MTU %u (active MTU not read: %s)",
-				p->netdev, p->netdev_mtu, allowed,
+				p->netdev.name, p->netdev.mtu, allowed,
 				p->mtu_note[0] ? p->mtu_note : "?");
 			rn_doctor_fix(
 				res,
@@ -475,7 +476,7 @@ static void check_mtu(struct rn_doctor_ctx *x)
 		if (p->active_mtu >= p->max_mtu || p->active_mtu >= 4096) {
 			rn_doctor_emit(x, subj, RN_DOCTOR_PASS,
 				       "active MTU %u (port maximum %u), netdev %s MTU %d",
-				       p->active_mtu, p->max_mtu, p->netdev, p->netdev_mtu);
+				       p->active_mtu, p->max_mtu, p->netdev.name, p->netdev.mtu);
 			continue;
 		}
 		if (allowed > p->active_mtu) {
@@ -483,17 +484,17 @@ static void check_mtu(struct rn_doctor_ctx *x)
 				x, subj, RN_DOCTOR_WARN,
 				"active MTU %u is below what netdev %s MTU %d allows (%u): the "
 				"port did not follow the netdev's MTU",
-				p->active_mtu, p->netdev, p->netdev_mtu, allowed);
+				p->active_mtu, p->netdev.name, p->netdev.mtu, allowed);
 			rn_doctor_fix(res,
 				      "set the MTU again ('ip link set %s mtu %d') or reload the "
 				      "driver; check the port's maximum (%u)",
-				      p->netdev, p->netdev_mtu, p->max_mtu);
+				      p->netdev.name, p->netdev.mtu, p->max_mtu);
 			continue;
 		}
 		res = rn_doctor_emit(
 			x, subj, RN_DOCTOR_WARN,
 			"active MTU %u, limited by netdev %s MTU %d (the port can do %u)",
-			p->active_mtu, p->netdev, p->netdev_mtu, p->max_mtu);
+			p->active_mtu, p->netdev.name, p->netdev.mtu, p->max_mtu);
 		rn_doctor_fix(
 			res,
 			"set the netdev MTU to %u or more for RoCE MTU %u (9000 on jumbo-frame "

@@ -25,6 +25,7 @@
 #include "rdmans/cni_state.h"
 #include "rdmans/counters.h"
 #include "rdmans/discover.h"
+#include "rdmans/port_netdev.h"
 #include "rdmans/rdma_nl.h"
 #include "rdmans/sysfs.h"
 #include "rdmans/sysfs_port.h"
@@ -129,8 +130,8 @@ int rn_port_metrics_read_sysfs(const char *dev, struct rn_port_metrics *pm, stru
 	struct rn_sysfs_port f;
 	int r;
 
-	pm->netdev_mtu = -1;
-	pm->netdev_oper_up = -1;
+	pm->netdev.mtu = -1;
+	pm->netdev.oper_up = -1;
 	r = rn_counters_read_sysfs(dev, pm->port, "hw_counters", &pm->hw, err);
 	if (r < 0)
 		return r;
@@ -139,7 +140,8 @@ int rn_port_metrics_read_sysfs(const char *dev, struct rn_port_metrics *pm, stru
 		return r;
 
 	/* netlink's state and netdev binding, when it gave them, win over sysfs's */
-	rn_sysfs_port_read(dev, pm->port, pm->netdev, &f);
+	rn_sysfs_port_read(dev, pm->port, &f);
+	rn_port_netdev_decide(&f, pm->netdev_binding, pm->netdev.name);
 	(void)rn_strscpy(pm->rate, sizeof(pm->rate), f.rate);
 	pm->rate_bps = parse_rate(f.rate);
 	(void)rn_strscpy(pm->link_layer, sizeof(pm->link_layer), f.link_layer);
@@ -147,9 +149,7 @@ int rn_port_metrics_read_sysfs(const char *dev, struct rn_port_metrics *pm, stru
 		pm->state = f.state;
 	if (!pm->phys_state)
 		pm->phys_state = f.phys_state;
-	(void)rn_strscpy(pm->netdev, sizeof(pm->netdev), f.netdev.name);
-	pm->netdev_mtu = f.netdev.mtu;
-	pm->netdev_oper_up = f.netdev.oper_up; /* the exporter's rdma_port_netdev_up */
+	pm->netdev = f.netdev;
 	return 0;
 }
 
@@ -411,9 +411,14 @@ static int scrape_netlink(struct rn_scrape *s, size_t nsi, bool read_mode, struc
 			pm->phys_state = src->ports[p].phys_state;
 			const char *bound;
 
-			if (rn_rdma_port_binding(&devs, src->name, pm->port, &bound) ==
-			    RN_RDMA_BINDING_HERE)
-				snprintf(pm->netdev, sizeof(pm->netdev), "%s", bound);
+			/*
+			 * The scrape's own dump, kept for the rule: the port's sysfs is read
+			 * later, through another root (rn_port_metrics_read_sysfs()).
+			 */
+			pm->netdev_binding =
+				rn_rdma_port_binding(&devs, src->name, pm->port, &bound);
+			if (pm->netdev_binding == RN_RDMA_BINDING_HERE)
+				(void)rn_strscpy(pm->netdev.name, sizeof(pm->netdev.name), bound);
 			r = rn_rdma_stat_get(rdma, d->index, pm->port, &st, err);
 			if (r == -EOPNOTSUPP)
 				continue;

@@ -217,7 +217,7 @@ static size_t port_labels(const struct rn_scrape *s, const struct rn_dev_metrics
 	snprintf(portbuf, portlen, "%u", p->port);
 	l[0] = (struct label){ "device", d->name };
 	l[1] = (struct label){ "port", portbuf };
-	l[2] = (struct label){ "netdev", p->netdev };
+	l[2] = (struct label){ "netdev", p->netdev.name };
 	ns_labels(&s->ns[d->ns], l + 3);
 	return PORT_LABELS;
 }
@@ -260,11 +260,11 @@ static bool port_gauge_value(const struct rn_port_metrics *p, enum port_gauge g,
 		*v = (double)p->rate_bps / 8.0;
 		return p->rate_bps != 0;
 	case G_NETDEV_UP:
-		*v = p->netdev_oper_up;
-		return p->netdev[0] && p->netdev_oper_up >= 0;
+		*v = p->netdev.oper_up;
+		return p->netdev.name[0] && p->netdev.oper_up >= 0;
 	case G_NETDEV_MTU:
-		*v = p->netdev_mtu;
-		return p->netdev[0] && p->netdev_mtu >= 0;
+		*v = p->netdev.mtu;
+		return p->netdev.name[0] && p->netdev.mtu >= 0;
 	}
 	return false;
 }

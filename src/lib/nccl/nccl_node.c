@@ -16,11 +16,10 @@
 #include <unistd.h>
 
 #include "rdmans/cleanup.h"
-#include "rdmans/link.h"
 #include "rdmans/nccl.h"
 #include "rdmans/nccl_node.h"
 #include "rdmans/netns.h"
-#include "rdmans/rdma_nl.h"
+#include "rdmans/port_netdev.h"
 #include "rdmans/sysfs.h"
 #include "rdmans/sysfs_gid.h"
 #include "rdmans/sysfs_port.h"
@@ -36,7 +35,7 @@ void rn_nccl_node_free(struct rn_nccl_node *node)
 	memset(node, 0, sizeof(*node));
 }
 
-/* The resolver's view of one port: its state and the netdev sysfs binds to it. */
+/* The resolver's view of one port: its state and its bound netdev (port_netdev.h). */
 static void port_from_sysfs(struct rn_nccl_port *port, const struct rn_sysfs_port *sp)
 {
 	memset(port, 0, sizeof(*port));
@@ -45,8 +44,7 @@ static void port_from_sysfs(struct rn_nccl_port *port, const struct rn_sysfs_por
 	(void)rn_strscpy(port->state, sizeof(port->state), sp->state_name);
 	port->active = sp->state == 4 /* IB_PORT_ACTIVE */ || strcmp(sp->state_name, "ACTIVE") == 0;
 	(void)rn_strscpy(port->link_layer, sizeof(port->link_layer), sp->link_layer);
-	(void)rn_strscpy(port->netdev, sizeof(port->netdev), sp->netdev.name);
-	port->netdev_here = sp->netdev.name[0] && sp->netdev.here;
+	port->netdev = sp->netdev;
 }
 
 int rn_nccl_node_from_facts(const struct rn_sysfs_rdma_facts *sf, struct rn_nccl_node *out,
@@ -124,7 +122,7 @@ int rn_nccl_node_add_addr(struct rn_nccl_node *node, const char *netdev, const c
 	for (size_t i = 0; i < node->n_ports; i++) {
 		struct rn_nccl_port *p = &node->ports[i];
 
-		if (strcmp(p->netdev, netdev) != 0)
+		if (strcmp(p->netdev.name, netdev) != 0)
 			continue;
 		if (family == AF_INET && p->n_ipv4 < RN_NCCL_MAX_ADDRS)
 			(void)rn_strscpy(p->ipv4[p->n_ipv4++], RN_CIDR_MAX, cidr);
@@ -138,83 +136,46 @@ struct probe_job {
 	struct rn_nccl_node *node;
 };
 
-/*
- * In shared mode every netns sees every RDMA device, and two pods' soft-RoCE
- * devices sit on netdevs of the same name (net1): sysfs names the netdev,
- * and a netdev of that name here is not necessarily it. RDMA netlink tells
- * (rn_rdma_port_binding()): a port bound to no netdev of this netns is not
- * this netns's; one bound to a netdev here is bound to the one netlink
- * names. Nothing changes without RDMA netlink, or on a sysfs that is not the
- * kernel's (tests' fake trees).
- */
-static void netdevs_by_netlink(struct rn_nccl_node *node)
-{
-	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
-	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
-	struct rn_error err = { 0 };
-
-	if (strcmp(rn_sysfs_root(), "/sys") != 0 || rn_rdma_open(&rdma, &err) < 0 ||
-	    rn_rdma_dev_dump(rdma, &devs, &err) < 0)
-		return;
-	for (size_t i = 0; i < node->n_ports; i++) {
-		struct rn_nccl_port *p = &node->ports[i];
-		const char *name;
-
-		/* no IB port is bound to a netdev: its IPoIB netdev is sysfs's, per netns */
-		if (strcmp(p->link_layer, "InfiniBand") == 0)
-			continue;
-		switch (rn_rdma_port_binding(&devs, p->dev, p->port, &name)) {
-		case RN_RDMA_BINDING_HERE:
-			p->netdev_here = rn_strscpy(p->netdev, sizeof(p->netdev), name) >= 0;
-			break;
-		case RN_RDMA_BINDING_NOT_HERE:
-			p->netdev_here = false;
-			break;
-		case RN_RDMA_BINDING_UNKNOWN:
-			break;
-		}
-	}
-}
-
 static int probe_here(void *arg, struct rn_error *err)
 {
 	struct probe_job *job = arg;
 	struct rn_nccl_node *node = job->node;
+	_cleanup_(rn_sysfs_rdma_facts_free) struct rn_sysfs_rdma_facts sf = { 0 };
+	struct rn_error nl_err = { 0 };
 	int r;
 
-	r = rn_nccl_node_from_sysfs(node, err);
+	r = rn_sysfs_rdma_facts_read(&sf, err);
 	if (r < 0)
 		return r;
-	netdevs_by_netlink(node);
+	/* without RDMA netlink sysfs's binding stands: the resolver must answer (doctor reports it) */
+	(void)rn_port_netdev_decide_all(sf.ports, sf.n_ports, &nl_err);
+	r = rn_nccl_node_from_facts(&sf, node, err);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < node->n_ports; i++) {
 		struct rn_nccl_port *p = &node->ports[i];
 		char cidrs[2 * RN_NCCL_MAX_ADDRS][64]; /* IPv4, IPv6 global and link-local */
-		struct rn_link link;
 		bool seen = false;
 		size_t n = 0;
 
-		if (!p->netdev_here)
+		if (!p->netdev.here)
 			continue;
 		for (size_t j = 0; j < i; j++)
-			seen = seen || (node->ports[j].netdev_here &&
-					strcmp(node->ports[j].netdev, p->netdev) == 0);
+			seen = seen || (node->ports[j].netdev.here &&
+					strcmp(node->ports[j].netdev.name, p->netdev.name) == 0);
 		if (seen)
 			continue; /* its addresses went to every port bound to it */
-		r = rn_link_by_name(p->netdev, &link, err);
+		r = rn_port_netdev_addrs(p->netdev.name, cidrs, RN_ARRAY_SIZE(cidrs), &n, err);
 		if (r == -ENODEV) {
 			/* listed by sysfs, gone since: treat as absent */
 			rn_error_clear(err);
-			p->netdev_here = false;
+			rn_port_netdev_not_here(&p->netdev);
 			continue;
 		}
 		if (r < 0)
 			return r;
-		r = rn_link_addr_list(link.ifindex, AF_UNSPEC, cidrs, RN_ARRAY_SIZE(cidrs), &n,
-				      err);
-		if (r < 0)
-			return r;
 		for (size_t a = 0; a < n && a < RN_ARRAY_SIZE(cidrs); a++) {
-			r = rn_nccl_node_add_addr(node, p->netdev, cidrs[a], err);
+			r = rn_nccl_node_add_addr(node, p->netdev.name, cidrs[a], err);
 			if (r < 0)
 				return r;
 		}

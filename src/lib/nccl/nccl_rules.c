@@ -74,7 +74,7 @@ static void find_gid(const struct rn_nccl_node *node, const struct rn_nccl_port 
 
 		if (e->port != p->port || e->type != RN_GID_ROCE_V2 || strcmp(e->dev, p->dev) != 0)
 			continue;
-		if (e->netdev[0] && p->netdev[0] && strcmp(e->netdev, p->netdev) != 0)
+		if (e->netdev[0] && p->netdev.name[0] && strcmp(e->netdev, p->netdev.name) != 0)
 			continue;
 		if (!port_holds(p, family, e->raw, &cidr))
 			continue;
@@ -98,7 +98,7 @@ int rn_nccl_rules_ports(const struct rn_nccl_node *node, struct rn_nccl_result *
 
 		(void)rn_strscpy(u->dev, sizeof(u->dev), p->dev);
 		u->port = p->port;
-		(void)rn_strscpy(u->netdev, sizeof(u->netdev), p->netdev);
+		(void)rn_strscpy(u->netdev, sizeof(u->netdev), p->netdev.name);
 		u->gid_index = -1;
 		if (!p->active) {
 			(void)rn_snprintf(u->why_not, sizeof(u->why_not),
@@ -121,18 +121,18 @@ int rn_nccl_rules_ports(const struct rn_nccl_node *node, struct rn_nccl_result *
 			continue;
 		}
 		if (is_ethernet(p)) {
-			if (!p->netdev[0]) {
+			if (!p->netdev.name[0]) {
 				(void)rn_snprintf(u->why_not, sizeof(u->why_not),
 						  "RoCE port with no netdev bound to it");
 				continue;
 			}
-			if (!p->netdev_here) {
+			if (!p->netdev.here) {
 				(void)rn_snprintf(
 					u->why_not, sizeof(u->why_not),
 					"its netdev %s is not in this network namespace (move it "
 					"too: 'rdmans move %s TARGET --with-netdev', or give it to "
 					"the pod through CNI)",
-					p->netdev, p->dev);
+					p->netdev.name, p->dev);
 				continue;
 			}
 		} else if (!is_ib(p) && p->link_layer[0]) {
@@ -300,8 +300,8 @@ int rn_nccl_rules_hca(const struct rn_nccl_node *node, struct rn_nccl_result *re
 		last = u->dev;
 		rn_strappend(detail, sizeof(detail), "%s%s port %u %s (%s%s%s)",
 			     detail[0] ? "; " : "", u->dev, u->port, p->state,
-			     p->link_layer[0] ? p->link_layer : "?", p->netdev[0] ? ", " : "",
-			     p->netdev);
+			     p->link_layer[0] ? p->link_layer : "?", p->netdev.name[0] ? ", " : "",
+			     p->netdev.name);
 	}
 	if (res->rails[0])
 		rn_strappend(detail, sizeof(detail), "; nearest to this container's GPUs first: %s",
@@ -448,7 +448,7 @@ static int warn_no_gid(const struct rn_nccl_port *p, const struct rn_nccl_port_u
 			"%s port %u: its netdev %s has no %s address, so there is no RoCE v2 GID "
 			"to choose; give %s an address (CNI IPAM)%s or set NCCL_IB_GID_INDEX "
 			"yourself",
-			u->dev, u->port, p->netdev, family_name(res->family), p->netdev,
+			u->dev, u->port, p->netdev.name, family_name(res->family), p->netdev.name,
 			port_naddrs(p, other)
 				? ", choose the other family (\"family\" in the nccl block)"
 				: "");
@@ -457,7 +457,7 @@ static int warn_no_gid(const struct rn_nccl_port *p, const struct rn_nccl_port_u
 		"%s port %u: no RoCE v2 GID holds the address of %s (%s); the "
 		"kernel may not have updated the GID table yet ('rdmans gids %s' "
 		"shows it)",
-		u->dev, u->port, p->netdev, port_addr(p, res->family, 0), u->dev);
+		u->dev, u->port, p->netdev.name, port_addr(p, res->family, 0), u->dev);
 }
 
 /* Gathers the GIDs of the used RoCE ports, warning about those that have none. */
@@ -488,7 +488,7 @@ static int gid_survey(const struct rn_nccl_node *node, struct rn_nccl_result *re
 		rn_strappend(s->detail, sizeof(s->detail),
 			     "%sRoCE v2 GID %d of %s port %u holds %s (%s)",
 			     s->detail[0] ? "; " : "", u->gid_index, u->dev, u->port, u->gid_addr,
-			     p->netdev);
+			     p->netdev.name);
 		rn_strappend(s->differ, sizeof(s->differ), "%s%s:%u %d", s->differ[0] ? ", " : "",
 			     u->dev, u->port, u->gid_index);
 		if (s->n_found < RN_ARRAY_SIZE(s->raws) &&
@@ -663,7 +663,7 @@ int rn_nccl_rules_ifname(const struct rn_nccl_node *node, struct rn_nccl_result 
 		for (size_t i = 0; i < res->n_ports && !pick; i++) {
 			const struct rn_nccl_port *p = &node->ports[i];
 
-			if (!res->ports[i].used || !p->netdev_here)
+			if (!res->ports[i].used || !p->netdev.here)
 				continue;
 			if (pass == 0 ? port_naddrs(p, res->family) > 0 : p->n_ipv4 + p->n_ipv6 > 0)
 				pick = p;
@@ -676,7 +676,8 @@ int rn_nccl_rules_ifname(const struct rn_nccl_node *node, struct rn_nccl_result 
 			  pick->dev, pick->n_ipv4 ? "an IPv4" : "an IPv6");
 	/* NCCL matches interface names as prefixes: net1 would also take net10 */
 	(void)rn_snprintf(value, sizeof(value), "%s%s",
-			  netdev_prefix_of_other(node, pick->netdev) ? "=" : "", pick->netdev);
+			  netdev_prefix_of_other(node, pick->netdev.name) ? "=" : "",
+			  pick->netdev.name);
 	r = rn_nccl_result_put(res, "NCCL_SOCKET_IFNAME", value, RN_NCCL_SRC_DETECTED, "detected",
 			       detail);
 	if (r == 0 && (pick->n_ipv4 == 0 || res->family == AF_INET6) && pick->n_ipv6 > 0) {

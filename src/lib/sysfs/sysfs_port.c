@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The sysfs reader, the per-port facts (one reader of ports/P and of the bound netdev's class/net, the one
- * bound-netdev rule), the one-pass read of every port, class/net, the counter sets (see sysfs.h).
+ * The sysfs reader, the per-port facts (one reader of ports/P and of the bound netdev's class/net,
+ * sysfs's bound-netdev rule), the one-pass read of every port, class/net, the counter sets (see sysfs.h).
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -166,8 +166,8 @@ static bool device_only_netdev(const char *dev, uint32_t port, char *buf, size_t
 }
 
 /* rn_sysfs_port_read(), the GID binding from `gids` when given, else from gid_attrs/ndevs. */
-static void port_read(const char *dev, uint32_t port, const char *netdev,
-		      const struct rn_gid_table *gids, struct rn_sysfs_port *out)
+static void port_read(const char *dev, uint32_t port, const struct rn_gid_table *gids,
+		      struct rn_sysfs_port *out)
 {
 	char path[PATH_MAX], text[128], bound[IF_NAMESIZE] = "";
 
@@ -186,12 +186,9 @@ static void port_read(const char *dev, uint32_t port, const char *netdev,
 			  dev, port) == 0)
 		out->gid_tbl_len = count_numeric(path);
 
-	/* the one rule for the bound netdev (sysfs.h) */
-	if (netdev && *netdev) {
-		(void)rn_strscpy(bound, sizeof(bound), netdev);
-		out->netdev_source = RN_PORT_NETDEV_CALLER;
-	} else if (gids ? gid_table_binding(gids, dev, port, bound, sizeof(bound))
-			: gid_dir_binding(dev, port, bound, sizeof(bound))) {
+	/* sysfs's binding (sysfs_port.h); RDMA netlink's comes on top (port_netdev.h) */
+	if (gids ? gid_table_binding(gids, dev, port, bound, sizeof(bound))
+		 : gid_dir_binding(dev, port, bound, sizeof(bound))) {
 		out->netdev_source = RN_PORT_NETDEV_GID;
 	} else if (rn_sysfs_path(path, sizeof(path), NULL, "class/infiniband/%s", dev) == 0 &&
 		   rn_sysfs_rxe_parent(path, bound, sizeof(bound))) {
@@ -202,10 +199,9 @@ static void port_read(const char *dev, uint32_t port, const char *netdev,
 	rn_sysfs_netdev_read(bound, &out->netdev);
 }
 
-void rn_sysfs_port_read(const char *dev, uint32_t port, const char *netdev,
-			struct rn_sysfs_port *out)
+void rn_sysfs_port_read(const char *dev, uint32_t port, struct rn_sysfs_port *out)
 {
-	port_read(dev, port, netdev, NULL, out);
+	port_read(dev, port, NULL, out);
 }
 
 int rn_sysfs_port_list(const char *dev, uint32_t **ret, size_t *ret_n, struct rn_error *err)
@@ -264,7 +260,7 @@ static int facts_add_ports(struct rn_sysfs_rdma_facts *f, const char *dev, struc
 	if (RN_GROW(f->ports, NULL, f->n_ports + n) < 0)
 		return rn_error_set(err, ENOMEM, "out of memory reading the ports of %s", dev);
 	for (size_t i = 0; i < n; i++)
-		port_read(dev, ports[i], NULL, &f->gids, &f->ports[f->n_ports++]);
+		port_read(dev, ports[i], &f->gids, &f->ports[f->n_ports++]);
 	return 0;
 }
 
