@@ -22,8 +22,19 @@
 #include "rdmans/util.h"
 
 #define STATE_FILE_MAX (256 * 1024)
-/* nccl.KEY: the network configuration's "nccl" block */
-#define NCCL_PREFIX "nccl."
+/* The keys outside the field tables below, for the reader and the writer */
+#define KEY_FORMAT "format"
+#define KEY_MODE "mode" /* "chained" or "main" */
+#define KEY_BUS_ID "bus_id"
+#define KEY_RDMA_KERNEL "rdma_kernel"
+#define KEY_NETDEVS "netdevs"
+#define KEY_NETDEV "netdev.%zu." /* its fields: netdev_fields */
+#define KEY_IB_GID "ib_gid" /* after KEY_NETDEV */
+#define KEY_RDMA "rdma"
+#define KEY_RDMA_NAME "rdma.%zu.name"
+#define KEY_SOFT_ROCE "soft_roce"
+#define KEY_IP "ip.%zu"
+#define NCCL_PREFIX "nccl." /* nccl.KEY: the network configuration's "nccl" block */
 
 static const char *const phase_names[] = {
 	[RN_CNI_PHASE_ADDING] = "adding",
@@ -513,9 +524,9 @@ static void read_netdev(struct reading *rd, size_t i, struct rn_attach_netdev *n
 	char prefix[32];
 	const char *v;
 
-	snprintf(prefix, sizeof(prefix), "netdev.%zu.", i);
+	snprintf(prefix, sizeof(prefix), KEY_NETDEV, i);
 	read_fields(rd, prefix, netdev_fields, RN_ARRAY_SIZE(netdev_fields), nd);
-	v = take(rd->text, "%sib_gid", prefix);
+	v = take(rd->text, "%s" KEY_IB_GID, prefix);
 	if (v) {
 		if (rn_gid_parse(v, nd->ib_gid, NULL) < 0)
 			damaged(rd, "state: netdev %zu has a bad ib_gid", i);
@@ -529,21 +540,21 @@ static void read_netdev(struct reading *rd, size_t i, struct rn_attach_netdev *n
 /* The device section: attach's plan. */
 static void read_plan(struct reading *rd, struct rn_attach_plan *plan)
 {
-	const char *v = take(rd->text, "mode");
+	const char *v = take(rd->text, KEY_MODE);
 
 	plan->chained = v && strcmp(v, "chained") == 0;
-	TEXT_FIELD(rd, "bus_id", plan->bus_id);
-	v = take(rd->text, "rdma_kernel");
+	TEXT_FIELD(rd, KEY_BUS_ID, plan->bus_id);
+	v = take(rd->text, KEY_RDMA_KERNEL);
 	plan->rdma_kernel = !v || strcmp(v, "0") != 0;
 	plan->exclusive = true;
-	plan->n_netdevs = device_count(rd, "netdevs");
-	plan->n_rdma = device_count(rd, "rdma");
+	plan->n_netdevs = device_count(rd, KEY_NETDEVS);
+	plan->n_rdma = device_count(rd, KEY_RDMA);
 	for (size_t i = 0; i < plan->n_netdevs; i++)
 		read_netdev(rd, i, &plan->netdevs[i]);
 	for (size_t i = 0; i < plan->n_rdma; i++) {
 		char key[32];
 
-		snprintf(key, sizeof(key), "rdma.%zu.name", i);
+		snprintf(key, sizeof(key), KEY_RDMA_NAME, i);
 		TEXT_FIELD(rd, key, plan->rdma[i]);
 		if (rn_name_check("RDMA device", plan->rdma[i], RN_RDMA_NAME_MAX - 1, NULL) < 0)
 			damaged(rd, "state: RDMA device %zu has no valid name", i);
@@ -552,7 +563,7 @@ static void read_plan(struct reading *rd, struct rn_attach_plan *plan)
 
 static int read_attachment(struct reading *rd, struct rn_cni_attachment *att)
 {
-	const char *v = take(rd->text, "format");
+	const char *v = take(rd->text, KEY_FORMAT);
 	char format[16];
 	int r;
 
@@ -566,11 +577,11 @@ static int read_attachment(struct reading *rd, struct rn_cni_attachment *att)
 			rd->path, v, RN_CNI_STATE_FORMAT);
 	read_fields(rd, "", attachment_fields, RN_ARRAY_SIZE(attachment_fields), att);
 	read_plan(rd, &att->plan);
-	TEXT_FIELD(rd, "soft_roce", att->soft_roce);
+	TEXT_FIELD(rd, KEY_SOFT_ROCE, att->soft_roce);
 	for (; att->n_ips < RN_CNI_IPS_MAX; att->n_ips++) {
 		char key[32];
 
-		snprintf(key, sizeof(key), "ip.%zu", att->n_ips);
+		snprintf(key, sizeof(key), KEY_IP, att->n_ips);
 		if (!TEXT_FIELD(rd, key, att->ips[att->n_ips]))
 			break;
 	}
@@ -687,25 +698,25 @@ static void write_plan(FILE *f, const struct rn_attach_plan *plan)
 {
 	char key[64];
 
-	put(f, "mode", plan->chained ? "chained" : "main");
-	put_set(f, "bus_id", plan->bus_id);
-	putf(f, "rdma_kernel", "%d", plan->rdma_kernel);
-	putf(f, "netdevs", "%zu", plan->n_netdevs);
+	put(f, KEY_MODE, plan->chained ? "chained" : "main");
+	put_set(f, KEY_BUS_ID, plan->bus_id);
+	putf(f, KEY_RDMA_KERNEL, "%d", plan->rdma_kernel);
+	putf(f, KEY_NETDEVS, "%zu", plan->n_netdevs);
 	for (size_t i = 0; i < plan->n_netdevs && i < RN_ATTACH_MAX; i++) {
 		const struct rn_attach_netdev *nd = &plan->netdevs[i];
 
-		snprintf(key, sizeof(key), "netdev.%zu.", i);
+		snprintf(key, sizeof(key), KEY_NETDEV, i);
 		write_fields(f, key, netdev_fields, RN_ARRAY_SIZE(netdev_fields), nd);
 		if (nd->ipoib) {
 			char gid[INET6_ADDRSTRLEN];
 
-			snprintf(key, sizeof(key), "netdev.%zu.ib_gid", i);
+			snprintf(key, sizeof(key), KEY_NETDEV KEY_IB_GID, i);
 			put(f, key, inet_ntop(AF_INET6, nd->ib_gid, gid, sizeof(gid)));
 		}
 	}
-	putf(f, "rdma", "%zu", plan->n_rdma);
+	putf(f, KEY_RDMA, "%zu", plan->n_rdma);
 	for (size_t i = 0; i < plan->n_rdma && i < RN_ATTACH_MAX; i++) {
-		snprintf(key, sizeof(key), "rdma.%zu.name", i);
+		snprintf(key, sizeof(key), KEY_RDMA_NAME, i);
 		put(f, key, plan->rdma[i]);
 	}
 }
@@ -738,16 +749,16 @@ static void write_attachment(FILE *f, const struct rn_cni_attachment *att)
 	char key[32];
 
 	fputs("# rdma-netns attachment state (format: include/rdmans/cni_state.h)\n", f);
-	putf(f, "format", "%d", RN_CNI_STATE_FORMAT);
+	putf(f, KEY_FORMAT, "%d", RN_CNI_STATE_FORMAT);
 	write_fields(f, "", attachment_fields, RN_ARRAY_SIZE(attachment_fields), att);
 	for (size_t i = 0; i < att->n_nccl; i++) {
 		fputs(NCCL_PREFIX, f);
 		put(f, att->nccl[i].key, att->nccl[i].value);
 	}
 	write_plan(f, &att->plan);
-	put_set(f, "soft_roce", att->soft_roce);
+	put_set(f, KEY_SOFT_ROCE, att->soft_roce);
 	for (size_t i = 0; i < att->n_ips && i < RN_CNI_IPS_MAX; i++) {
-		snprintf(key, sizeof(key), "ip.%zu", i);
+		snprintf(key, sizeof(key), KEY_IP, i);
 		put(f, key, att->ips[i]);
 	}
 	for (size_t i = 0; i < att->n_unknown; i++)
