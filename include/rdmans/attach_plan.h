@@ -12,7 +12,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rdmans/cni_state.h"
 #include "rdmans/error.h"
 #include "rdmans/sysfs.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What rdma-netns keeps on disk about an attachment's plan: state keys, owners, locks (attach_state.c). */
+/* The owner of a device among rdma-netns's state files, and the device locks (attach_state.c). */
 #ifndef RDMANS_ATTACH_STATE_H
 #define RDMANS_ATTACH_STATE_H
 
@@ -10,22 +10,17 @@
 #include "rdmans/cni_state.h"
 #include "rdmans/error.h"
 
-/* The plan as state keys (netdevs, netdev.I.*, rdma, rdma.I.name, bus_id, mode) and back. */
-int rn_attach_plan_save(const struct rn_attach_plan *plan, struct rn_cni_state *st,
-			struct rn_error *err);
-int rn_attach_plan_load(const struct rn_cni_state *st, struct rn_attach_plan *plan,
-			struct rn_error *err);
-
 /*
  * Finds the state file in dir (other than `self`) that claims a device of
  * the plan (RDMA device name, netdev MAC) or of the selection (netdev name,
  * MAC, RDMA device, bus id). 1 and its name/state when found, 0 when none;
- * a state file that cannot be read is an error (it may be the owner). A file
- * of an older boot claims nothing (rn_cni_state_older_boot()).
+ * a state file that cannot be read is an error (it may be the owner), one
+ * whose devices are damaged claims those it names. A file of an older boot
+ * claims nothing (rn_cni_attachment_older_boot()).
  */
 int rn_attach_find_owner(const char *dir, const char *self, const struct rn_attach_plan *plan,
 			 const struct rn_attach_select *sel, char *ret_name, size_t len,
-			 struct rn_cni_state *ret_state, struct rn_error *err);
+			 struct rn_cni_attachment *ret_att, struct rn_error *err);
 
 /*
  * Takes the per-device locks of the plan (dir/locks/rdma:NAME, and in main

@@ -36,7 +36,7 @@ struct add_job {
 	int locks[2 * RN_ATTACH_MAX];
 	size_t n_locks;
 	int pod;
-	struct rn_cni_state st;
+	struct rn_cni_attachment att; /* its state file, as last written */
 	struct cni_ipam_result ipam;
 	bool state_written;
 	bool ipam_added; /* the IPAM plugin's ADD succeeded: its DEL undoes it */
@@ -47,21 +47,20 @@ struct add_job {
  * what the runtime told: podman passes K8S_POD_NAME without a namespace
  * ("pod c1 (container ...)").
  */
-static void describe_owner(const struct rn_cni_state *st, char *buf, size_t len)
+static void describe_owner(const struct rn_cni_attachment *att, char *buf, size_t len)
 {
-	const char *ns = rn_cni_state_get(st, "pod_namespace");
-	const char *pod = rn_cni_state_get(st, "pod_name");
-	const char *cid = rn_cni_state_get(st, "container_id");
-	const char *ifname = rn_cni_state_get(st, "ifname");
-	const char *net = rn_cni_state_get(st, "network");
+	const char *cid = att->container_id[0] ? att->container_id : "?";
+	const char *ifname = att->ifname[0] ? att->ifname : "?";
+	const char *net = att->network[0] ? att->network : "?";
+	const char *ns = att->pod_namespace;
 
-	if (pod)
-		snprintf(buf, len, "pod %s%s%s (container %.12s, %s on network %s)", ns ? ns : "",
-			 ns ? "/" : "", pod, cid ? cid : "?", ifname ? ifname : "?",
-			 net ? net : "?");
+	/* cut to len as snprintf would (rn_strappend: gcc cannot know a name's length here) */
+	buf[0] = '\0';
+	if (att->pod_name[0])
+		rn_strappend(buf, len, "pod %s%s%s (container %.12s, %s on network %s)", ns,
+			     ns[0] ? "/" : "", att->pod_name, cid, ifname, net);
 	else
-		snprintf(buf, len, "container %.12s (%s on network %s)", cid ? cid : "?",
-			 ifname ? ifname : "?", net ? net : "?");
+		rn_strappend(buf, len, "container %.12s (%s on network %s)", cid, ifname, net);
 }
 
 /* -1 (failure set) when another attachment claims the plan's devices or the selection. */
@@ -69,7 +68,7 @@ static int check_owner(struct add_job *job, const struct rn_attach_plan *plan,
 		       const struct rn_attach_select *sel, const struct rn_error *cause)
 {
 	struct cni_ctx *ctx = job->ctx;
-	_cleanup_cni_state_ struct rn_cni_state owner = { 0 };
+	_cleanup_cni_attachment_ struct rn_cni_attachment owner = { 0 };
 	struct rn_error err = { 0 };
 	char who[600];
 	int r;
@@ -155,12 +154,12 @@ static int check_policy(struct add_job *job, const struct rn_attach_plan *plan)
 static int check_not_added(struct add_job *job)
 {
 	struct cni_ctx *ctx = job->ctx;
-	_cleanup_cni_state_ struct rn_cni_state old = { 0 };
+	_cleanup_cni_attachment_ struct rn_cni_attachment old = { 0 };
 	struct rn_error err = { 0 };
 	int r;
 
-	r = rn_cni_state_read(ctx->state_dir, job->name, &old, &err);
-	if (r == 0)
+	r = rn_cni_attachment_read(ctx->state_dir, job->name, &old, &err);
+	if (r == 0 || r == -EBADMSG)
 		return cni_fail(ctx, RN_CNI_EXISTS,
 				"container %s already has %s on network %s (ADD twice?); DEL it "
 				"first",
@@ -227,60 +226,63 @@ static int resolve_and_lock(struct add_job *job)
 			"again");
 }
 
+/* value into a field of the state; -ENAMETOOLONG (err set) when it does not fit */
+static int state_copy(char *field, size_t size, const char *what, const char *value,
+		      struct rn_error *err)
+{
+	if (rn_strscpy(field, size, value) < 0)
+		return rn_error_set(err, ENAMETOOLONG,
+				    "%s '%.64s...' is too long for the state file", what, value);
+	return 0;
+}
+
+#define STATE_COPY(field, what, value) state_copy((field), sizeof(field), (what), (value), &err)
+
 static int state_init(struct add_job *job, const char *devinfo)
 {
 	struct cni_ctx *ctx = job->ctx;
-	struct rn_cni_state *st = &job->st;
+	struct rn_cni_attachment *att = &job->att;
 	struct rn_error err = { 0 };
 	char boot_id[64];
 	const char *key;
 	json_t *v;
 	int r = 0;
 
-#define SET(k, ...)                                                                                \
-	do {                                                                                       \
-		if (r == 0)                                                                        \
-			r = rn_cni_state_setf(st, &err, k, __VA_ARGS__);                           \
-	} while (0)
-	SET("format", "%d", RN_CNI_STATE_FORMAT);
-	SET("network", "%s", ctx->conf.name);
-	SET("container_id", "%s", ctx->container_id);
-	SET("ifname", "%s", ctx->ifname);
-	SET("netns", "%s", ctx->netns);
-	SET("phase", "adding");
-	SET("created", "%lld", (long long)time(NULL));
-	if (rn_kernel_boot_id(boot_id, sizeof(boot_id)) == 0 && boot_id[0])
-		SET("boot_id", "%s", boot_id);
-	if (ctx->args.pod_namespace[0])
-		SET("pod_namespace", "%s", ctx->args.pod_namespace);
-	if (ctx->args.pod_name[0])
-		SET("pod_name", "%s", ctx->args.pod_name);
-	if (ctx->args.pod_uid[0])
-		SET("pod_uid", "%s", ctx->args.pod_uid);
-	if (ctx->args.infra_id[0])
-		SET("infra_container_id", "%s", ctx->args.infra_id);
-	if (ctx->conf.ipam_type)
-		SET("ipam", "%s", ctx->conf.ipam_type);
-	if (devinfo)
-		SET("devinfo", "%s", devinfo);
-	json_object_foreach (ctx->conf.nccl, key, v) {
-		char k[300];
-
-		snprintf(k, sizeof(k), "nccl.%s", key);
-		if (json_is_string(v))
-			SET(k, "%s", json_string_value(v));
-		else if (json_is_integer(v))
-			SET(k, "%lld", (long long)json_integer_value(v));
-		else if (json_is_real(v))
-			SET(k, "%g", json_real_value(v));
-		else
-			SET(k, "%d", json_is_true(v) ? 1 : 0);
-	}
-#undef SET
-	if (r == 0)
-		r = rn_attach_plan_save(&job->plan, st, &err);
-	if (r < 0)
+	if (STATE_COPY(att->network, "network name", ctx->conf.name) < 0 ||
+	    STATE_COPY(att->container_id, "container ID", ctx->container_id) < 0 ||
+	    STATE_COPY(att->ifname, "interface name", ctx->ifname) < 0 ||
+	    STATE_COPY(att->netns, "CNI_NETNS", ctx->netns) < 0 ||
+	    STATE_COPY(att->pod_namespace, "K8S_POD_NAMESPACE", ctx->args.pod_namespace) < 0 ||
+	    STATE_COPY(att->pod_name, "K8S_POD_NAME", ctx->args.pod_name) < 0 ||
+	    STATE_COPY(att->pod_uid, "K8S_POD_UID", ctx->args.pod_uid) < 0 ||
+	    STATE_COPY(att->infra_container_id, "K8S_POD_INFRA_CONTAINER_ID", ctx->args.infra_id) <
+		    0 ||
+	    STATE_COPY(att->ipam, "ipam.type", ctx->conf.ipam_type) < 0 ||
+	    STATE_COPY(att->devinfo, "device-info path", devinfo) < 0)
 		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
+	att->phase = RN_CNI_PHASE_ADDING;
+	att->created = (long long)time(NULL);
+	if (rn_kernel_boot_id(boot_id, sizeof(boot_id)) == 0)
+		(void)rn_strscpy(att->boot_id, sizeof(att->boot_id), boot_id);
+	json_object_foreach (ctx->conf.nccl, key, v) {
+		char value[64];
+
+		if (json_is_string(v))
+			r = rn_cni_attachment_add_nccl(att, key, json_string_value(v), &err);
+		else {
+			if (json_is_integer(v))
+				snprintf(value, sizeof(value), "%lld",
+					 (long long)json_integer_value(v));
+			else if (json_is_real(v))
+				snprintf(value, sizeof(value), "%g", json_real_value(v));
+			else
+				snprintf(value, sizeof(value), "%d", json_is_true(v) ? 1 : 0);
+			r = rn_cni_attachment_add_nccl(att, key, value, &err);
+		}
+		if (r < 0)
+			return cni_fail_lib(ctx, CNI_ERR_IO, &err);
+	}
+	att->plan = job->plan;
 	return 0;
 }
 
@@ -319,10 +321,8 @@ static int state_write(struct add_job *job, const char *what)
 	struct rn_error err = { 0 };
 	int r;
 
-	if (state_durable(job))
-		r = rn_cni_state_write(job->ctx->state_dir, job->name, &job->st, &err);
-	else
-		r = rn_cni_state_write_nosync(job->ctx->state_dir, job->name, &job->st, &err);
+	r = rn_cni_attachment_write(job->ctx->state_dir, job->name, &job->att, state_durable(job),
+				    &err);
 	if (r < 0)
 		return cni_fail_lib(job->ctx, CNI_ERR_IO, &err);
 	job->state_written = true;
@@ -343,7 +343,7 @@ static void rollback(struct add_job *job)
 	ctx->fail.code = 0;
 	ctx->fail.msg[0] = '\0';
 	/* the device locks are held here already */
-	if (cni_teardown(ctx, job->name, &job->st, job->ipam_added, false, NULL, NULL) < 0) {
+	if (cni_teardown(ctx, job->name, &job->att, job->ipam_added, false, NULL, NULL) < 0) {
 		char second[sizeof(ctx->fail.msg)];
 
 		snprintf(second, sizeof(second), "%s", ctx->fail.msg);
@@ -461,7 +461,7 @@ static int soft_roce_add(struct add_job *job)
 
 	if (rn_attach_soft_roce_name(ctx->container_id, ctx->ifname, name, sizeof(name), &err) <
 		    0 ||
-	    rn_cni_state_set(&job->st, "soft_roce", name, &err) < 0)
+	    STATE_COPY(job->att.soft_roce, "soft-RoCE device name", name) < 0)
 		return cni_fail_lib(ctx, CNI_ERR_INVALID_CONFIG, &err);
 	if (state_write(job, "recorded the soft-RoCE device") < 0)
 		return -1;
@@ -530,15 +530,10 @@ static int add_steps(struct add_job *job)
 			return -1;
 		cni_fault_point("wrote the device-info file");
 	}
-	for (size_t i = 0; i < n_addrs; i++) {
-		char key[32];
-
-		snprintf(key, sizeof(key), "ip.%zu", i);
-		if (rn_cni_state_set(&job->st, key, addrs[i], &err) < 0)
+	for (job->att.n_ips = 0; job->att.n_ips < n_addrs; job->att.n_ips++)
+		if (STATE_COPY(job->att.ips[job->att.n_ips], "address", addrs[job->att.n_ips]) < 0)
 			return cni_fail_lib(ctx, CNI_ERR_IO, &err);
-	}
-	if (rn_cni_state_set(&job->st, "phase", "ready", &err) < 0)
-		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
+	job->att.phase = RN_CNI_PHASE_READY;
 	return state_write(job, "marked the state ready");
 }
 
@@ -606,7 +601,7 @@ int cni_cmd_add(struct cni_ctx *ctx)
 		cni_fail(ctx, CNI_ERR_IO, "cannot write the result to stdout");
 	rn_attach_unlock(job.locks, job.n_locks);
 	rn_cni_attachment_unlock(ctx->state_dir, job.name, att_lock);
-	rn_cni_state_free(&job.st);
+	rn_cni_attachment_free(&job.att);
 	cni_ipam_result_free(&job.ipam);
 	return r;
 }

@@ -7,59 +7,53 @@
 #include "check.h"
 #include "delegate.h"
 #include "result.h"
+#include "rdmans/attach.h"
 #include "rdmans/attach_plan.h"
-#include "rdmans/attach_state.h"
 #include "rdmans/cleanup.h"
+#include "rdmans/cni_state.h"
 #include "rdmans/netns.h"
 #include "rdmans/rdma_nl.h"
 
 int cni_cmd_check(struct cni_ctx *ctx)
 {
-	_cleanup_cni_state_ struct rn_cni_state st = { 0 };
-	struct rn_attach_plan plan;
+	_cleanup_cni_attachment_ struct rn_cni_attachment att = { 0 };
 	struct rn_error err = { 0 };
-	const char *addrs[32], *phase, *mode, *netns;
+	const char *addrs[RN_CNI_IPS_MAX];
 	_cleanup_close_ int pod = -1;
 	char name[256];
-	size_t n = 0;
 	int r;
 
 	if (rn_cni_state_name(ctx->conf.name, ctx->container_id, ctx->ifname, name, sizeof(name),
 			      &err) < 0)
 		return cni_fail(ctx, CNI_ERR_INVALID_CONFIG, "%s", err.msg);
-	r = rn_cni_state_read(ctx->state_dir, name, &st, &err);
+	r = rn_cni_attachment_read(ctx->state_dir, name, &att, &err);
 	if (r == -ENOENT)
 		return cni_fail(ctx, RN_CNI_CHECK_FAILED,
 				"container %s has no %s on network %s (no ADD, or DEL removed it)",
 				ctx->container_id, ctx->ifname, ctx->conf.name);
-	if (r < 0)
+	/* damaged devices are told after the phase, which says more */
+	if (r < 0 && r != -EBADMSG)
 		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
-	phase = rn_cni_state_get(&st, "phase");
-	if (phase && strcmp(phase, "releasing") == 0)
+	if (att.phase == RN_CNI_PHASE_RELEASING)
 		return cni_fail(ctx, RN_CNI_CHECK_FAILED,
 				"a DEL of %s for container %s brought the devices home but did not "
 				"release the address; DEL it again",
 				ctx->ifname, ctx->container_id);
-	if (!phase || strcmp(phase, "ready") != 0)
+	if (att.phase != RN_CNI_PHASE_READY)
 		return cni_fail(ctx, RN_CNI_CHECK_FAILED,
 				"the ADD of %s for container %s did not finish; DEL it",
 				ctx->ifname, ctx->container_id);
-	if (rn_attach_plan_load(&st, &plan, &err) < 0)
-		return cni_fail(ctx, CNI_ERR_IO, "state file %s/%s is damaged: %s", ctx->state_dir,
-				name, err.msg);
-	netns = rn_cni_state_get(&st, "netns");
-	pod = rn_netns_open_path(netns, &err);
+	if (r == -EBADMSG)
+		return cni_fail(ctx, CNI_ERR_IO, "%s", err.msg);
+	pod = rn_netns_open_path(att.netns[0] ? att.netns : NULL, &err);
 	if (pod < 0)
 		return cni_fail(ctx, RN_CNI_CHECK_FAILED, "the pod's network namespace is gone: %s",
 				err.msg);
-	while (n < RN_ARRAY_SIZE(addrs) && rn_cni_state_geti(&st, "ip", n, NULL)) {
-		addrs[n] = rn_cni_state_geti(&st, "ip", n, NULL);
-		n++;
-	}
-	if (rn_attach_verify(pod, &plan, addrs, n, &err) < 0)
+	for (size_t i = 0; i < att.n_ips; i++)
+		addrs[i] = att.ips[i];
+	if (rn_attach_verify(pod, &att.plan, addrs, att.n_ips, &err) < 0)
 		return cni_fail(ctx, RN_CNI_CHECK_FAILED, "%s", err.msg);
-	mode = rn_cni_state_get(&st, "mode");
-	if (ctx->conf.ipam_type && (!mode || strcmp(mode, "main") == 0)) {
+	if (ctx->conf.ipam_type && !att.plan.chained) {
 		struct cni_delegate_env env = { .command = "CHECK" };
 
 		return cni_delegate(ctx, &env, NULL, NULL);

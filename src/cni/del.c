@@ -28,24 +28,19 @@
 #define LOCK_TIMEOUT_MS 60000
 #define GC_GRACE_S 300 /* an ADD younger than this may still be running */
 
-int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_state *st,
+int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_attachment *att,
 		 bool call_ipam, bool take_locks, const char *container_id, const char *ifname)
 {
-	struct rn_attach_plan plan;
+	const struct rn_attach_plan *plan = &att->plan;
 	struct rn_error err = { 0 };
 	int locks[2 * RN_ATTACH_MAX];
 	size_t n_locks = 0;
-	const char *devinfo = rn_cni_state_get(st, "devinfo");
-	const char *soft_roce = rn_cni_state_get(st, "soft_roce");
 	char this_boot[64] = "";
 	bool older_boot;
 	int r = -1;
 
-	if (rn_attach_plan_load(st, &plan, &err) < 0)
-		return cni_fail(ctx, CNI_ERR_IO, "state file %s/%s is damaged: %s", ctx->state_dir,
-				state_name, err.msg);
 	if (take_locks &&
-	    rn_attach_lock(ctx->state_dir, &plan, LOCK_TIMEOUT_MS, locks, &n_locks, &err) < 0)
+	    rn_attach_lock(ctx->state_dir, plan, LOCK_TIMEOUT_MS, locks, &n_locks, &err) < 0)
 		return cni_fail_lib(ctx, CNI_ERR_TRY_AGAIN, &err);
 	/*
 	 * An attachment of an older boot: the reboot brought its devices home,
@@ -53,14 +48,14 @@ int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_stat
 	 * Only its IPAM allocation and its file are left to undo.
 	 */
 	(void)rn_kernel_boot_id(this_boot, sizeof(this_boot));
-	older_boot = rn_cni_state_older_boot(st, this_boot);
+	older_boot = rn_cni_attachment_older_boot(att, this_boot);
 	/* softRoce: the pod's rxe device goes before its netdev leaves (gone with a dead netns) */
-	if (!older_boot && soft_roce && rn_attach_soft_roce_del(soft_roce, &err) < 0) {
+	if (!older_boot && att->soft_roce[0] && rn_attach_soft_roce_del(att->soft_roce, &err) < 0) {
 		cni_fail_lib(ctx, RN_CNI_KERNEL, &err);
 		goto out;
 	}
 	if (!older_boot &&
-	    rn_attach_move_out(&plan, rn_cni_state_get(st, "netns"), ctx->conf.return_timeout_ms,
+	    rn_attach_move_out(plan, att->netns[0] ? att->netns : NULL, ctx->conf.return_timeout_ms,
 			       cni_step, NULL, &err) < 0) {
 		cni_fail_lib(ctx, 0, &err);
 		goto out;
@@ -69,7 +64,6 @@ int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_stat
 		struct cni_delegate_env env = { .command = "DEL",
 						.container_id = container_id,
 						.ifname = ifname };
-		const char *phase = rn_cni_state_get(st, "phase");
 		char args[700];
 
 		/*
@@ -77,9 +71,10 @@ int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_stat
 		 * full IPAM store), the state says that only it is left, for the
 		 * retry, CHECK and the operator.
 		 */
-		if (!phase || strcmp(phase, "releasing") != 0) {
-			if (rn_cni_state_set(st, "phase", "releasing", &err) < 0 ||
-			    rn_cni_state_write(ctx->state_dir, state_name, st, &err) < 0) {
+		if (att->phase != RN_CNI_PHASE_RELEASING) {
+			att->phase = RN_CNI_PHASE_RELEASING;
+			if (rn_cni_attachment_write(ctx->state_dir, state_name, att, true, &err) <
+			    0) {
 				cni_fail(ctx, CNI_ERR_IO,
 					 "the devices are back on the host, but the state file "
 					 "cannot say so: %s",
@@ -91,14 +86,14 @@ int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_stat
 
 		if (container_id) {
 			/* another attachment's (GC): its pod, as its ADD had it in CNI_ARGS */
-			const char *ns = rn_cni_state_get(st, "pod_namespace");
-			const char *pod = rn_cni_state_get(st, "pod_name");
-			const char *uid = rn_cni_state_get(st, "pod_uid");
+			const char *ns = att->pod_namespace;
+			const char *pod = att->pod_name;
+			const char *uid = att->pod_uid;
 
 			snprintf(args, sizeof(args), "IgnoreUnknown=1%s%.256s%s%.256s%s%.128s",
-				 ns ? ";K8S_POD_NAMESPACE=" : "", ns ? ns : "",
-				 pod ? ";K8S_POD_NAME=" : "", pod ? pod : "",
-				 uid ? ";K8S_POD_UID=" : "", uid ? uid : "");
+				 ns[0] ? ";K8S_POD_NAMESPACE=" : "", ns,
+				 pod[0] ? ";K8S_POD_NAME=" : "", pod, uid[0] ? ";K8S_POD_UID=" : "",
+				 uid);
 			env.args = args;
 		}
 
@@ -106,12 +101,11 @@ int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_stat
 			goto out;
 		cni_fault_point("IPAM DEL");
 	}
-	if (devinfo && cni_devinfo_remove(ctx, devinfo) < 0)
+	if (att->devinfo[0] && cni_devinfo_remove(ctx, att->devinfo) < 0)
 		goto out;
 	/* a file that records its boot, brought back by a power loss, claims nothing */
-	if ((rn_cni_state_get(st, "boot_id")
-		     ? rn_cni_state_remove_nosync(ctx->state_dir, state_name, &err)
-		     : rn_cni_state_remove(ctx->state_dir, state_name, &err)) < 0) {
+	if ((att->boot_id[0] ? rn_cni_state_remove_nosync(ctx->state_dir, state_name, &err)
+			     : rn_cni_state_remove(ctx->state_dir, state_name, &err)) < 0) {
 		cni_fail_lib(ctx, CNI_ERR_IO, &err);
 		goto out;
 	}
@@ -124,12 +118,11 @@ out:
 
 static int del_locked(struct cni_ctx *ctx, const char *name)
 {
-	_cleanup_cni_state_ struct rn_cni_state st = { 0 };
+	_cleanup_cni_attachment_ struct rn_cni_attachment att = { 0 };
 	struct rn_error err = { 0 };
-	const char *mode;
 	int r;
 
-	r = rn_cni_state_read(ctx->state_dir, name, &st, &err);
+	r = rn_cni_attachment_read(ctx->state_dir, name, &att, &err);
 	if (r == -ENOENT) {
 		/*
 		 * Nothing of ours is left (a second DEL, or ADD never got that
@@ -147,11 +140,11 @@ static int del_locked(struct cni_ctx *ctx, const char *name)
 		}
 		return 0;
 	}
+	if (r == -EBADMSG)
+		return cni_fail(ctx, CNI_ERR_IO, "%s", err.msg);
 	if (r < 0)
 		return cni_fail_lib(ctx, CNI_ERR_IO, &err);
-	mode = rn_cni_state_get(&st, "mode");
-	return cni_teardown(ctx, name, &st, !mode || strcmp(mode, "chained") != 0, true, NULL,
-			    NULL);
+	return cni_teardown(ctx, name, &att, !att.plan.chained, true, NULL, NULL);
 }
 
 int cni_cmd_del(struct cni_ctx *ctx)
@@ -184,17 +177,16 @@ int cni_del_refused(struct cni_ctx *ctx)
 	    rn_cni_state_list(ctx->state_dir, &names, &n, NULL) < 0)
 		return -1; /* cannot tell: the refusal stands */
 	for (size_t i = 0; i < n && !ours; i++) {
-		_cleanup_cni_state_ struct rn_cni_state st = { 0 };
-		const char *cid, *ifname;
+		_cleanup_cni_attachment_ struct rn_cni_attachment att = { 0 };
+		int r = rn_cni_attachment_read(ctx->state_dir, names[i], &att, NULL);
 
-		if (rn_cni_state_read(ctx->state_dir, names[i], &st, NULL) < 0) {
+		if (r < 0 && r != -EBADMSG) {
 			ours = true; /* unreadable: it could be */
 			continue;
 		}
-		cid = rn_cni_state_get(&st, "container_id");
-		ifname = rn_cni_state_get(&st, "ifname");
-		ours = !cid || !ifname ||
-		       (strcmp(cid, ctx->container_id) == 0 && strcmp(ifname, ctx->ifname) == 0);
+		ours = !att.container_id[0] || !att.ifname[0] ||
+		       (strcmp(att.container_id, ctx->container_id) == 0 &&
+			strcmp(att.ifname, ctx->ifname) == 0);
 	}
 	rn_cni_state_names_free(names, n);
 	if (ours)
@@ -224,17 +216,19 @@ static bool attachment_valid(json_t *valid, const char *cid, const char *ifname)
 static int gc_one(struct cni_ctx *ctx, const char *name, bool call_ipam, const char *cid,
 		  const char *ifname)
 {
-	_cleanup_cni_state_ struct rn_cni_state st = { 0 };
+	_cleanup_cni_attachment_ struct rn_cni_attachment att = { 0 };
 	struct rn_error err = { 0 };
 	int lock = -1, r;
 
 	if (rn_cni_attachment_lock(ctx->state_dir, name, LOCK_TIMEOUT_MS, &lock, &err) < 0)
 		return cni_fail_lib(ctx, CNI_ERR_TRY_AGAIN, &err);
-	r = rn_cni_state_read(ctx->state_dir, name, &st, &err);
+	r = rn_cni_attachment_read(ctx->state_dir, name, &att, &err);
 	if (r == 0)
-		r = cni_teardown(ctx, name, &st, call_ipam, true, cid, ifname);
+		r = cni_teardown(ctx, name, &att, call_ipam, true, cid, ifname);
 	else if (r == -ENOENT)
 		r = 0;
+	else if (r == -EBADMSG)
+		r = cni_fail(ctx, CNI_ERR_IO, "%s", err.msg);
 	else
 		r = cni_fail_lib(ctx, CNI_ERR_IO, &err);
 	rn_cni_attachment_unlock(ctx->state_dir, name, lock);
@@ -254,26 +248,22 @@ int cni_cmd_gc(struct cni_ctx *ctx)
 	if (ctx->conf.ipam_type)
 		ipam_gc = cni_delegate_supports(ctx, "1.1.0");
 	for (size_t i = 0; i < n; i++) {
-		_cleanup_cni_state_ struct rn_cni_state st = { 0 };
-		const char *net, *cid, *ifname, *phase, *mode, *created;
+		_cleanup_cni_attachment_ struct rn_cni_attachment att = { 0 };
+		int r = rn_cni_attachment_read(ctx->state_dir, names[i], &att, NULL);
 
-		if (rn_cni_state_read(ctx->state_dir, names[i], &st, NULL) < 0)
+		/* a damaged one is gc_one's to refuse, with the reason */
+		if (r < 0 && r != -EBADMSG)
 			continue;
-		net = rn_cni_state_get(&st, "network");
-		cid = rn_cni_state_get(&st, "container_id");
-		ifname = rn_cni_state_get(&st, "ifname");
-		phase = rn_cni_state_get(&st, "phase");
-		mode = rn_cni_state_get(&st, "mode");
-		created = rn_cni_state_get(&st, "created");
-		if (!net || !cid || !ifname || strcmp(net, ctx->conf.name) != 0)
+		if (!att.network[0] || !att.container_id[0] || !att.ifname[0] ||
+		    strcmp(att.network, ctx->conf.name) != 0)
 			continue;
-		if (attachment_valid(ctx->conf.valid_attachments, cid, ifname))
+		if (attachment_valid(ctx->conf.valid_attachments, att.container_id, att.ifname))
 			continue;
-		if (phase && strcmp(phase, "adding") == 0 && created &&
-		    time(NULL) - strtoll(created, NULL, 10) < GC_GRACE_S)
+		if (att.phase == RN_CNI_PHASE_ADDING && att.created &&
+		    time(NULL) - att.created < GC_GRACE_S)
 			continue; /* an ADD may still be running */
-		if (gc_one(ctx, names[i], !ipam_gc && (!mode || strcmp(mode, "chained") != 0), cid,
-			   ifname) < 0)
+		if (gc_one(ctx, names[i], !ipam_gc && !att.plan.chained, att.container_id,
+			   att.ifname) < 0)
 			failed = 1;
 	}
 	rn_cni_state_names_free(names, n);

@@ -12,12 +12,13 @@ int cni_cmd_del(struct cni_ctx *ctx);
 int cni_cmd_gc(struct cni_ctx *ctx);
 
 /*
- * DEL of one attachment from its state (also GC and ADD's rollback):
+ * DEL of one attachment from its state (also GC and ADD's rollback), one
+ * that reads whole (not damaged):
  * devices home, IPAM DEL (call_ipam), device-info file and state removed.
  * take_locks: take the device locks (ADD's rollback holds them already).
  * container_id/ifname: the IPAM DEL's, NULL for the caller's.
  */
-int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_state *st,
+int cni_teardown(struct cni_ctx *ctx, const char *state_name, struct rn_cni_attachment *att,
 		 bool call_ipam, bool take_locks, const char *container_id, const char *ifname);
 
 /*

@@ -962,11 +962,13 @@ static void each_failing_kernel_call_is_an_error_the_next_del_repairs(void)
 	}
 }
 
-/* Records of a DEL that got half-way (read back from the state file's keys). */
+/* Records of a DEL that got half-way (read back from the state file). */
 static void a_partly_moved_attachment_is_finished_from_its_records(void)
 {
-	_cleanup_cni_state_ struct rn_cni_state st = { 0 };
+	_cleanup_cni_attachment_ struct rn_cni_attachment att = { 0 };
 	struct rn_error err = { 0 };
+	char tmpl[] = "/tmp/rn-attach-state.XXXXXX", cmd[64];
+	const char *dir = mkdtemp(tmpl);
 	struct fake_link *f0;
 	static const char *const want[] = { "brought RDMA device mlx5_1 home",
 					    "brought netdev ens1f1 home",
@@ -982,9 +984,14 @@ static void a_partly_moved_attachment_is_finished_from_its_records(void)
 	f0->ns = NS_HOME;
 	f0->up = false; /* an older DEL: the move alone, alias and up state after it */
 	(void)rn_strscpy(f0->name, sizeof(f0->name), "ens1f0");
-	CHECK_INT(rn_attach_plan_save(&plan, &st, &err), 0);
+	REQUIRE(dir != NULL);
+	att.plan = plan;
+	CHECK_INT(rn_cni_attachment_write(dir, "n:c:net1", &att, false, &err), 0);
 	memset(&plan, 0, sizeof(plan));
-	CHECK_INT(rn_attach_plan_load(&st, &plan, &err), 0);
+	CHECK_INT(rn_cni_attachment_read(dir, "n:c:net1", &att, &err), 0);
+	plan = att.plan;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK_INT(system(cmd), 0);
 	REQUIRE(plan.n_rdma == 2 && plan.n_netdevs == 2);
 
 	CHECK_INT(move_out("fake:pod", &err), 0);

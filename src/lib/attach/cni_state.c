@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /* State files and locks of the rdma-netns CNI plugin (format: rdmans/cni_state.h). */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,21 +18,110 @@
 #include <unistd.h>
 
 #include "rdmans/cni_state.h"
+#include "rdmans/gid.h"
 #include "rdmans/util.h"
 
 #define STATE_FILE_MAX (256 * 1024)
+/* The keys outside the field tables below, for the reader and the writer */
+#define KEY_FORMAT "format"
+#define KEY_MODE "mode" /* "chained" or "main" */
+#define KEY_BUS_ID "bus_id"
+#define KEY_RDMA_KERNEL "rdma_kernel"
+#define KEY_NETDEVS "netdevs"
+#define KEY_NETDEV "netdev.%zu." /* its fields: netdev_fields */
+#define KEY_IB_GID "ib_gid" /* after KEY_NETDEV */
+#define KEY_RDMA "rdma"
+#define KEY_RDMA_NAME "rdma.%zu.name"
+#define KEY_SOFT_ROCE "soft_roce"
+#define KEY_IP "ip.%zu"
+#define NCCL_PREFIX "nccl." /* nccl.KEY: the network configuration's "nccl" block */
 
-void rn_cni_state_free(struct rn_cni_state *st)
-{
-	if (!st)
-		return;
-	for (size_t i = 0; i < st->n; i++) {
-		free(st->v[i].key);
-		free(st->v[i].value);
+static const char *const phase_names[] = {
+	[RN_CNI_PHASE_ADDING] = "adding",
+	[RN_CNI_PHASE_READY] = "ready",
+	[RN_CNI_PHASE_RELEASING] = "releasing",
+};
+
+/*
+ * The keys, each spelled once, for the reader and the writer: the fields of
+ * a struct in the order rdma-netns has always written them (files of every
+ * version are rewritten byte for byte). A member's name is its key: the unit
+ * test's fixtures (files of the writer before this struct) hold them to it.
+ */
+enum field_kind {
+	FIELD_TEXT, /* a string, written when it holds something */
+	FIELD_TEXT_ALWAYS, /* a string, written empty too */
+	FIELD_PHASE,
+	FIELD_SECONDS, /* a long long, written when not 0 */
+	FIELD_INT, /* an int, atoi()'s reading */
+	FIELD_FLAG, /* a bool, "1" when true */
+};
+
+struct field {
+	const char *key;
+	enum field_kind kind;
+	size_t offset, size;
+};
+
+#define FIELD_OF(type, member, kind)                                                               \
+	{                                                                                          \
+#member, kind, offsetof(type, member), sizeof(((type *)0)->member)                 \
 	}
-	free(st->v);
-	st->v = NULL;
-	st->n = 0;
+#define ATT(member, kind) FIELD_OF(struct rn_cni_attachment, member, kind)
+#define NETDEV(member, kind) FIELD_OF(struct rn_attach_netdev, member, kind)
+
+/* Before the "nccl" block and the device section (soft_roce and ip.I come after them). */
+static const struct field attachment_fields[] = {
+	ATT(network, FIELD_TEXT),
+	ATT(container_id, FIELD_TEXT),
+	ATT(ifname, FIELD_TEXT),
+	ATT(netns, FIELD_TEXT),
+	ATT(phase, FIELD_PHASE),
+	ATT(created, FIELD_SECONDS),
+	ATT(boot_id, FIELD_TEXT),
+	ATT(pod_namespace, FIELD_TEXT),
+	ATT(pod_name, FIELD_TEXT),
+	ATT(pod_uid, FIELD_TEXT),
+	ATT(infra_container_id, FIELD_TEXT),
+	ATT(ipam, FIELD_TEXT),
+	ATT(devinfo, FIELD_TEXT),
+};
+
+/* netdev.I.KEY (and netdev.I.ib_gid after them, an IPoIB netdev's) */
+static const struct field netdev_fields[] = {
+	NETDEV(name, FIELD_TEXT_ALWAYS),
+	NETDEV(pod_name, FIELD_TEXT_ALWAYS),
+	NETDEV(mac, FIELD_TEXT_ALWAYS),
+	NETDEV(ifindex, FIELD_INT),
+	NETDEV(kind, FIELD_TEXT_ALWAYS),
+	NETDEV(alias, FIELD_TEXT_ALWAYS),
+	{ "up", FIELD_FLAG, offsetof(struct rn_attach_netdev, was_up), sizeof(bool) },
+};
+
+/*
+ * The file as text: its keys and values in file order. Private: what they
+ * mean is struct rn_cni_attachment, read and written below and nowhere else.
+ */
+struct kv {
+	char *key;
+	char *value;
+	bool taken; /* a known key the reader took into the struct */
+};
+
+struct kv_list {
+	size_t n;
+	struct kv *v;
+};
+
+static void kv_list_free(struct kv_list *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		free(t->v[i].key);
+		free(t->v[i].value);
+	}
+	free(t->v);
+	t->v = NULL;
+	t->n = 0;
 }
 
 static bool key_valid(const char *key)
@@ -43,84 +134,95 @@ static bool key_valid(const char *key)
 	return true;
 }
 
-static struct rn_kv *state_find(const struct rn_cni_state *st, const char *key)
+static struct kv *kv_find(const struct kv_list *t, const char *key)
 {
-	for (size_t i = 0; i < st->n; i++)
-		if (strcmp(st->v[i].key, key) == 0)
-			return &st->v[i];
+	for (size_t i = 0; i < t->n; i++)
+		if (strcmp(t->v[i].key, key) == 0)
+			return &t->v[i];
 	return NULL;
 }
 
-int rn_cni_state_set(struct rn_cni_state *st, const char *key, const char *value,
-		     struct rn_error *err)
+/* Sets key (a second line of a key replaces the first's value, in its place). */
+static int kv_set(struct kv_list *t, const char *key, const char *value, struct rn_error *err)
 {
-	struct rn_kv *kv;
-	_cleanup_free_ char *copy = NULL;
+	struct kv *kv;
+	_cleanup_free_ char *copy = strdup(value);
 	_cleanup_free_ char *kcopy = NULL;
 
-	if (!key_valid(key))
-		return rn_error_set(err, EINVAL, "invalid state key '%s'", key ? key : "");
-	copy = strdup(value ? value : "");
 	if (!copy)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	kv = state_find(st, key);
+	kv = kv_find(t, key);
 	if (kv) {
 		free(kv->value);
 		kv->value = TAKE_PTR(copy);
 		return 0;
 	}
 	kcopy = strdup(key);
-	if (!kcopy || RN_GROW(st->v, NULL, st->n + 1) < 0)
+	if (!kcopy || RN_GROW(t->v, NULL, t->n + 1) < 0)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	st->v[st->n].key = TAKE_PTR(kcopy);
-	st->v[st->n].value = TAKE_PTR(copy);
-	st->n++;
+	t->v[t->n++] = (struct kv){ .key = TAKE_PTR(kcopy), .value = TAKE_PTR(copy) };
 	return 0;
 }
 
-int rn_cni_state_setf(struct rn_cni_state *st, struct rn_error *err, const char *key,
-		      const char *fmt, ...)
+/* The value of a known key ("PREFIX.I.FIELD" built from fmt), taken; NULL when absent. */
+static const char *take(struct kv_list *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static const char *take(struct kv_list *t, const char *fmt, ...)
 {
-	_cleanup_free_ char *value = RN_FORMAT_ARGS(fmt);
+	char key[128];
+	struct kv *kv;
+	va_list ap;
 
-	if (!value)
+	va_start(ap, fmt);
+	vsnprintf(key, sizeof(key), fmt, ap);
+	va_end(ap);
+	kv = kv_find(t, key);
+	if (!kv)
+		return NULL;
+	kv->taken = true;
+	return kv->value;
+}
+
+static void settings_free(struct rn_cni_setting *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].key);
+		free(v[i].value);
+	}
+	free(v);
+}
+
+static int settings_add(struct rn_cni_setting **v, size_t *n, const char *key, const char *value,
+			struct rn_error *err)
+{
+	_cleanup_free_ char *k = strdup(key);
+	_cleanup_free_ char *val = strdup(value);
+
+	if (!k || !val || RN_GROW(*v, NULL, *n + 1) < 0)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	return rn_cni_state_set(st, key, value, err);
-}
-
-const char *rn_cni_state_get(const struct rn_cni_state *st, const char *key)
-{
-	const struct rn_kv *kv = state_find(st, key);
-
-	return kv ? kv->value : NULL;
-}
-
-const char *rn_cni_state_geti(const struct rn_cni_state *st, const char *key, size_t i,
-			      const char *field)
-{
-	char full[256];
-
-	if (field)
-		snprintf(full, sizeof(full), "%s.%zu.%s", key, i, field);
-	else
-		snprintf(full, sizeof(full), "%s.%zu", key, i);
-	return rn_cni_state_get(st, full);
-}
-
-int rn_cni_state_get_uint(const struct rn_cni_state *st, const char *key, unsigned long *ret)
-{
-	const char *v = rn_cni_state_get(st, key);
-	char *end;
-
-	if (!v)
-		return -ENOENT;
-	if (!isdigit((unsigned char)*v))
-		return -EINVAL;
-	errno = 0;
-	*ret = strtoul(v, &end, 10);
-	if (errno || *end)
-		return -EINVAL;
+	(*v)[(*n)++] = (struct rn_cni_setting){ .key = TAKE_PTR(k), .value = TAKE_PTR(val) };
 	return 0;
+}
+
+void rn_cni_attachment_free(struct rn_cni_attachment *att)
+{
+	if (!att)
+		return;
+	settings_free(att->nccl, att->n_nccl);
+	settings_free(att->unknown, att->n_unknown);
+	att->nccl = att->unknown = NULL;
+	att->n_nccl = att->n_unknown = 0;
+}
+
+int rn_cni_attachment_add_nccl(struct rn_cni_attachment *att, const char *key, const char *value,
+			       struct rn_error *err)
+{
+	return settings_add(&att->nccl, &att->n_nccl, key, value, err);
+}
+
+bool rn_cni_attachment_older_boot(const struct rn_cni_attachment *att, const char *this_boot)
+{
+	return att->boot_id[0] && this_boot && *this_boot && strcmp(att->boot_id, this_boot) != 0;
 }
 
 /* ---- directory ---- */
@@ -196,9 +298,6 @@ int rn_cni_state_dir_init(const char *dir, struct rn_error *err)
 
 /* ---- names ---- */
 
-/* What the state file's name can hold; the CNI spec sets no bound. */
-#define CNI_NAME_MAX 1024
-
 static uint64_t fnv1a(const char *a, const char *b, const char *c)
 {
 	const char *parts[] = { a, ":", b, ":", c };
@@ -217,10 +316,10 @@ int rn_cni_state_name(const char *network, const char *container_id, const char 
 {
 	int r;
 
-	r = rn_cni_name_check("network name", network, CNI_NAME_MAX, err);
+	r = rn_cni_name_check("network name", network, RN_CNI_NAME_MAX, err);
 	if (r < 0)
 		return r;
-	r = rn_cni_name_check("container ID", container_id, CNI_NAME_MAX, err);
+	r = rn_cni_name_check("container ID", container_id, RN_CNI_NAME_MAX, err);
 	if (r < 0)
 		return r;
 	r = rn_name_check("interface", ifname, 15, err);
@@ -268,20 +367,15 @@ static void unescape(char *s)
 	*w = '\0';
 }
 
-int rn_cni_state_read(const char *dir, const char *name, struct rn_cni_state *out,
-		      struct rn_error *err)
+/* The file's lines as keys and values; -ENOENT (with a message) when there is none. */
+static int read_text(const char *path, struct kv_list *out, struct rn_error *err)
 {
-	char path[PATH_MAX];
 	_cleanup_fclose_ FILE *f = NULL;
 	_cleanup_free_ char *line = NULL;
 	size_t cap = 0, total = 0;
 	ssize_t n;
 	int r;
 
-	memset(out, 0, sizeof(*out));
-	r = state_path(dir, name, path, sizeof(path), err);
-	if (r < 0)
-		return r;
 	{
 		/* a FIFO or a device in the state dir must not hang DEL */
 		int fd = rn_open_regular(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW, 0, "state file",
@@ -302,10 +396,8 @@ int rn_cni_state_read(const char *dir, const char *name, struct rn_cni_state *ou
 		char *eq;
 
 		total += (size_t)n;
-		if (total > STATE_FILE_MAX) {
-			rn_cni_state_free(out);
+		if (total > STATE_FILE_MAX)
 			return rn_error_set(err, EFBIG, "state file %s is too large", path);
-		}
 		if (line[n - 1] == '\n')
 			line[--n] = '\0';
 		if (n == 0 || line[0] == '#')
@@ -317,33 +409,360 @@ int rn_cni_state_read(const char *dir, const char *name, struct rn_cni_state *ou
 		unescape(eq + 1);
 		if (!key_valid(line))
 			continue;
-		r = rn_cni_state_set(out, line, eq + 1, err);
-		if (r < 0) {
-			rn_cni_state_free(out);
+		r = kv_set(out, line, eq + 1, err);
+		if (r < 0)
 			return r;
-		}
 	}
-	if (ferror(f)) {
-		rn_cni_state_free(out);
+	if (ferror(f))
 		return rn_error_errno(err, EIO, "cannot read state file %s", path);
-	}
 	return 0;
 }
 
-static int write_escaped(FILE *f, const char *s)
+/* The text read into a struct: the first damaged value is the one err tells. */
+struct reading {
+	struct kv_list *text;
+	const char *path;
+	struct rn_error *err;
+	int r; /* -EBADMSG once a value was found damaged */
+};
+
+static void damaged(struct reading *rd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void damaged(struct reading *rd, const char *fmt, ...)
 {
-	for (; *s; s++) {
-		if (*s == '\\') {
-			if (fputs("\\\\", f) < 0)
-				return -1;
-		} else if (*s == '\n') {
-			if (fputs("\\n", f) < 0)
-				return -1;
-		} else if (fputc(*s, f) == EOF) {
-			return -1;
+	char what[512];
+	va_list ap;
+
+	if (rd->r < 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	rd->r = rn_error_set(rd->err, EBADMSG, "state file %s is damaged: %s", rd->path, what);
+}
+
+/* key's value into buf ("" when absent); one too long for buf is damage. */
+static const char *text_field(struct reading *rd, const char *key, char *buf, size_t size)
+{
+	const char *v = take(rd->text, "%s", key);
+
+	if (rn_strscpy(buf, size, v) < 0)
+		damaged(rd, "'%s' is longer than %zu bytes", key, size - 1);
+	return v;
+}
+
+#define TEXT_FIELD(rd, key, field) text_field((rd), (key), (field), sizeof(field))
+
+/*
+ * A count of the device section, as DEL would use it: damage when it is not
+ * a number up to RN_ATTACH_MAX; the owner search reads what leads it, up to
+ * RN_ATTACH_MAX, all the same (a damaged file may still claim its devices).
+ */
+static size_t device_count(struct reading *rd, const char *key)
+{
+	const char *v = take(rd->text, "%s", key);
+	unsigned long n = 0;
+	char *end = NULL;
+
+	if (!v)
+		return 0;
+	if (isdigit((unsigned char)*v)) {
+		errno = 0;
+		n = strtoul(v, &end, 10);
+	}
+	if (!end || errno || *end || n > RN_ATTACH_MAX)
+		damaged(rd, "state: bad value for '%s'", key);
+	return n > RN_ATTACH_MAX ? RN_ATTACH_MAX : n;
+}
+
+static enum rn_cni_phase phase_of(const char *text)
+{
+	if (!text)
+		return RN_CNI_PHASE_UNKNOWN;
+	for (size_t i = 0; i < RN_ARRAY_SIZE(phase_names); i++)
+		if (phase_names[i] && strcmp(text, phase_names[i]) == 0)
+			return (enum rn_cni_phase)i;
+	return RN_CNI_PHASE_UNKNOWN;
+}
+
+/* The fields of one struct at base; keys are PREFIX + the field's. */
+static void read_fields(struct reading *rd, const char *prefix, const struct field *fields,
+			size_t n, void *base)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct field *f = &fields[i];
+		char *at = (char *)base + f->offset;
+		char key[64];
+		const char *v;
+
+		snprintf(key, sizeof(key), "%s%s", prefix, f->key);
+		switch (f->kind) {
+		case FIELD_TEXT:
+		case FIELD_TEXT_ALWAYS:
+			text_field(rd, key, at, f->size);
+			break;
+		case FIELD_PHASE:
+			*(enum rn_cni_phase *)at = phase_of(take(rd->text, "%s", key));
+			break;
+		case FIELD_SECONDS:
+			v = take(rd->text, "%s", key);
+			*(long long *)at = v ? strtoll(v, NULL, 10) : 0;
+			break;
+		case FIELD_INT:
+			v = take(rd->text, "%s", key);
+			*(int *)at = v ? atoi(v) : 0;
+			break;
+		case FIELD_FLAG:
+			v = take(rd->text, "%s", key);
+			*(bool *)at = v && strcmp(v, "1") == 0;
+			break;
 		}
 	}
+}
+
+static void read_netdev(struct reading *rd, size_t i, struct rn_attach_netdev *nd)
+{
+	char prefix[32];
+	const char *v;
+
+	snprintf(prefix, sizeof(prefix), KEY_NETDEV, i);
+	read_fields(rd, prefix, netdev_fields, RN_ARRAY_SIZE(netdev_fields), nd);
+	v = take(rd->text, "%s" KEY_IB_GID, prefix);
+	if (v) {
+		if (rn_gid_parse(v, nd->ib_gid, NULL) < 0)
+			damaged(rd, "state: netdev %zu has a bad ib_gid", i);
+		nd->ipoib = true;
+	}
+	if (rn_name_check("netdev", nd->name, IF_NAMESIZE - 1, NULL) < 0 ||
+	    rn_name_check("netdev", nd->pod_name, IF_NAMESIZE - 1, NULL) < 0)
+		damaged(rd, "state: netdev %zu has no valid name", i);
+}
+
+/* The device section: attach's plan. */
+static void read_plan(struct reading *rd, struct rn_attach_plan *plan)
+{
+	const char *v = take(rd->text, KEY_MODE);
+
+	plan->chained = v && strcmp(v, "chained") == 0;
+	TEXT_FIELD(rd, KEY_BUS_ID, plan->bus_id);
+	v = take(rd->text, KEY_RDMA_KERNEL);
+	plan->rdma_kernel = !v || strcmp(v, "0") != 0;
+	plan->exclusive = true;
+	plan->n_netdevs = device_count(rd, KEY_NETDEVS);
+	plan->n_rdma = device_count(rd, KEY_RDMA);
+	for (size_t i = 0; i < plan->n_netdevs; i++)
+		read_netdev(rd, i, &plan->netdevs[i]);
+	for (size_t i = 0; i < plan->n_rdma; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), KEY_RDMA_NAME, i);
+		TEXT_FIELD(rd, key, plan->rdma[i]);
+		if (rn_name_check("RDMA device", plan->rdma[i], RN_RDMA_NAME_MAX - 1, NULL) < 0)
+			damaged(rd, "state: RDMA device %zu has no valid name", i);
+	}
+}
+
+static int read_attachment(struct reading *rd, struct rn_cni_attachment *att)
+{
+	const char *v = take(rd->text, KEY_FORMAT);
+	char format[16];
+	int r;
+
+	snprintf(format, sizeof(format), "%d", RN_CNI_STATE_FORMAT);
+	if (v && strcmp(v, format) != 0)
+		return rn_error_set(
+			rd->err, EPROTONOSUPPORT,
+			"state file %s has format %.32s, and this rdma-netns reads "
+			"format %d only: a newer rdma-netns wrote it (run DEL with that "
+			"one)",
+			rd->path, v, RN_CNI_STATE_FORMAT);
+	read_fields(rd, "", attachment_fields, RN_ARRAY_SIZE(attachment_fields), att);
+	read_plan(rd, &att->plan);
+	TEXT_FIELD(rd, KEY_SOFT_ROCE, att->soft_roce);
+	for (; att->n_ips < RN_CNI_IPS_MAX; att->n_ips++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), KEY_IP, att->n_ips);
+		if (!TEXT_FIELD(rd, key, att->ips[att->n_ips]))
+			break;
+	}
+	for (size_t i = 0; i < rd->text->n; i++) {
+		struct kv *kv = &rd->text->v[i];
+
+		if (kv->taken)
+			continue;
+		if (strncmp(kv->key, NCCL_PREFIX, strlen(NCCL_PREFIX)) == 0)
+			r = rn_cni_attachment_add_nccl(att, kv->key + strlen(NCCL_PREFIX),
+						       kv->value, rd->err);
+		else
+			r = settings_add(&att->unknown, &att->n_unknown, kv->key, kv->value,
+					 rd->err);
+		if (r < 0)
+			return r;
+	}
+	return rd->r;
+}
+
+int rn_cni_attachment_read(const char *dir, const char *name, struct rn_cni_attachment *ret,
+			   struct rn_error *err)
+{
+	_cleanup_(kv_list_free) struct kv_list text = { 0 };
+	struct reading rd = { .text = &text, .err = err };
+	char path[PATH_MAX];
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	r = state_path(dir, name, path, sizeof(path), err);
+	if (r < 0)
+		return r;
+	r = read_text(path, &text, err);
+	if (r < 0)
+		return r;
+	rd.path = path;
+	return read_attachment(&rd, ret);
+}
+
+static void put(FILE *f, const char *key, const char *value)
+{
+	fprintf(f, "%s=", key);
+	for (const char *p = value; *p; p++) {
+		if (*p == '\\')
+			fputs("\\\\", f);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*p, f);
+	}
+	fputc('\n', f);
+}
+
+static void putf(FILE *f, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void putf(FILE *f, const char *key, const char *fmt, ...)
+{
+	char value[64];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(value, sizeof(value), fmt, ap);
+	va_end(ap);
+	put(f, key, value);
+}
+
+/* A text field: written when it holds something. */
+static void put_set(FILE *f, const char *key, const char *value)
+{
+	if (value[0])
+		put(f, key, value);
+}
+
+/* The fields of one struct at base; keys are PREFIX + the field's. */
+static void write_fields(FILE *f, const char *prefix, const struct field *fields, size_t n,
+			 const void *base)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct field *fl = &fields[i];
+		const char *at = (const char *)base + fl->offset;
+		const char *phase;
+		char key[64];
+
+		snprintf(key, sizeof(key), "%s%s", prefix, fl->key);
+		switch (fl->kind) {
+		case FIELD_TEXT:
+			if (at[0])
+				put(f, key, at);
+			break;
+		case FIELD_TEXT_ALWAYS:
+			put(f, key, at);
+			break;
+		case FIELD_PHASE:
+			phase = RN_NAME_OF(phase_names, *(const enum rn_cni_phase *)at, NULL);
+			if (phase)
+				put(f, key, phase);
+			break;
+		case FIELD_SECONDS:
+			if (*(const long long *)at)
+				putf(f, key, "%lld", *(const long long *)at);
+			break;
+		case FIELD_INT:
+			putf(f, key, "%d", *(const int *)at);
+			break;
+		case FIELD_FLAG:
+			putf(f, key, "%d", *(const bool *)at);
+			break;
+		}
+	}
+}
+
+/* The device section (read_plan's keys), in the order ADD has always written them. */
+static void write_plan(FILE *f, const struct rn_attach_plan *plan)
+{
+	char key[64];
+
+	put(f, KEY_MODE, plan->chained ? "chained" : "main");
+	put_set(f, KEY_BUS_ID, plan->bus_id);
+	putf(f, KEY_RDMA_KERNEL, "%d", plan->rdma_kernel);
+	putf(f, KEY_NETDEVS, "%zu", plan->n_netdevs);
+	for (size_t i = 0; i < plan->n_netdevs && i < RN_ATTACH_MAX; i++) {
+		const struct rn_attach_netdev *nd = &plan->netdevs[i];
+
+		snprintf(key, sizeof(key), KEY_NETDEV, i);
+		write_fields(f, key, netdev_fields, RN_ARRAY_SIZE(netdev_fields), nd);
+		if (nd->ipoib) {
+			char gid[INET6_ADDRSTRLEN];
+
+			snprintf(key, sizeof(key), KEY_NETDEV KEY_IB_GID, i);
+			put(f, key, inet_ntop(AF_INET6, nd->ib_gid, gid, sizeof(gid)));
+		}
+	}
+	putf(f, KEY_RDMA, "%zu", plan->n_rdma);
+	for (size_t i = 0; i < plan->n_rdma && i < RN_ATTACH_MAX; i++) {
+		snprintf(key, sizeof(key), KEY_RDMA_NAME, i);
+		put(f, key, plan->rdma[i]);
+	}
+}
+
+/* Keys that come from outside the struct (nccl.*, a newer writer's) must read back as keys. */
+static int check_keys(const struct rn_cni_attachment *att, struct rn_error *err)
+{
+	for (size_t i = 0; i < att->n_nccl; i++) {
+		const char *k = att->nccl[i].key;
+
+		/* "nccl." itself is a key: the part after it may be empty */
+		if (*k && !key_valid(k))
+			return rn_error_set(err, EINVAL, "invalid state key '" NCCL_PREFIX "%s'",
+					    k);
+	}
+	for (size_t i = 0; i < att->n_unknown; i++)
+		if (!key_valid(att->unknown[i].key))
+			return rn_error_set(err, EINVAL, "invalid state key '%s'",
+					    att->unknown[i].key);
 	return 0;
+}
+
+/*
+ * The text of att: keys in the order ADD sets them (an attachment's life
+ * writes the same file over: the device section after the "nccl" block,
+ * soft_roce and the addresses after the devices), the unknown ones last.
+ */
+static void write_attachment(FILE *f, const struct rn_cni_attachment *att)
+{
+	char key[32];
+
+	fputs("# rdma-netns attachment state (format: include/rdmans/cni_state.h)\n", f);
+	putf(f, KEY_FORMAT, "%d", RN_CNI_STATE_FORMAT);
+	write_fields(f, "", attachment_fields, RN_ARRAY_SIZE(attachment_fields), att);
+	for (size_t i = 0; i < att->n_nccl; i++) {
+		fputs(NCCL_PREFIX, f);
+		put(f, att->nccl[i].key, att->nccl[i].value);
+	}
+	write_plan(f, &att->plan);
+	put_set(f, KEY_SOFT_ROCE, att->soft_roce);
+	for (size_t i = 0; i < att->n_ips && i < RN_CNI_IPS_MAX; i++) {
+		snprintf(key, sizeof(key), KEY_IP, i);
+		put(f, key, att->ips[i]);
+	}
+	for (size_t i = 0; i < att->n_unknown; i++)
+		put(f, att->unknown[i].key, att->unknown[i].value);
 }
 
 static int fsync_dir(const char *dir)
@@ -355,8 +774,8 @@ static int fsync_dir(const char *dir)
 	return 0;
 }
 
-static int state_write(const char *dir, const char *name, const struct rn_cni_state *st,
-		       bool durable, struct rn_error *err)
+int rn_cni_attachment_write(const char *dir, const char *name, const struct rn_cni_attachment *att,
+			    bool durable, struct rn_error *err)
 {
 	_cleanup_free_ char *text = NULL;
 	char path[PATH_MAX];
@@ -367,32 +786,17 @@ static int state_write(const char *dir, const char *name, const struct rn_cni_st
 	r = state_path(dir, name, path, sizeof(path), err);
 	if (r < 0)
 		return r;
+	r = check_keys(att, err);
+	if (r < 0)
+		return r;
 	f = open_memstream(&text, &len);
 	if (!f)
 		return rn_error_set(err, ENOMEM, "out of memory");
-	r = fputs("# rdma-netns attachment state (format: include/rdmans/cni_state.h)\n", f) < 0
-		    ? -1
-		    : 0;
-	for (size_t i = 0; r == 0 && i < st->n; i++) {
-		if (fprintf(f, "%s=", st->v[i].key) < 0 || write_escaped(f, st->v[i].value) < 0 ||
-		    fputc('\n', f) == EOF)
-			r = -1;
-	}
+	write_attachment(f, att);
+	r = ferror(f) ? -1 : 0;
 	if (fclose(f) != 0 || r < 0)
 		return rn_error_set(err, ENOMEM, "out of memory");
 	return rn_write_atomic(path, text, len, 0600, durable, "state file", err);
-}
-
-int rn_cni_state_write(const char *dir, const char *name, const struct rn_cni_state *st,
-		       struct rn_error *err)
-{
-	return state_write(dir, name, st, true, err);
-}
-
-int rn_cni_state_write_nosync(const char *dir, const char *name, const struct rn_cni_state *st,
-			      struct rn_error *err)
-{
-	return state_write(dir, name, st, false, err);
 }
 
 /* ".NAME.PID.tmp" of a writer killed before its rename: its PID is gone. */
@@ -442,13 +846,6 @@ int rn_cni_state_remove(const char *dir, const char *name, struct rn_error *err)
 int rn_cni_state_remove_nosync(const char *dir, const char *name, struct rn_error *err)
 {
 	return state_remove(dir, name, false, err);
-}
-
-bool rn_cni_state_older_boot(const struct rn_cni_state *st, const char *this_boot)
-{
-	const char *boot = rn_cni_state_get(st, "boot_id");
-
-	return boot && this_boot && *this_boot && strcmp(boot, this_boot) != 0;
 }
 
 void rn_cni_state_names_free(char **names, size_t n)

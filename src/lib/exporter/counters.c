@@ -315,15 +315,15 @@ static int cni_labels_load(const char *dir, struct cni_labels *out)
 	if (!dir || !*dir || rn_cni_state_list(dir, &names, &n, NULL) < 0)
 		return 0;
 	for (size_t i = 0; i < n && r == 0; i++) {
-		_cleanup_cni_state_ struct rn_cni_state st = { 0 };
-		const char *netns, *v;
+		_cleanup_cni_attachment_ struct rn_cni_attachment att = { 0 };
 		struct cni_label *l;
 		struct stat sb;
+		int rr = rn_cni_attachment_read(dir, names[i], &att, NULL);
 
-		if (rn_cni_state_read(dir, names[i], &st, NULL) < 0)
+		/* damaged devices do not hide whose pod it is */
+		if (rr < 0 && rr != -EBADMSG)
 			continue;
-		netns = rn_cni_state_get(&st, "netns");
-		if (!netns || stat(netns, &sb) < 0)
+		if (!att.netns[0] || stat(att.netns, &sb) < 0)
 			continue;
 		if (RN_GROW(out->v, NULL, out->n + 1) < 0) {
 			r = -ENOMEM;
@@ -333,12 +333,9 @@ static int cni_labels_load(const char *dir, struct cni_labels *out)
 		memset(l, 0, sizeof(*l));
 		l->id.dev = sb.st_dev;
 		l->id.ino = sb.st_ino;
-		if ((v = rn_cni_state_get(&st, "pod_name")))
-			(void)rn_strscpy(l->pod, sizeof(l->pod), v);
-		if ((v = rn_cni_state_get(&st, "pod_namespace")))
-			(void)rn_strscpy(l->pod_namespace, sizeof(l->pod_namespace), v);
-		if ((v = rn_cni_state_get(&st, "container_id")))
-			(void)rn_strscpy(l->container, sizeof(l->container), v);
+		(void)rn_strscpy(l->pod, sizeof(l->pod), att.pod_name);
+		(void)rn_strscpy(l->pod_namespace, sizeof(l->pod_namespace), att.pod_namespace);
+		(void)rn_strscpy(l->container, sizeof(l->container), att.container_id);
 	}
 	rn_cni_state_names_free(names, n);
 	return r;
