@@ -63,14 +63,6 @@ int rn_attach_rdma_dump_here(struct rn_rdma_devs *devs, bool *kernel, bool *excl
 	return r;
 }
 
-const struct rn_rdma_dev *rn_attach_devs_find(const struct rn_rdma_devs *devs, const char *name)
-{
-	for (size_t i = 0; i < devs->n; i++)
-		if (strcmp(devs->devs[i].name, name) == 0)
-			return &devs->devs[i];
-	return NULL;
-}
-
 /* ---- moving in ---- */
 
 /*
@@ -203,7 +195,11 @@ int rn_attach_ipoib_back_to_pod(const struct rn_attach_netdev *nd, int pod_nsfd,
 				struct rn_error *err)
 {
 	struct ipoib_probe p = { .nd = nd };
-	/* a host name the previous plugin kept (host-device: in the alias) */
+	/*
+	 * Not the mover's: the kernel made this netdev on the host when the
+	 * RDMA device came home; it is found by its GID and goes alone.
+	 * A host name the previous plugin kept (host-device) goes in the alias.
+	 */
 	const struct rn_link_move_to to = {
 		.name = nd->pod_name,
 		.alias = strcmp(nd->name, nd->pod_name) != 0 ? nd->name : NULL,
@@ -483,7 +479,7 @@ static int roce_probe_here(void *arg, struct rn_error *err)
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < p->plan->n_rdma; i++) {
-		const struct rn_rdma_dev *d = rn_attach_devs_find(&devs, p->plan->rdma[i]);
+		const struct rn_rdma_dev *d = rn_rdma_devs_get(&devs, p->plan->rdma[i], NULL);
 		struct rn_sysfs_rdma_dev sd;
 		bool bound = false;
 
@@ -636,7 +632,7 @@ static int verify_here(void *arg, struct rn_error *err)
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < plan->n_rdma; i++)
-		if (!rn_attach_devs_find(&devs, plan->rdma[i]))
+		if (!rn_rdma_devs_get(&devs, plan->rdma[i], NULL))
 			return rn_error_set(err, ENODEV, "RDMA device %s is no longer in the pod",
 					    plan->rdma[i]);
 	return 0;

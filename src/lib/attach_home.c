@@ -138,7 +138,10 @@ static int fetch_home_probe(struct fetch_job *f, struct rn_error *err)
 
 /*
  * One entry into a netns: look for the netdev there and send it home under
- * its host name, with its alias and up state as before the attach.
+ * its host name, with its alias and up state as before the attach. Not the
+ * home loop's (RDMA devices, by name): a netdev in the pod goes by another
+ * name, the kernel may have renamed it "devN", so it is found by name, MAC
+ * or ifindex, and a host name taken meanwhile must be seen before it moves.
  */
 static int fetch_here(void *arg, struct rn_error *err)
 {
@@ -337,7 +340,7 @@ static int out_at_home(const struct rn_attach_plan *plan, bool pod_alive, struct
 		for (size_t i = 0; i < plan->n_rdma; i++) {
 			if (!os->rdma_home[i])
 				os->rdma_home[i] =
-					rn_attach_devs_find(&devs, plan->rdma[i]) != NULL;
+					rn_rdma_devs_get(&devs, plan->rdma[i], NULL) != NULL;
 			pending += !os->rdma_home[i];
 		}
 	}
