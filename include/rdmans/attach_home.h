@@ -14,7 +14,9 @@
  * names, aliases and up/down. Virtual netdevs (veth, ...) die with their
  * netns: gone is fine for them. An RDMA device found nowhere after the wait
  * when the pod netns is gone counts as returned later by the kernel (it
- * keeps its name). -EAGAIN when a physical netdev has not come back.
+ * keeps its name). -EAGAIN when a physical netdev has not come back. An
+ * RDMA device the kernel refuses to take from the pod does not keep the
+ * others there: every refusal is in the message (rn_move_home()).
  */
 int rn_attach_move_out(const struct rn_attach_plan *plan, const char *pod_netns, int timeout_ms,
 		       rn_attach_step_fn step, void *arg, struct rn_error *err);

@@ -62,6 +62,9 @@ int rn_rdma_dev_dump(struct rn_rdma *rdma, struct rn_rdma_devs *out, struct rn_e
 /* One device by name (-ENODEV with a message naming it). *out must be freed with rn_rdma_dev_free(). */
 int rn_rdma_dev_find(struct rn_rdma *rdma, const char *name, struct rn_rdma_dev *out,
 		     struct rn_error *err);
+/* The device named `name` in devs; NULL with -ENODEV in err (may be NULL) when none. */
+const struct rn_rdma_dev *rn_rdma_devs_get(const struct rn_rdma_devs *devs, const char *name,
+					   struct rn_error *err);
 void rn_rdma_dev_free(struct rn_rdma_dev *dev);
 
 /*

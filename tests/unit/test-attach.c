@@ -89,7 +89,7 @@ static struct {
 	int fd_ns[1024];
 	long clock_ms;
 	unsigned changes; /* moves, renames, alias and up/down changes */
-	/* one fault: call number `fail_nth` of `fail_op` returns -fail_errno */
+	/* one fault: call number `fail_nth` of `fail_op` returns -fail_errno (0: every call) */
 	const char *fail_op;
 	int fail_nth, fail_errno, fail_calls;
 	bool fail_fired;
@@ -102,7 +102,7 @@ static int fault(const char *op, struct rn_error *err)
 {
 	if (!W.fail_op || strcmp(op, W.fail_op) != 0)
 		return 0;
-	if (++W.fail_calls != W.fail_nth)
+	if (++W.fail_calls != W.fail_nth && W.fail_nth != 0)
 		return 0;
 	W.fail_fired = true;
 	return rn_error_set(err, W.fail_errno, "fake kernel: %s failed", op);
@@ -462,21 +462,6 @@ int __wrap_rn_rdma_dump_in(int nsfd, struct rn_rdma_devs *out, struct rn_error *
 	if (!W.rdma_kernel)
 		return rn_error_set(err, EPROTONOSUPPORT, "test: no RDMA netlink");
 	return dump_ns(ns_of(nsfd), out, err);
-}
-
-int __wrap_rn_move_rdma_dev(const char *name, int from_nsfd, int to_nsfd, struct rn_error *err);
-int __wrap_rn_move_rdma_dev(const char *name, int from_nsfd, int to_nsfd, struct rn_error *err)
-{
-	struct fake_rdma *d = rdma_named(name);
-	int r = fault("move_rdma_dev", err);
-
-	if (r < 0)
-		return r;
-	if (!d || d->ns != ns_of(from_nsfd))
-		return rn_error_set(err, ENODEV, "test: no RDMA device %s there", name);
-	d->ns = ns_of(to_nsfd);
-	W.changes++;
-	return 0;
 }
 
 /* In the calling thread's netns (W.cur), as the kernel's RDMA_NLDEV_CMD_SET with a netns fd. */
@@ -1003,6 +988,37 @@ static void a_partly_moved_attachment_is_finished_from_its_records(void)
 	CHECK_INT(rdma_named("mlx5_1")->ns, NS_HOME);
 }
 
+/* An RDMA device the kernel refuses does not keep the others in the pod; each refusal is said. */
+static void a_refused_rdma_device_does_not_keep_the_others_in_the_pod(void)
+{
+	struct rn_error err = { 0 };
+
+	attached();
+	add_rdma(NS_POD, "mlx5_1");
+	(void)rn_strscpy(plan.rdma[plan.n_rdma++], RN_RDMA_NAME_MAX, "mlx5_1");
+	fail_next("rdma_dev_set_netns", 1, EPERM);
+	CHECK_INT(move_out("fake:pod", &err), -EPERM);
+	CHECK(W.fail_fired);
+	CHECK_STR(err.msg, "cannot bring RDMA device mlx5_0 home: fake kernel: rdma_dev_set_netns "
+			   "failed");
+	CHECK_INT(rdma_named("mlx5_0")->ns, NS_POD);
+	CHECK_INT(rdma_named("mlx5_1")->ns, NS_HOME);
+
+	/* every one refused: all of them in the message, the first one's code */
+	rdma_named("mlx5_1")->ns = NS_POD;
+	fail_next("rdma_dev_set_netns", 0, EPERM);
+	CHECK_INT(move_out("fake:pod", &err), -EPERM);
+	CHECK_STR(err.msg, "cannot bring RDMA device mlx5_0 home: fake kernel: rdma_dev_set_netns "
+			   "failed; cannot bring RDMA device mlx5_1 home: fake kernel: "
+			   "rdma_dev_set_netns failed");
+
+	fail_next(NULL, 0, 0);
+	CHECK_INT(move_out("fake:pod", &err), 0);
+	CHECK_STR(err.msg, "");
+	check_home_as_before();
+	CHECK_INT(rdma_named("mlx5_1")->ns, NS_HOME);
+}
+
 /* The pod's netns is destroyed: the kernel hands devices back late, ens1f0 as dev7. */
 static void a_destroyed_pod_is_waited_for_and_names_are_restored(void)
 {
@@ -1184,6 +1200,7 @@ RN_TEST_MAIN(T(move_in_puts_the_plan_in_the_pod),
 	     T(an_add_stopped_after_any_step_is_undone),
 	     T(each_failing_kernel_call_is_an_error_the_next_del_repairs),
 	     T(a_partly_moved_attachment_is_finished_from_its_records),
+	     T(a_refused_rdma_device_does_not_keep_the_others_in_the_pod),
 	     T(a_destroyed_pod_is_waited_for_and_names_are_restored),
 	     T(a_netdev_that_never_returns_is_eagain_and_a_later_del_finishes),
 	     T(the_hunt_brings_devices_home_from_other_netns), T(an_rdma_device_nowhere_to_be_seen),

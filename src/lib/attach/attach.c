@@ -63,42 +63,29 @@ int rn_attach_rdma_dump_here(struct rn_rdma_devs *devs, bool *kernel, bool *excl
 	return r;
 }
 
-const struct rn_rdma_dev *rn_attach_devs_find(const struct rn_rdma_devs *devs, const char *name)
-{
-	for (size_t i = 0; i < devs->n; i++)
-		if (strcmp(devs->devs[i].name, name) == 0)
-			return &devs->devs[i];
-	return NULL;
-}
-
 /* ---- moving in ---- */
 
 /*
- * The plan's RDMA devices from one netns to the other, a step after each:
- * into the pod (in_pod NULL), or home, those of them in_pod lists (moved[i]
- * tells which went).
+ * The plan's RDMA devices into the pod, a step after each. Each goes alone,
+ * its netdev after all of them (rn_attach_move_in): a plan's netdevs and
+ * RDMA devices are not pairs (one netdev may carry the ports of several
+ * devices, an IPoIB one is made anew by the kernel, a chained plan moves
+ * none), and a failure is undone by rn_attach_move_out(), not here: CNI DEL
+ * brings home whatever the state file says moved.
  */
-static int move_rdma_devs(const struct rn_attach_plan *plan, int from_fd, int to_fd,
-			  const struct rn_rdma_devs *in_pod, bool *moved, rn_attach_step_fn step,
-			  void *arg, struct rn_error *err)
+static int move_rdma_devs(const struct rn_attach_plan *plan, int home_fd, int pod_nsfd,
+			  rn_attach_step_fn step, void *arg, struct rn_error *err)
 {
 	for (size_t i = 0; i < plan->n_rdma; i++) {
+		const struct rn_move_dev m = { .rdma = plan->rdma[i],
+					       .from_nsfd = home_fd,
+					       .to_nsfd = pod_nsfd };
 		int r;
 
-		if (in_pod && !rn_attach_devs_find(in_pod, plan->rdma[i]))
-			continue;
-		r = rn_move_rdma_dev(plan->rdma[i], from_fd, to_fd, err);
-		if (r < 0 && in_pod)
-			return rn_error_wrap(err, "cannot bring RDMA device %s home",
-					     plan->rdma[i]);
+		r = rn_move_dev(&m, NULL, err);
 		if (r < 0)
 			return r;
-		if (moved)
-			moved[i] = true;
-		r = rn_attach_run_step(step, arg, err,
-				       in_pod ? "brought RDMA device %s home"
-					      : "moved RDMA device %s",
-				       plan->rdma[i]);
+		r = rn_attach_run_step(step, arg, err, "moved RDMA device %s", plan->rdma[i]);
 		if (r < 0)
 			return r;
 	}
@@ -187,6 +174,10 @@ static int ipoib_follow(const struct rn_attach_netdev *nd, int pod_nsfd, bool up
 				    "ib_ipoib unloaded?)",
 				    nd->name);
 	{
+		/*
+		 * Not the mover's: this netdev is not the one that was on the
+		 * host, the kernel made it, and it was just found here by its GID.
+		 */
 		const struct rn_link_move_to to = {
 			.name = strcmp(p.link.name, nd->pod_name) ? nd->pod_name : NULL, .up = up
 		};
@@ -204,7 +195,11 @@ int rn_attach_ipoib_back_to_pod(const struct rn_attach_netdev *nd, int pod_nsfd,
 				struct rn_error *err)
 {
 	struct ipoib_probe p = { .nd = nd };
-	/* a host name the previous plugin kept (host-device: in the alias) */
+	/*
+	 * Not the mover's: the kernel made this netdev on the host when the
+	 * RDMA device came home; it is found by its GID and goes alone.
+	 * A host name the previous plugin kept (host-device) goes in the alias.
+	 */
 	const struct rn_link_move_to to = {
 		.name = nd->pod_name,
 		.alias = strcmp(nd->name, nd->pod_name) != 0 ? nd->name : NULL,
@@ -253,7 +248,7 @@ int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, bool up, 
 		}
 	}
 	/* RDMA devices first: a driver that cannot change netns refuses before a netdev moved. */
-	r = move_rdma_devs(plan, home, pod_nsfd, NULL, NULL, step, arg, err);
+	r = move_rdma_devs(plan, home, pod_nsfd, step, arg, err);
 	if (r < 0)
 		return r;
 	if (plan->chained)
@@ -274,6 +269,13 @@ int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, bool up, 
 
 			r = ipoib_follow(nd, pod_nsfd, to.up, &now_up, &remade, err);
 		} else {
+			/* the pod was just looked at for pod_name (above): no probe */
+			const struct rn_move_dev m = { .from_nsfd = home,
+						       .to_nsfd = pod_nsfd,
+						       .netdev_ifindex = nd->ifindex,
+						       .netdev = nd->name,
+						       .netdev_to = to };
+
 			if (to.name) {
 				/* Remembered by the netdev itself, as host-device does. */
 				r = rn_link_set_alias(nd->ifindex, nd->name, nd->name, err);
@@ -284,8 +286,7 @@ int rn_attach_move_in(const struct rn_attach_plan *plan, int pod_nsfd, bool up, 
 				if (r < 0)
 					return r;
 			}
-			/* the pod was just looked at for pod_name (above) */
-			r = rn_link_move_to(nd->ifindex, nd->name, pod_nsfd, &to, &partial, err);
+			r = rn_move_dev(&m, &partial, err);
 			now_up = to.up && !partial;
 		}
 		if (r < 0)
@@ -478,7 +479,7 @@ static int roce_probe_here(void *arg, struct rn_error *err)
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < p->plan->n_rdma; i++) {
-		const struct rn_rdma_dev *d = rn_attach_devs_find(&devs, p->plan->rdma[i]);
+		const struct rn_rdma_dev *d = rn_rdma_devs_get(&devs, p->plan->rdma[i], NULL);
 		struct rn_sysfs_rdma_dev sd;
 		bool bound = false;
 
@@ -631,7 +632,7 @@ static int verify_here(void *arg, struct rn_error *err)
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < plan->n_rdma; i++)
-		if (!rn_attach_devs_find(&devs, plan->rdma[i]))
+		if (!rn_rdma_devs_get(&devs, plan->rdma[i], NULL))
 			return rn_error_set(err, ENODEV, "RDMA device %s is no longer in the pod",
 					    plan->rdma[i]);
 	return 0;

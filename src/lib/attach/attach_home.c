@@ -138,7 +138,10 @@ static int fetch_home_probe(struct fetch_job *f, struct rn_error *err)
 
 /*
  * One entry into a netns: look for the netdev there and send it home under
- * its host name, with its alias and up state as before the attach.
+ * its host name, with its alias and up state as before the attach. Not the
+ * home loop's (RDMA devices, by name): a netdev in the pod goes by another
+ * name, the kernel may have renamed it "devN", so it is found by name, MAC
+ * or ifindex, and a host name taken meanwhile must be seen before it moves.
  */
 static int fetch_here(void *arg, struct rn_error *err)
 {
@@ -222,35 +225,26 @@ struct out_pod_job {
 	bool rdma_failed; /* the error is the RDMA devices' */
 };
 
-/* In the pod: the plan's RDMA devices there, home; one socket, one dump. */
+static int rdma_home_step(void *arg, const char *dev, struct rn_error *err)
+{
+	struct out_pod_job *job = arg;
+
+	return rn_attach_run_step(job->step, job->arg, err, "brought RDMA device %s home", dev);
+}
+
+/* In the pod: the plan's RDMA devices there, home (the home loop, on this thread). */
 static int rdma_home_here(struct out_pod_job *job, struct rn_error *err)
 {
-	const struct rn_attach_plan *plan = job->plan;
-	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
-	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
-	int r;
+	const struct rn_move_home h = { .names = job->plan->rdma,
+					.n = job->plan->n_rdma,
+					.home_nsfd = job->home_fd,
+					.from_desc = "the pod",
+					.name_each = true,
+					.ret_home = job->os->rdma_home,
+					.done = rdma_home_step,
+					.arg = job };
 
-	r = rn_rdma_open(&rdma, err);
-	if (r == 0)
-		r = rn_rdma_dev_dump(rdma, &devs, err);
-	if (r < 0)
-		return rn_error_wrap(err, "cannot list the RDMA devices in the pod");
-	for (size_t i = 0; i < plan->n_rdma; i++) {
-		const struct rn_rdma_dev *d = rn_attach_devs_find(&devs, plan->rdma[i]);
-
-		if (!d)
-			continue;
-		r = rn_rdma_dev_set_netns(rdma, d->index, d->name, job->home_fd, err);
-		if (r < 0)
-			return rn_error_wrap(err, "cannot bring RDMA device %s home",
-					     plan->rdma[i]);
-		job->os->rdma_home[i] = true;
-		r = rn_attach_run_step(job->step, job->arg, err, "brought RDMA device %s home",
-				       plan->rdma[i]);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return rn_move_home_here(&h, err);
 }
 
 /*
@@ -346,7 +340,7 @@ static int out_at_home(const struct rn_attach_plan *plan, bool pod_alive, struct
 		for (size_t i = 0; i < plan->n_rdma; i++) {
 			if (!os->rdma_home[i])
 				os->rdma_home[i] =
-					rn_attach_devs_find(&devs, plan->rdma[i]) != NULL;
+					rn_rdma_devs_get(&devs, plan->rdma[i], NULL) != NULL;
 			pending += !os->rdma_home[i];
 		}
 	}
@@ -408,7 +402,10 @@ static int out_hunt(const struct rn_attach_plan *plan, int home_fd, bool pod_ali
 			continue;
 		r = rn_netns_same(fd, home_fd, err);
 		if (r == 0)
-			r = rn_move_rdma_dev(plan->rdma[i], fd, home_fd, err);
+			r = rn_move_dev(&(const struct rn_move_dev){ .rdma = plan->rdma[i],
+								     .from_nsfd = fd,
+								     .to_nsfd = home_fd },
+					NULL, err);
 		if (r < 0)
 			return rn_error_wrap(err, "cannot bring RDMA device %s home",
 					     plan->rdma[i]);

@@ -120,7 +120,7 @@ static int add_netdevs_bound(struct rn_attach_plan *plan, const struct rn_rdma_d
 			     struct rn_error *err)
 {
 	for (size_t i = 0; i < plan->n_rdma; i++) {
-		const struct rn_rdma_dev *d = rn_attach_devs_find(devs, plan->rdma[i]);
+		const struct rn_rdma_dev *d = rn_rdma_devs_get(devs, plan->rdma[i], NULL);
 
 		for (size_t p = 0; d && p < d->nports; p++) {
 			int r;
@@ -202,7 +202,7 @@ static int resolve_one(enum sel_kind kind, const char *value, const struct rn_rd
 		r = rn_name_check("RDMA device", value, RN_RDMA_NAME_MAX - 1, err);
 		if (r < 0)
 			return r;
-		if (!rn_attach_devs_find(devs, value) && rn_sysfs_rdma_get(value, &sd, NULL) < 0)
+		if (!rn_rdma_devs_get(devs, value, NULL) && rn_sysfs_rdma_get(value, &sd, NULL) < 0)
 			return rn_error_set(err, ENODEV,
 					    "RDMA device %s not found on the host ('rdmans dev' "
 					    "lists them)",
@@ -492,7 +492,7 @@ int rn_attach_resolve_chained(int pod_nsfd, const char *ifname,
 		r = rn_name_check("RDMA device", hints->rdma_dev, RN_RDMA_NAME_MAX - 1, err);
 		if (r < 0)
 			return r;
-		if (!rn_attach_devs_find(&devs, hints->rdma_dev) &&
+		if (!rn_rdma_devs_get(&devs, hints->rdma_dev, NULL) &&
 		    rn_sysfs_rdma_get(hints->rdma_dev, &sd, NULL) < 0)
 			return rn_error_set(err, ENODEV, "RDMA device %s not found on the host",
 					    hints->rdma_dev);

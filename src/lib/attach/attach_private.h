@@ -24,7 +24,5 @@ int rn_attach_rdma_dump_here(struct rn_rdma_devs *devs, bool *kernel, bool *excl
  */
 int rn_attach_ipoib_back_to_pod(const struct rn_attach_netdev *nd, int pod_nsfd,
 				struct rn_error *err);
-/* Device `name` of devs, NULL when it is not there. */
-const struct rn_rdma_dev *rn_attach_devs_find(const struct rn_rdma_devs *devs, const char *name);
 
 #endif

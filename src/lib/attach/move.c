@@ -1,54 +1,141 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rdmans/discover.h"
 #include "rdmans/link.h"
 #include "rdmans/move.h"
+#include "rdmans/netns.h"
+#include "rdmans/rdma_nl.h"
 #include "rdmans/system.h"
+#include "rdmans/util.h"
 
-struct move_job {
-	const struct rn_located_dev *loc;
-	const char *netdev_old;
-	const char *netdev_new;
-	int netdev_ifindex;
-	int nsfd; /* where to send the device or netdev */
-};
+/* ---- the home loop ---- */
 
-static int move_rdma_here(void *arg, struct rn_error *err)
+/* One failure of the home loop into err: the first as it is, each later one after "; ". */
+static void collect_failure(const struct rn_move_home *h, const char *dev, const struct rn_error *e,
+			    int *first, struct rn_error *err)
 {
-	struct move_job *job = arg;
+	if (*first == 0) {
+		*first = e->code ? e->code : EIO;
+		if (!err)
+			return;
+		*err = *e;
+		if (h->name_each)
+			rn_error_wrap(err, "cannot bring RDMA device %s home", dev);
+		return;
+	}
+	if (!err)
+		return;
+	if (h->name_each)
+		rn_strappend(err->msg, sizeof(err->msg), "; cannot bring RDMA device %s home: %s",
+			     dev, e->msg);
+	else
+		rn_strappend(err->msg, sizeof(err->msg), "; %s", e->msg);
+}
+
+int rn_move_home_here(const struct rn_move_home *h, struct rn_error *err)
+{
 	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
-	int r;
+	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
+	int first = 0, r;
 
 	r = rn_rdma_open(&rdma, err);
+	if (r == 0)
+		r = rn_rdma_dev_dump(rdma, &devs, err);
 	if (r < 0)
-		return r;
-	return rn_rdma_dev_set_netns(rdma, job->loc->dev.index, job->loc->dev.name, job->nsfd, err);
+		return h->from_desc ? rn_error_wrap(err, "cannot list the RDMA devices in %s",
+						    h->from_desc)
+				    : r;
+	for (size_t i = 0; i < h->n; i++) {
+		struct rn_error e = { 0 };
+		const struct rn_rdma_dev *d = rn_rdma_devs_get(&devs, h->names[i], &e);
+
+		if (!d && !h->all_there)
+			continue; /* not there (any more) */
+		if (d)
+			r = rn_rdma_dev_set_netns(rdma, d->index, d->name, h->home_nsfd, &e);
+		else
+			r = -e.code;
+		if (r < 0) {
+			collect_failure(h, h->names[i], &e, &first, err);
+			continue;
+		}
+		if (h->ret_home)
+			h->ret_home[i] = true;
+		r = h->done ? h->done(h->arg, h->names[i], err) : 0;
+		if (r < 0)
+			return r;
+	}
+	return first ? -first : 0;
 }
+
+static int move_home_job(void *arg, struct rn_error *err)
+{
+	return rn_move_home_here(arg, err);
+}
+
+int rn_move_home(int from_nsfd, const struct rn_move_home *h, struct rn_error *err)
+{
+	return rn_netns_run(from_nsfd, move_home_job, (void *)h, err);
+}
+
+/* ---- the mover ---- */
+
+struct netdev_job {
+	const struct rn_move_dev *m;
+	bool *ret_partial;
+};
 
 static int move_netdev_here(void *arg, struct rn_error *err)
 {
-	struct move_job *job = arg;
+	struct netdev_job *job = arg;
+	const struct rn_move_dev *m = job->m;
 
-	return rn_link_move(job->netdev_ifindex, job->netdev_old, job->nsfd, job->netdev_new, err);
+	if (m->netdev_probe)
+		return rn_link_move(m->netdev_ifindex, m->netdev, m->to_nsfd, m->netdev_to.name,
+				    err);
+	return rn_link_move_to(m->netdev_ifindex, m->netdev, m->to_nsfd, &m->netdev_to,
+			       job->ret_partial, err);
 }
 
-/* Undo of the RDMA half: from inside the target, send the device back to its source. */
-static int return_rdma_here(void *arg, struct rn_error *err)
+int rn_move_dev(const struct rn_move_dev *m, bool *ret_partial, struct rn_error *err)
 {
-	struct move_job *job = arg;
-	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
-	struct rn_rdma_dev dev = { 0 };
+	char rdma[1][RN_RDMA_NAME_MAX];
+	/* the RDMA half is the home loop's step, with the target as its "home" */
+	const struct rn_move_home there = {
+		.names = rdma, .n = 1, .home_nsfd = m->to_nsfd, .all_there = true
+	};
+	const struct rn_move_home back = {
+		.names = rdma, .n = 1, .home_nsfd = m->from_nsfd, .all_there = true
+	};
+	struct netdev_job job = { .m = m, .ret_partial = ret_partial };
+	struct rn_error undo = { 0 };
+	char first[RN_ERROR_MSG_MAX];
 	int r;
 
-	r = rn_rdma_open(&rdma, err);
-	if (r == 0)
-		r = rn_rdma_dev_find(rdma, job->loc->dev.name, &dev, err);
-	if (r == 0)
-		r = rn_rdma_dev_set_netns(rdma, dev.index, dev.name, job->nsfd, err);
-	rn_rdma_dev_free(&dev);
-	return r;
+	if (ret_partial)
+		*ret_partial = false;
+	if (m->rdma) {
+		(void)rn_strscpy(rdma[0], sizeof(rdma[0]), m->rdma);
+		r = rn_move_home(m->from_nsfd, &there, err);
+		if (r < 0)
+			return r;
+	}
+	if (!m->netdev_ifindex)
+		return 0;
+	r = rn_netns_run(m->from_nsfd, move_netdev_here, &job, err);
+	if (r >= 0 || !m->undo || !m->rdma)
+		return r;
+	snprintf(first, sizeof(first), "%s", err ? err->msg : "");
+	if (rn_move_home(m->to_nsfd, &back, &undo) < 0)
+		return rn_error_set(err, -r,
+				    "%s; RDMA device %s stayed in %s and moving it back failed "
+				    "(%s): run 'rdmans move %s host'",
+				    first, m->rdma, m->to_desc, undo.msg, m->rdma);
+	return rn_error_set(err, -r, "%s; RDMA device %s was moved back to %s", first, m->rdma,
+			    m->from_desc);
 }
 
 static void describe_netns(const struct rn_netns_entry *ns, char *buf, size_t len)
@@ -67,7 +154,9 @@ int rn_move(const struct rn_move_request *req, struct rn_move_result *res, struc
 {
 	struct rn_located_dev loc = { 0 };
 	_cleanup_close_ int source_fd = -1;
-	struct move_job job = { .loc = &loc };
+	const char *netdev_old = NULL, *netdev_new = NULL;
+	int netdev_ifindex = 0;
+	struct rn_move_dev mv;
 	const struct rn_rdma_port *port;
 	bool exclusive = false;
 	int r;
@@ -116,69 +205,27 @@ int rn_move(const struct rn_move_request *req, struct rn_move_result *res, struc
 					 loc.dev.name, res->from_desc);
 			goto out;
 		}
-		job.netdev_ifindex = (int)port->ndev_index;
-		job.netdev_old = port->ndev_name;
-		job.netdev_new = req->netdev_name ? req->netdev_name : port->ndev_name;
+		netdev_ifindex = (int)port->ndev_index;
+		netdev_old = port->ndev_name;
+		netdev_new = req->netdev_name ? req->netdev_name : port->ndev_name;
 	}
 
-	/*
-	 * The RDMA device goes first: a driver that cannot change namespace
-	 * refuses before anything moved (and rxe, for one, would unregister its
-	 * device if its netdev left first).
-	 */
-	job.nsfd = req->target_nsfd;
-	r = rn_netns_run(source_fd, move_rdma_here, &job, err);
+	mv = (struct rn_move_dev){ .rdma = loc.dev.name,
+				   .from_nsfd = source_fd,
+				   .to_nsfd = req->target_nsfd,
+				   .netdev_ifindex = netdev_ifindex,
+				   .netdev = netdev_old,
+				   .netdev_to = { .name = netdev_new },
+				   .netdev_probe = true,
+				   .undo = true,
+				   .from_desc = res->from_desc,
+				   .to_desc = req->target_desc };
+	r = rn_move_dev(&mv, NULL, err);
 	if (r < 0 || !req->with_netdev)
 		goto out;
-
-	r = rn_netns_run(source_fd, move_netdev_here, &job, err);
-	if (r < 0) {
-		struct rn_error undo = { 0 };
-		char first[RN_ERROR_MSG_MAX];
-
-		snprintf(first, sizeof(first), "%s", err->msg);
-		job.nsfd = source_fd;
-		if (rn_netns_run(req->target_nsfd, return_rdma_here, &job, &undo) < 0)
-			rn_error_set(err, -r,
-				     "%s; RDMA device %s stayed in %s and moving it back failed "
-				     "(%s): run 'rdmans move %s host'",
-				     first, loc.dev.name, req->target_desc, undo.msg, loc.dev.name);
-		else
-			rn_error_set(err, -r, "%s; RDMA device %s was moved back to %s", first,
-				     loc.dev.name, res->from_desc);
-		goto out;
-	}
-	snprintf(res->netdev, sizeof(res->netdev), "%s", job.netdev_old);
-	snprintf(res->netdev_now, sizeof(res->netdev_now), "%s", job.netdev_new);
+	snprintf(res->netdev, sizeof(res->netdev), "%s", netdev_old);
+	snprintf(res->netdev_now, sizeof(res->netdev_now), "%s", netdev_new);
 out:
 	rn_rdma_dev_free(&loc.dev);
 	return r < 0 ? r : 0;
-}
-
-struct named_move {
-	const char *name;
-	int nsfd;
-};
-
-static int move_named_here(void *arg, struct rn_error *err)
-{
-	struct named_move *job = arg;
-	_cleanup_rdma_ struct rn_rdma *rdma = NULL;
-	struct rn_rdma_dev dev = { 0 };
-	int r;
-
-	r = rn_rdma_open(&rdma, err);
-	if (r == 0)
-		r = rn_rdma_dev_find(rdma, job->name, &dev, err);
-	if (r == 0)
-		r = rn_rdma_dev_set_netns(rdma, dev.index, dev.name, job->nsfd, err);
-	rn_rdma_dev_free(&dev);
-	return r;
-}
-
-int rn_move_rdma_dev(const char *name, int from_nsfd, int to_nsfd, struct rn_error *err)
-{
-	struct named_move job = { .name = name, .nsfd = to_nsfd };
-
-	return rn_netns_run(from_nsfd, move_named_here, &job, err);
 }

@@ -107,14 +107,6 @@ bool rn_pod_ask_sockets(const struct rn_pod_ask *a)
 
 /* ---- devices ---- */
 
-static bool in_devs(const struct rn_rdma_devs *devs, const char *name)
-{
-	for (size_t i = 0; i < devs->n; i++)
-		if (strcmp(devs->devs[i].name, name) == 0)
-			return true;
-	return false;
-}
-
 /* "all": the devices the pod's network attachment gave it join a->devices. */
 static int add_pod_devices(struct rn_pod_ask *a, int nsfd, struct rn_error *err)
 {
@@ -257,7 +249,7 @@ int rn_pod_ask_move(struct rn_pod_ask *a, int nsfd, const char *ns_desc,
 					       .host_only = true };
 		struct rn_move_result res;
 
-		if (in_devs(&here, a->devices[i]))
+		if (rn_rdma_devs_get(&here, a->devices[i], NULL))
 			continue; /* moved by an earlier container of the pod, or a restart */
 		r = rn_move(&req, &res, err);
 		if (r == -EALREADY) {

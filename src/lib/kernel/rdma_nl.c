@@ -449,6 +449,8 @@ int rn_rdma_dev_find(struct rn_rdma *rdma, const char *name, struct rn_rdma_dev 
 		     struct rn_error *err)
 {
 	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
+	const struct rn_rdma_dev *d;
+	size_t i;
 	int r;
 
 	r = rn_name_check("RDMA device", name, RN_RDMA_NAME_MAX - 1, err);
@@ -457,19 +459,28 @@ int rn_rdma_dev_find(struct rn_rdma *rdma, const char *name, struct rn_rdma_dev 
 	r = rn_rdma_dev_dump(rdma, &devs, err);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < devs.n; i++) {
-		if (strcmp(devs.devs[i].name, name) == 0) {
-			*out = devs.devs[i];
-			/* ownership of the ports array moves to out */
-			devs.devs[i].ports = NULL;
-			devs.devs[i].nports = 0;
-			return 0;
-		}
-	}
-	return rn_error_set(err, ENODEV,
-			    "RDMA device %s not found in this network namespace ('rdmans dev "
-			    "--all-netns' finds devices that moved into other namespaces)",
-			    name);
+	d = rn_rdma_devs_get(&devs, name, err);
+	if (!d)
+		return -ENODEV;
+	i = (size_t)(d - devs.devs);
+	*out = devs.devs[i];
+	/* ownership of the ports array moves to out */
+	devs.devs[i].ports = NULL;
+	devs.devs[i].nports = 0;
+	return 0;
+}
+
+const struct rn_rdma_dev *rn_rdma_devs_get(const struct rn_rdma_devs *devs, const char *name,
+					   struct rn_error *err)
+{
+	for (size_t i = 0; i < devs->n; i++)
+		if (strcmp(devs->devs[i].name, name) == 0)
+			return &devs->devs[i];
+	rn_error_set(err, ENODEV,
+		     "RDMA device %s not found in this network namespace ('rdmans dev "
+		     "--all-netns' finds devices that moved into other namespaces)",
+		     name);
+	return NULL;
 }
 
 const char *rn_rdma_port_state_name(uint8_t state)

@@ -170,30 +170,29 @@ static void forget_gone_pods(struct session *s)
 	}
 }
 
-/* Devices of the pod in nsfd back to the host's netns; one not there is skipped. */
+/* Devices of the pod in nsfd back to the host's netns (the home loop); one not there is skipped. */
 static int take_home(struct session *s, const struct rn_nri_call *c, int nsfd,
 		     char (*names)[RN_RDMA_NAME_MAX], size_t n, struct rn_error *err)
 {
 	_cleanup_close_ int hostfd = rn_netns_open_host(err);
-	int failed = 0;
+	bool home[RN_POD_MAX_DEVICES] = { false };
+	const struct rn_move_home h = {
+		.names = names, .n = n, .home_nsfd = hostfd, .ret_home = home
+	};
+	int r;
 
 	if (hostfd < 0)
 		return hostfd;
-	for (size_t i = 0; i < n; i++) {
-		struct rn_error e = { 0 };
-		int r = rn_move_rdma_dev(names[i], nsfd, hostfd, &e);
-
-		if (r == -ENODEV)
-			continue; /* not there (any more) */
-		if (r < 0) {
-			if (!failed++)
-				*err = e;
-			continue;
-		}
-		say(s, LOG_INFO, "pod %s/%s: RDMA device %s is back in the host's netns",
-		    c->pod_namespace, c->pod_name, names[i]);
-	}
-	return failed ? -err->code : 0;
+	if (n > RN_POD_MAX_DEVICES)
+		return rn_error_set(err, E2BIG, "more than %d RDMA devices to take home",
+				    RN_POD_MAX_DEVICES);
+	r = rn_move_home(nsfd, &h, err);
+	/* said here, not in the pod's netns thread the loop runs on */
+	for (size_t i = 0; i < n; i++)
+		if (home[i])
+			say(s, LOG_INFO, "pod %s/%s: RDMA device %s is back in the host's netns",
+			    c->pod_namespace, c->pod_name, names[i]);
+	return r;
 }
 
 /*
