@@ -7,6 +7,7 @@
  * locks.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -513,6 +514,54 @@ static void owners_are_found_by_device_mac_and_selection(void)
 	remove_dir();
 }
 
+/* A DEL running beside the owner search: its file is listed, then gone when read. */
+static bool list_a_vanished_file;
+
+int __real_rn_cni_state_list(const char *state_dir, char ***ret_names, size_t *ret_n,
+			     struct rn_error *err);
+int __wrap_rn_cni_state_list(const char *state_dir, char ***ret_names, size_t *ret_n,
+			     struct rn_error *err);
+int __wrap_rn_cni_state_list(const char *state_dir, char ***ret_names, size_t *ret_n,
+			     struct rn_error *err)
+{
+	char **names;
+	int r = __real_rn_cni_state_list(state_dir, ret_names, ret_n, err);
+
+	if (r < 0 || !list_a_vanished_file)
+		return r;
+	names = realloc(*ret_names, (*ret_n + 1) * sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	names[*ret_n] = strdup("zz:gone:net1"); /* sorted last: the loop ends on it */
+	if (!names[*ret_n]) {
+		*ret_names = names;
+		return -ENOMEM;
+	}
+	*ret_names = names;
+	(*ret_n)++;
+	return 0;
+}
+
+static void a_file_removed_during_the_owner_search_is_passed_over(void)
+{
+	struct rn_error err = { 0 };
+	_cleanup_cni_attachment_ struct rn_cni_attachment att = { 0 };
+	struct rn_attach_plan other = { 0 };
+
+	make_dir();
+	CHECK_INT(rn_cni_state_dir_init(dir, &err), 0);
+	att.plan = sample_plan();
+	CHECK_INT(rn_cni_attachment_write(dir, "n:c1:net1", &att, true, &err), 0);
+	other.n_rdma = 1;
+	snprintf(other.rdma[0], sizeof(other.rdma[0]), "mlx5_9"); /* nobody's */
+	list_a_vanished_file = true;
+	CHECK_INT(rn_attach_find_owner(dir, "x", &other, NULL, NULL, 0, NULL, &err), 0);
+	snprintf(other.rdma[0], sizeof(other.rdma[0]), "mlx5_1"); /* n:c1:net1's */
+	CHECK_INT(rn_attach_find_owner(dir, "x", &other, NULL, NULL, 0, NULL, &err), 1);
+	list_a_vanished_file = false;
+	remove_dir();
+}
+
 static void a_held_device_lock_times_out_with_a_clear_error(void)
 {
 	struct rn_error err = { 0 };
@@ -582,4 +631,5 @@ RN_TEST_MAIN(T(names_follow_the_cni_rules), T(long_names_are_hashed_and_stay_dis
 	     T(a_world_writable_state_dir_is_refused),
 	     T(owners_are_found_by_device_mac_and_selection),
 	     T(a_file_of_an_older_boot_claims_no_device),
+	     T(a_file_removed_during_the_owner_search_is_passed_over),
 	     T(a_held_device_lock_times_out_with_a_clear_error))

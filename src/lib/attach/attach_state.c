@@ -76,8 +76,10 @@ int rn_attach_find_owner(const char *dir, const char *self, const struct rn_atta
 		if (self && strcmp(names[i], self) == 0)
 			continue;
 		r = rn_cni_attachment_read(dir, names[i], &att, &rerr);
-		if (r == -ENOENT)
-			continue; /* a DEL removed it meanwhile */
+		if (r == -ENOENT) {
+			r = 0; /* a DEL removed it meanwhile */
+			continue;
+		}
 		if (r < 0 && r != -EBADMSG) {
 			/* it may claim the device: taking it could take another pod's */
 			r = rn_error_set(
