@@ -54,7 +54,6 @@
 #include "rdmans/cleanup.h"
 #include "rdmans/cni_protocol.h"
 #include "rdmans/discover.h"
-#include "rdmans/move.h"
 #include "rdmans/nccl.h"
 #include "rdmans/nccl_conf.h"
 #include "rdmans/nccl_json.h"

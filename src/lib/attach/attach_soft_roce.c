@@ -17,7 +17,6 @@
 #include "rdmans/attach_soft_roce.h"
 #include "rdmans/discover.h"
 #include "rdmans/link.h"
-#include "rdmans/move.h"
 #include "rdmans/netns.h"
 #include "rdmans/rdma_nl.h"
 #include "rdmans/sysfs.h"

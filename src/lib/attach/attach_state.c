@@ -19,7 +19,6 @@
 #include "rdmans/cni_state.h"
 #include "rdmans/discover.h"
 #include "rdmans/link.h"
-#include "rdmans/move.h"
 #include "rdmans/netns.h"
 #include "rdmans/rdma_nl.h"
 #include "rdmans/sysfs.h"
