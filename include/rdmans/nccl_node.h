@@ -34,8 +34,9 @@ int rn_nccl_node_add_addr(struct rn_nccl_node *node, const char *netdev, const c
 			  struct rn_error *err);
 /*
  * The whole picture of the netns of nsfd: sysfs (a fresh mount, as seen from
- * inside), the bound netdevs by the one rule (rn_port_netdev_decide_all(): no
- * RDMA netlink, sysfs's binding) and their addresses (rtnetlink). nsfd < 0:
+ * inside), the bound netdevs by the one rule (rn_port_netdev_decide_all():
+ * RDMA netlink's word where it answers, else sysfs's binding) and their
+ * addresses (rtnetlink). nsfd < 0:
  * the caller's netns and /sys as it is mounted (no root needed).
  */
 int rn_nccl_probe(int nsfd, struct rn_nccl_node *out, struct rn_error *err);

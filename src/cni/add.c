@@ -478,7 +478,7 @@ static int add_steps(struct add_job *job)
 {
 	struct cni_ctx *ctx = job->ctx;
 	struct rn_error err = { 0 };
-	const char *addrs[32];
+	const char *addrs[RN_CNI_IPS_MAX];
 	char devinfo[PATH_MAX];
 	size_t n_addrs;
 	bool up, remade;

@@ -6,22 +6,15 @@
  * field of the struct they fill.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "rdmans/attach.h"
 #include "rdmans/attach_state.h"
 #include "rdmans/cni_state.h"
-#include "rdmans/discover.h"
-#include "rdmans/link.h"
-#include "rdmans/netns.h"
-#include "rdmans/rdma_nl.h"
-#include "rdmans/sysfs.h"
 #include "rdmans/sysfs_kernel.h"
 #include "rdmans/util.h"
 

@@ -41,15 +41,19 @@ int rn_move_home_here(const struct rn_move_home *h, struct rn_error *err)
 	_cleanup_rdma_devs_ struct rn_rdma_devs devs = { 0 };
 	int first = 0, r;
 
+	if (h->n == 0)
+		return 0; /* nothing to bring: no netlink socket, no dump */
 	r = rn_rdma_open(&rdma, err);
 	if (r == 0)
 		r = rn_rdma_dev_dump(rdma, &devs, err);
-	if (r < 0)
-		return h->from_desc ? rn_error_wrap(err, "cannot list the RDMA devices in %s",
-						    h->from_desc)
-				    : r;
+	if (r < 0) {
+		if (h->from_desc && err)
+			(void)rn_error_wrap(err, "cannot list the RDMA devices in %s",
+					    h->from_desc);
+		return r;
+	}
 	for (size_t i = 0; i < h->n; i++) {
-		struct rn_error e = { 0 };
+		struct rn_error e = { 0 }, done_err = { 0 };
 		const struct rn_rdma_dev *d = rn_rdma_devs_get(&devs, h->names[i], &e);
 
 		if (!d && !h->all_there)
@@ -64,9 +68,15 @@ int rn_move_home_here(const struct rn_move_home *h, struct rn_error *err)
 		}
 		if (h->ret_home)
 			h->ret_home[i] = true;
-		r = h->done ? h->done(h->arg, h->names[i], err) : 0;
-		if (r < 0)
-			return r;
+		r = h->done ? h->done(h->arg, h->names[i], &done_err) : 0;
+		if (r < 0) {
+			/* the failures collected so far stay in the message */
+			if (first && err)
+				rn_strappend(err->msg, sizeof(err->msg), "; %s", done_err.msg);
+			else if (err)
+				*err = done_err;
+			return first ? -first : r;
+		}
 	}
 	return first ? -first : 0;
 }
@@ -118,7 +128,9 @@ int rn_move_dev(const struct rn_move_dev *m, bool *ret_partial, struct rn_error 
 	if (ret_partial)
 		*ret_partial = false;
 	if (m->rdma) {
-		(void)rn_strscpy(rdma[0], sizeof(rdma[0]), m->rdma);
+		if (rn_strscpy(rdma[0], sizeof(rdma[0]), m->rdma) < 0)
+			return rn_error_set(err, ENAMETOOLONG, "RDMA device name %s is too long",
+					    m->rdma);
 		r = rn_move_home(m->from_nsfd, &there, err);
 		if (r < 0)
 			return r;

@@ -25,7 +25,6 @@
 #include "rdmans/doctor.h"
 #include "rdmans/doctor_checks.h"
 #include "rdmans/doctor_process.h"
-#include "rdmans/link.h"
 #include "rdmans/nccl_conf.h"
 #include "rdmans/nccl_node.h"
 #include "rdmans/netns.h"
