@@ -14,8 +14,9 @@
  *
  * Format 1 (text, UTF-8): one "key=value" per line, in any order; lines
  * starting with '#' are comments; unknown keys must be ignored by readers
- * (and are kept when rdma-netns rewrites a file). rdma-netns writes the keys
- * in one fixed order, the same in every version (cni_state.c says which).
+ * (a rewrite by rdma-netns keeps them, after the keys it knows). rdma-netns
+ * writes the keys it knows in one fixed order, the same in every version
+ * (cni_state.c says which); a file of another format is refused, not guessed at.
  * In values, backslash escapes: "\\" is a backslash, "\n" a newline.
  *
  *   format=1
