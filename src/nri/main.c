@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,11 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/*
+	 * A runtime that gives up on a request closes the connection: the reply
+	 * must fail with EPIPE and the plugin connect again, not die of SIGPIPE.
+	 */
+	signal(SIGPIPE, SIG_IGN);
 #if RDMANS_POD_RESOURCES
 	if (pod_resources[0]) {
 		o.pod_devices = kubelet_pod_devices;
